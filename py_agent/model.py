@@ -1,0 +1,103 @@
+"""The model protocol: a Python mirror of Chrome's Prompt API.
+
+The agent only ever talks to these two protocols, so the browser model (which
+forwards calls to ``window.LanguageModel`` on the main thread) and the test
+double :class:`py_agent.testing.FunctionModel` are interchangeable.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+Availability = Literal["available", "downloadable", "downloading", "unavailable"]
+
+
+class Message(TypedDict):
+    """One initial prompt, as the Prompt API's ``initialPrompts`` takes it."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Purpose(str, Enum):
+    """Why a model call is made; carried on every call for tracing and accounting."""
+
+    STEP = "step"
+    SUMMARY = "summary"
+    FACTS = "facts"
+    MEASURE = "measure"
+
+
+class ModelError(Exception):
+    """Base class of every error a model or its bridge raises."""
+
+    retryable = False
+
+
+class QuotaExceededError(ModelError):
+    """The input does not fit in the session's context window (``QuotaExceededError``)."""
+
+    def __init__(self, message: str = "input exceeds the context window", *,
+                 requested: int | None = None, quota: int | None = None) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.quota = quota
+
+
+class ModelUnavailableError(ModelError):
+    """The model is missing, not downloaded, or the API is not supported here."""
+
+
+class ModelAbortedError(ModelError):
+    """The call was aborted (``AbortError``), usually because the user pressed stop."""
+
+
+class ModelNetworkError(ModelError):
+    """The model download or the bridge to it failed; worth retrying later."""
+
+    retryable = True
+
+
+@runtime_checkable
+class ModelSession(Protocol):
+    """A stateful conversation with the model, like a ``LanguageModel`` session."""
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the session can hold in total (``contextWindow``/``inputQuota``)."""
+        ...
+
+    @property
+    def context_usage(self) -> int:
+        """Tokens the session holds now (``contextUsage``/``inputUsage``)."""
+        ...
+
+    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+                     purpose: Purpose = Purpose.STEP) -> str:
+        """Append ``text`` as a user message and return the model's reply."""
+        ...
+
+    async def measure(self, text: str) -> int | None:
+        """Exact token count of ``text`` (``measureContextUsage``), or None if unknown."""
+        ...
+
+    async def clone(self) -> "ModelSession":
+        """A copy holding the same context, so a shared prefix is processed once."""
+        ...
+
+    async def destroy(self) -> None:
+        """Free the session; further calls fail."""
+        ...
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """Creates sessions; the counterpart of the ``LanguageModel`` global."""
+
+    async def availability(self) -> Availability:
+        ...
+
+    async def create(self, *, initial_prompts: list[Message],
+                     purpose: Purpose = Purpose.STEP) -> ModelSession:
+        ...

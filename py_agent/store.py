@@ -1,0 +1,136 @@
+"""The store protocol and an in-memory implementation.
+
+A store persists three things per session: the state the next prompt needs
+(:class:`SessionState`), an append-only archive of every raw turn, and a log of
+compressions. Each method that writes more than one of them is atomic, so a
+crash or a storage error never leaves a turn half-saved.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Protocol, runtime_checkable
+
+from .state import CompressionRecord, SessionInfo, SessionState, Turn
+
+
+class StorageError(Exception):
+    """A write or read the store could not do; ``kind`` says why, for the UI."""
+
+    def __init__(self, message: str, *, kind: str = "unknown") -> None:
+        super().__init__(message)
+        self.kind = kind  # "quota", "blocked", "version", "unknown"
+
+
+class UnknownSessionError(KeyError):
+    """Raised when asking about a session that was never created."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+    def __str__(self) -> str:
+        return f"unknown session: {self.session_id!r}"
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Async persistence for sessions. Implementations: InMemoryStore, IndexedDB."""
+
+    async def load(self, session_id: str) -> SessionState | None:
+        """The saved state of a session, or None if it does not exist."""
+        ...
+
+    async def save(self, state: SessionState) -> None:
+        """Replace a session's state (rename, import) in one write."""
+        ...
+
+    async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
+        """Append ``turns`` to the archive and save ``state``, atomically."""
+        ...
+
+    async def commit_compaction(self, state: SessionState | None,
+                                record: CompressionRecord) -> None:
+        """Log a compression and, if it succeeded, save the new state, atomically."""
+        ...
+
+    async def read_archive(self, session_id: str) -> list[Turn]:
+        """Every raw turn of a session, oldest first."""
+        ...
+
+    async def compressions(self, session_id: str) -> list[CompressionRecord]:
+        """The compression log of a session, oldest first."""
+        ...
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """All sessions, most recently updated first."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove a session's state, archive and log; False if it did not exist."""
+        ...
+
+
+class InMemoryStore:
+    """A store that lives in a dict: for tests, scripts and ephemeral sessions.
+
+    It deep-copies on the way in and out so callers cannot change stored data by
+    mutating objects they hold, which is the isolation a real database gives.
+    ``fail_next`` makes the next write raise a :class:`StorageError`, to test
+    that a failed write loses nothing.
+    """
+
+    def __init__(self) -> None:
+        self._states: dict[str, SessionState] = {}
+        self._archives: dict[str, list[Turn]] = {}
+        self._logs: dict[str, list[CompressionRecord]] = {}
+        self.fail_next: StorageError | None = None
+        self.writes = 0
+
+    def _check_failure(self) -> None:
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        self.writes += 1
+
+    async def load(self, session_id: str) -> SessionState | None:
+        state = self._states.get(session_id)
+        return copy.deepcopy(state) if state is not None else None
+
+    async def save(self, state: SessionState) -> None:
+        self._check_failure()
+        self._states[state.session_id] = copy.deepcopy(state)
+        self._archives.setdefault(state.session_id, [])
+
+    async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
+        self._check_failure()
+        archive = self._archives.setdefault(state.session_id, [])
+        known = {t.id for t in archive}
+        archive.extend(copy.deepcopy(t) for t in turns if t.id not in known)
+        self._states[state.session_id] = copy.deepcopy(state)
+
+    async def commit_compaction(self, state: SessionState | None,
+                                record: CompressionRecord) -> None:
+        self._check_failure()
+        self._logs.setdefault(record.session_id, []).append(copy.deepcopy(record))
+        if state is not None:
+            self._states[state.session_id] = copy.deepcopy(state)
+
+    async def read_archive(self, session_id: str) -> list[Turn]:
+        return copy.deepcopy(self._archives.get(session_id, []))
+
+    async def compressions(self, session_id: str) -> list[CompressionRecord]:
+        return copy.deepcopy(self._logs.get(session_id, []))
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        infos = [SessionInfo(s.session_id, s.title, s.updated_at,
+                             len(self._archives.get(s.session_id, [])))
+                 for s in self._states.values()]
+        return sorted(infos, key=lambda i: i.updated_at, reverse=True)
+
+    async def delete_session(self, session_id: str) -> bool:
+        existed = session_id in self._states
+        self._states.pop(session_id, None)
+        self._archives.pop(session_id, None)
+        self._logs.pop(session_id, None)
+        return existed
