@@ -1,0 +1,151 @@
+"""Prompt text: the fixed prefix, the first prompt of a turn, and the deltas after it.
+
+The fixed prefix (system instruction and few-shot examples) is given to the
+model once as ``initialPrompts`` of a base session; every turn clones that
+session, so the prefix is never sent or processed again. The first prompt of a
+turn carries only what changes: memory, the tools retrieved for this message,
+and the message. Later prompts in the turn carry only the new observation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .model import Message
+from .retrieval import ScoredTool
+from .state import Fact, Turn
+
+NONE_TOOL = "none"
+
+SYSTEM_INSTRUCTION = """\
+You are a helpful assistant that runs entirely on the user's device. You solve each request in \
+steps, and every reply you write is exactly one JSON object with these fields:
+- "thought": one short sentence about what to do next and why.
+- "toolName": the name of one tool from "Tools for this request", or "none".
+- "toolInput": the tool's arguments as a JSON object (a plain string is fine for a tool with one \
+parameter); use "" when toolName is "none".
+- "finalAnswer": your complete answer for the user when toolName is "none"; otherwise "".
+Rules:
+1. Call a tool only when you need its result; otherwise answer directly.
+2. After an observation, use it: give the final answer or call a different tool. Never repeat a \
+call you already made.
+3. The memory section holds what you know from earlier in the conversation. Honour the user's \
+preferences, needs and decisions recorded there.
+4. Answer in the language the user writes in. Keep answers clear and brief."""
+
+_EXAMPLE_TOOL = "- convert_units(value: number, from_unit: string, to_unit: string): " \
+    "Convert a quantity between units of length, mass, volume or temperature."
+
+
+def few_shot_examples() -> list[Message]:
+    """Two worked examples: one tool call then an answer, and one direct answer."""
+    step = lambda thought, name, tool_input, answer: json.dumps(  # noqa: E731
+        {"thought": thought, "toolName": name, "toolInput": tool_input, "finalAnswer": answer})
+    return [
+        {"role": "user", "content": f"Tools for this request:\n{_EXAMPLE_TOOL}\n"
+                                    f"- none: answer without a tool\n\n"
+                                    "User: How many grams are in 3 ounces?"},
+        {"role": "assistant", "content": step("This needs a unit conversion from ounces to grams.",
+                                              "convert_units",
+                                              {"value": 3, "from_unit": "oz", "to_unit": "g"}, "")},
+        {"role": "user", "content": "Observation from convert_units: 85.05 g"},
+        {"role": "assistant", "content": step("The observation answers the question.", NONE_TOOL,
+                                              "", "3 ounces is about 85 grams.")},
+        {"role": "user", "content": "Memory:\nKey facts:\n- [preference] likes short answers\n\n"
+                                    "Tools for this request:\n- none: answer without a tool\n\n"
+                                    "User: What is the capital of Italy?"},
+        {"role": "assistant", "content": step("I know this; no tool is needed.", NONE_TOOL, "",
+                                              "Rome.")},
+    ]
+
+
+def initial_prompts(system_instruction: str = SYSTEM_INSTRUCTION) -> list[Message]:
+    """The fixed prefix of every agent turn, as Prompt API ``initialPrompts``."""
+    return [{"role": "system", "content": system_instruction}, *few_shot_examples()]
+
+
+def step_schema(tool_names: Iterable[str]) -> dict[str, Any]:
+    """JSON schema for one step; ``toolName`` may only be an offered tool or none."""
+    names = list(dict.fromkeys([*tool_names, NONE_TOOL]))
+    return {
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string"},
+            "toolName": {"type": "string", "enum": names},
+            "toolInput": {"anyOf": [{"type": "string"}, {"type": "object"}]},
+            "finalAnswer": {"type": "string"},
+        },
+        "required": ["thought", "toolName", "toolInput", "finalAnswer"],
+        "additionalProperties": False,
+    }
+
+
+def shorten(text: str, limit: int) -> str:
+    """Shorten for a prompt only (the archive keeps the full text)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(0, limit - 12)].rstrip() + " … [trimmed]"
+
+
+def format_tool_input(tool_input: Any) -> str:
+    return tool_input if isinstance(tool_input, str) else json.dumps(tool_input, ensure_ascii=False)
+
+
+def render_turn(turn: Turn, *, observation_chars: int | None = None) -> str:
+    """A past turn as prompt text; ``observation_chars`` micro-compacts its observations."""
+    lines = [f"User: {turn.user}"]
+    for step in turn.steps:
+        if step.corrective or not step.tool or step.tool == NONE_TOOL:
+            continue
+        observation = step.observation
+        if observation_chars is not None:
+            observation = shorten(observation, observation_chars)
+        lines.append(f"  Action: {step.tool}({format_tool_input(step.tool_input)}) → {observation}")
+    lines.append(f"Assistant: {turn.answer}")
+    return "\n".join(lines)
+
+
+def render_facts(facts: Iterable[Fact]) -> str:
+    return "\n".join(f"- [{f.category}] {f.text}" for f in facts)
+
+
+@dataclass
+class MemoryView:
+    """What of the memory goes into a prompt, already micro-compacted."""
+
+    summary: str = ""
+    facts: list[Fact] = field(default_factory=list)
+    turns: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        parts = []
+        if self.summary:
+            parts.append(f"Summary of the earlier conversation:\n{self.summary}")
+        if self.facts:
+            parts.append(f"Key facts:\n{render_facts(self.facts)}")
+        if self.turns:
+            parts.append("Recent turns:\n" + "\n".join(self.turns))
+        return ("Memory:\n" + "\n\n".join(parts)) if parts else ""
+
+
+def render_tools(tools: list[ScoredTool]) -> str:
+    lines = [f"- {s.tool.signature()}: {s.tool.description}" for s in tools]
+    lines.append(f"- {NONE_TOOL}: answer without a tool")
+    return "Tools for this request:\n" + "\n".join(lines)
+
+
+def first_prompt(message: str, tools: list[ScoredTool], memory: MemoryView) -> str:
+    """The opening prompt of a turn: memory, the offered tools, the user's message."""
+    parts = [memory.render(), render_tools(tools), f"User: {message}"]
+    return "\n\n".join(p for p in parts if p)
+
+
+def observation_prompt(tool_name: str, observation: str) -> str:
+    """The delta sent after a tool ran."""
+    return f"Observation from {tool_name}: {observation}"
+
+
+def corrective_prompt(problem: str) -> str:
+    """The delta sent after an unusable step, telling the model what to fix."""
+    return f"Observation: {problem} Reply with one JSON step object."

@@ -1,0 +1,286 @@
+"""Tools: the ``@tool`` decorator and how a model's ``toolInput`` becomes arguments.
+
+A tool's name comes from the function, its description from the docstring's
+first paragraph, its parameters from type hints (and their descriptions from a
+Google-style ``Args:`` section). The model may send ``toolInput`` as a string
+(for tools with one parameter) or a JSON object; anything that does not fit
+becomes a :class:`ToolArgumentError` whose message says what was expected, so
+the loop can hand it back to the model as an observation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Union, get_args, get_origin, get_type_hints
+
+
+class ToolError(Exception):
+    """Base class for errors raised while calling a tool."""
+
+
+class ToolArgumentError(ToolError, ValueError):
+    """The model's ``toolInput`` does not match the tool's parameters."""
+
+
+class RetryableToolError(ToolError):
+    """Raise this from a tool for a transient failure worth trying again."""
+
+
+class ToolTimeoutError(RetryableToolError, TimeoutError):
+    """The tool did not finish within its time limit."""
+
+
+_MISSING = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class ToolParam:
+    """One parameter: its JSON-schema type, whether it is required, its default."""
+
+    name: str
+    schema: dict[str, Any]
+    required: bool
+    default: Any = None
+    description: str = ""
+    annotation: Any = str
+
+    def type_label(self) -> str:
+        """A short type name for prompts: ``number``, ``"c"|"f"``, ``list of string``."""
+        if "enum" in self.schema:
+            return "|".join(json.dumps(v) for v in self.schema["enum"])
+        kind = self.schema.get("type", "any")
+        if kind == "array":
+            return "list of " + self.schema.get("items", {}).get("type", "any")
+        return str(kind)
+
+
+@dataclass
+class Tool:
+    """A callable the agent may use, with what the model needs to know about it."""
+
+    name: str
+    description: str
+    params: list[ToolParam]
+    fn: Callable[..., Any]
+    pinned: bool = False
+    is_async: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the tool directly calls the function, so tools stay testable."""
+        return self.fn(*args, **kwargs)
+
+    def signature(self) -> str:
+        """``name(param: type, [optional: type])`` for the prompt's tool list."""
+        parts = []
+        for p in self.params:
+            text = f"{p.name}: {p.type_label()}"
+            parts.append(text if p.required else f"[{text}]")
+        return f"{self.name}({', '.join(parts)})"
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the object form of ``toolInput``."""
+        return {"type": "object",
+                "properties": {p.name: p.schema for p in self.params},
+                "required": [p.name for p in self.params if p.required]}
+
+    def expected(self) -> str:
+        """What a valid ``toolInput`` looks like, for corrective observations."""
+        fields = ", ".join(f'"{p.name}": {p.type_label()}' + ("" if p.required else " (optional)")
+                           for p in self.params)
+        text = f"{self.name} expects toolInput as a JSON object {{{fields}}}"
+        if len(self.params) == 1:
+            text += " or a plain string"
+        return text
+
+    def bind(self, tool_input: Any) -> dict[str, Any]:
+        """Turn the model's ``toolInput`` into keyword arguments, or explain why not."""
+        return _bind_arguments(self, tool_input)
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None, pinned: bool = False) -> Any:
+    """Make a :class:`Tool` from a typed, documented function (sync or async).
+
+    Use as ``@tool`` or ``@tool(name=..., pinned=True)``; a pinned tool is
+    offered to the model on every request, whatever the retriever ranks.
+    """
+
+    def build(func: Callable[..., Any]) -> Tool:
+        doc = inspect.getdoc(func) or ""
+        summary, arg_docs = _parse_docstring(doc)
+        desc = description if description is not None else summary
+        if not desc:
+            raise ValueError(f"tool {func.__name__!r} needs a docstring or a description: "
+                             "the model chooses tools by their descriptions")
+        return Tool(name=name or func.__name__, description=desc,
+                    params=_params_from_signature(func, arg_docs), fn=func, pinned=pinned,
+                    is_async=inspect.iscoroutinefunction(func))
+
+    return build(fn) if fn is not None else build
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """First paragraph as the description, and ``Args:`` entries by name."""
+    paragraphs = re.split(r"\n\s*\n", doc.strip(), maxsplit=1) if doc.strip() else [""]
+    summary = " ".join(paragraphs[0].split())
+    arg_docs: dict[str, str] = {}
+    match = re.search(r"^(?:Args|Arguments|Parameters):\s*$(.*?)(?:^\S|\Z)", doc,
+                      re.MULTILINE | re.DOTALL)
+    if match:
+        current = None
+        for line in match.group(1).splitlines():
+            entry = re.match(r"\s+(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)", line)
+            if entry:
+                current = entry.group(1)
+                arg_docs[current] = entry.group(2).strip()
+            elif current and line.strip():
+                arg_docs[current] += " " + line.strip()
+    if summary.startswith(("Args:", "Arguments:", "Parameters:")):
+        summary = ""
+    return summary, arg_docs
+
+
+def _params_from_signature(func: Callable[..., Any], arg_docs: dict[str, str]) -> list[ToolParam]:
+    try:
+        hints = get_type_hints(func)
+    except Exception:  # unresolvable annotations: fall back to strings
+        hints = {}
+    params = []
+    for p in inspect.signature(func).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        annotation = hints.get(p.name, str)
+        optional, inner = _unwrap_optional(annotation)
+        params.append(ToolParam(
+            name=p.name, schema=_schema_for(inner), annotation=inner,
+            required=p.default is _MISSING and not optional,
+            default=None if p.default is _MISSING else p.default,
+            description=arg_docs.get(p.name, "")))
+    return params
+
+
+def _unwrap_optional(annotation: Any) -> tuple[bool, Any]:
+    """``X | None`` → (True, X); anything else → (False, annotation)."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) < len(get_args(annotation)):
+            return True, (args[0] if len(args) == 1 else Union[tuple(args)])
+    return False, annotation
+
+
+def _schema_for(annotation: Any) -> dict[str, Any]:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return {"enum": list(get_args(annotation))}
+    if annotation in (list, typing.List) or origin is list:
+        args = get_args(annotation)
+        return {"type": "array", "items": _schema_for(args[0]) if args else {}}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+    if annotation in simple:
+        return {"type": simple[annotation]}
+    if origin is dict:
+        return {"type": "object"}
+    return {"type": "string"}
+
+
+def _bind_arguments(t: Tool, tool_input: Any) -> dict[str, Any]:
+    if isinstance(tool_input, str):
+        stripped = tool_input.strip()
+        if stripped.startswith("{"):
+            try:
+                tool_input = json.loads(stripped)
+            except json.JSONDecodeError:
+                pass
+    if tool_input is None or tool_input == "":
+        tool_input = {}
+    if not isinstance(tool_input, dict):
+        required = [p for p in t.params if p.required]
+        target = required[0] if len(required) == 1 else (t.params[0] if len(t.params) == 1 else None)
+        if target is None:
+            raise ToolArgumentError(f"got {_describe(tool_input)}; {t.expected()}")
+        tool_input = {target.name: tool_input}
+    by_name = {p.name: p for p in t.params}
+    unknown = sorted(set(tool_input) - set(by_name))
+    if unknown:
+        raise ToolArgumentError(f"unknown argument(s) {', '.join(unknown)}; {t.expected()}")
+    missing = [p.name for p in t.params if p.required and p.name not in tool_input]
+    if missing:
+        raise ToolArgumentError(f"missing argument(s) {', '.join(missing)}; {t.expected()}")
+    bound = {}
+    for key, value in tool_input.items():
+        param = by_name[key]
+        if value is None and not param.required:
+            bound[key] = param.default
+            continue
+        try:
+            bound[key] = _coerce(value, param.schema)
+        except (TypeError, ValueError) as exc:
+            raise ToolArgumentError(f"argument {key!r}: {exc}; {t.expected()}") from None
+    return bound
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _coerce(value: Any, schema: dict[str, Any]) -> Any:
+    """Convert a JSON value (or a string the model wrote) to the declared type."""
+    if "enum" in schema:
+        options = schema["enum"]
+        if value in options:
+            return value
+        for option in options:
+            if isinstance(value, str) and str(option).lower() == value.strip().lower():
+                return option
+        raise ValueError(f"{_describe(value)} is not one of {', '.join(json.dumps(o) for o in options)}")
+    kind = schema.get("type")
+    if kind == "string":
+        if isinstance(value, (dict, list)):
+            raise ValueError(f"expected a string, got {_describe(value)}")
+        return value if isinstance(value, str) else json.dumps(value) if isinstance(value, bool) else str(value)
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "yes", "1", "on"):
+            return True
+        if text in ("false", "no", "0", "off"):
+            return False
+        raise ValueError(f"expected true or false, got {_describe(value)}")
+    if kind in ("integer", "number"):
+        if isinstance(value, bool):
+            raise ValueError(f"expected a {kind}, got {_describe(value)}")
+        try:
+            number = float(str(value).strip().replace(",", "")) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected a {kind}, got {_describe(value)}") from None
+        if kind == "integer":
+            if number != int(number):
+                raise ValueError(f"expected a whole number, got {_describe(value)}")
+            return int(number)
+        return number
+    if kind == "array":
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                value = json.loads(text)
+            else:
+                value = [part.strip() for part in text.split(",") if part.strip()]
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list, got {_describe(value)}")
+        items = schema.get("items") or {}
+        return [_coerce(v, items) for v in value] if items else value
+    if kind == "object":
+        if isinstance(value, str):
+            value = json.loads(value)
+        if not isinstance(value, dict):
+            raise ValueError(f"expected an object, got {_describe(value)}")
+        return value
+    return value
