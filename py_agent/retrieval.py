@@ -154,9 +154,16 @@ class ToolRetriever:
         return sorted(scored, key=lambda s: s.score, reverse=True)
 
     def retrieve(self, query: str, k: int | None = None) -> list[ScoredTool]:
-        """The top ``k`` matching tools (score above zero), then every pinned tool."""
+        """The top ``k`` matching tools (score above zero), then every pinned tool.
+
+        When the whole registry fits in ``k`` there is nothing to choose between,
+        so every tool is offered, matching or not.
+        """
         k = self.top_k if k is None else k
         ranked = self.score(query)
-        chosen = [s for s in ranked if s.score > 0 and not s.tool.pinned][:k]
+        unpinned = [s for s in ranked if not s.tool.pinned]
+        if len(unpinned) <= k:
+            return ranked
+        chosen = [s for s in unpinned if s.score > 0][:k]
         chosen += [s for s in ranked if s.tool.pinned]
         return chosen

@@ -1,0 +1,26 @@
+"""py-agent: an on-device agent with tool retrieval and memory that never overflows.
+
+The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
+:class:`InMemoryStore`; test doubles live in :mod:`py_agent.testing`.
+"""
+
+from ._tool_runner import ToolPolicy
+from .agent import Agent
+from .events import AgentEvent
+from .memory import MemoryPolicy, MemoryPolicyError
+from .model import (LanguageModel, ModelAbortedError, ModelError, ModelNetworkError,
+                    ModelSession, ModelUnavailableError, Purpose, QuotaExceededError)
+from .results import CompactionReport, MemoryState, RunResult, StepTrace
+from .state import CompressionRecord, Fact, SessionState, Turn
+from .store import InMemoryStore, StorageError, Store, UnknownSessionError
+from .tools import RetryableToolError, Tool, ToolArgumentError, ToolTimeoutError, tool
+
+__all__ = [
+    "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact", "InMemoryStore",
+    "LanguageModel", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
+    "ModelError", "ModelNetworkError", "ModelSession", "ModelUnavailableError", "Purpose",
+    "QuotaExceededError", "RetryableToolError", "RunResult", "SessionState", "StepTrace",
+    "StorageError", "Store", "Tool", "ToolArgumentError", "ToolPolicy", "ToolTimeoutError",
+    "Turn", "UnknownSessionError", "tool",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,211 @@
+"""The ReAct loop of one turn, with every guard the small on-device model needs.
+
+One clone of the prefilled base session per turn: the first prompt carries
+memory, tools and the message; each later prompt only the new observation.
+Every unusable reply becomes a corrective observation, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, TypeVar
+
+from ._tool_runner import ToolPolicy, cap_text, run_tool
+from .events import AgentEvent
+from .model import ModelSession, Purpose, QuotaExceededError
+from .parsing import StepParseError, parse_step
+from .prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
+                        shorten, step_schema)
+from .results import RunResult, StepTrace
+from .retrieval import ScoredTool
+
+T = TypeVar("T")
+COMPACT_TOOL = "compact"
+
+
+class TurnAborted(Exception):
+    """The user stopped the turn."""
+
+
+async def abortable(awaitable: Awaitable[T], abort: asyncio.Event | None) -> T:
+    """Await ``awaitable`` unless ``abort`` is set first; then cancel it and raise."""
+    if abort is None:
+        return await awaitable
+    if abort.is_set():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise TurnAborted()
+    task = asyncio.ensure_future(awaitable)
+    waiter = asyncio.ensure_future(abort.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass
+    raise TurnAborted()
+
+
+def action_key(tool: str, tool_input: Any) -> str:
+    """Identity of an action, so a repeat is recognised whatever the key order."""
+    if isinstance(tool_input, str):
+        text = tool_input.strip()
+        try:
+            tool_input = json.loads(text) if text.startswith("{") else " ".join(text.split())
+        except ValueError:
+            tool_input = " ".join(text.split())
+    return tool + ":" + json.dumps(tool_input, sort_keys=True, ensure_ascii=False)
+
+
+@dataclass
+class TurnContext:
+    """Everything one turn needs from the agent, and what it reports back."""
+
+    session_id: str
+    turn_id: int
+    message: str
+    tools: list[ScoredTool]
+    first_prompt: Callable[[list[StepTrace], bool], str]
+    new_session: Callable[[], Awaitable[ModelSession]]
+    emit: Callable[[AgentEvent], Awaitable[None]]
+    tool_policy: ToolPolicy
+    max_steps: int
+    abort: asyncio.Event | None = None
+    compact_focus: list[str] = field(default_factory=list)
+    compact_requested: bool = False
+
+
+async def run_turn(ctx: TurnContext) -> RunResult:
+    """Run the loop until an answer, the step cap, an abort or an unrecoverable error."""
+    by_name = {s.tool.name: s.tool for s in ctx.tools}
+    schema = step_schema(by_name)
+    result = RunResult(answer="", steps=[], session_id=ctx.session_id, turn_id=ctx.turn_id,
+                       tools_offered=[(s.tool.name, s.score) for s in ctx.tools])
+    seen: dict[str, str] = {}
+    recovered = False
+
+    async def emit(event_type: str, /, **data: Any) -> None:
+        await ctx.emit(AgentEvent(event_type, ctx.session_id, data))  # type: ignore[arg-type]
+
+    session = await abortable(ctx.new_session(), ctx.abort)
+    try:
+        prompt = ctx.first_prompt(result.steps, False)
+        while len(result.steps) < ctx.max_steps:
+            index = len(result.steps) + 1
+            await emit("step_started", index=index)
+            started = time.perf_counter()
+            try:
+                raw = await abortable(session.prompt(prompt, response_constraint=schema,
+                                                     purpose=Purpose.STEP), ctx.abort)
+            except QuotaExceededError:
+                if recovered:
+                    raise
+                # The turn's own work outgrew the window: start a fresh clone with a
+                # tighter memory and the steps so far condensed, once.
+                recovered = True
+                await session.destroy()
+                session = await abortable(ctx.new_session(), ctx.abort)
+                prompt = ctx.first_prompt(result.steps, True)
+                continue
+            model_ms = (time.perf_counter() - started) * 1000
+            step = StepTrace(index=index, kind="corrective", model_ms=model_ms, raw=raw)
+            result.steps.append(step)
+            prompt = await _handle_reply(ctx, step, raw, by_name, seen, emit)
+            if step.kind == "answer":
+                result.answer = step.observation
+                step.observation = ""
+                break
+        else:
+            result.status = "incomplete"
+            last = next((s.observation for s in reversed(result.steps)
+                         if s.kind == "tool" and s.ok), "")
+            result.answer = (f"I could not finish this within {ctx.max_steps} steps."
+                             + (f" The last result I got was: {shorten(last, 300)}" if last else
+                                " Please rephrase the request or break it into smaller parts."))
+    finally:
+        await session.destroy()
+    return result
+
+
+async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: dict,
+                        seen: dict[str, str], emit: Callable[..., Awaitable[None]]) -> str:
+    """Act on one reply; fill in ``step``; return the next delta prompt."""
+    try:
+        parsed = parse_step(raw)
+    except StepParseError as exc:
+        step.observation = f"Your last reply was not a usable step: {exc}."
+        step.ok = False
+        await emit("observation", index=step.index, tool="", text=step.observation, ok=False,
+                   kind="corrective", duration_ms=0)
+        return corrective_prompt(step.observation)
+
+    step.thought, step.tool, step.tool_input = parsed.thought, parsed.tool_name, parsed.tool_input
+    if parsed.thought:
+        await emit("thought", index=step.index, text=parsed.thought)
+    offered = parsed.tool_name in by_name
+
+    if parsed.final_answer and not offered:
+        step.kind, step.tool, step.observation = "answer", NONE_TOOL, parsed.final_answer
+        return ""
+    if parsed.tool_name in ("", NONE_TOOL):
+        step.ok = False
+        step.observation = ('toolName was "none" but finalAnswer was empty. Put your answer '
+                            "for the user in finalAnswer, or choose a tool.")
+    elif not offered:
+        step.ok = False
+        choices = ", ".join([*by_name, NONE_TOOL])
+        step.observation = (f"there is no tool named {parsed.tool_name!r} for this request. "
+                            f"Choose one of: {choices}.")
+    if not step.ok:
+        await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
+                   ok=False, kind="corrective", duration_ms=0)
+        return corrective_prompt(step.observation[0].upper() + step.observation[1:])
+
+    await emit("action", index=step.index, tool=parsed.tool_name,
+               input=format_tool_input(parsed.tool_input))
+    key = action_key(parsed.tool_name, parsed.tool_input)
+    if key in seen:
+        step.kind = "repeat"
+        step.observation = (f"You already called {parsed.tool_name} with this input; the result "
+                            f"was: {shorten(seen[key], 600)} Use it to answer now, or try "
+                            "something different.")
+        await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
+                   ok=True, kind="repeat", duration_ms=0)
+        return observation_prompt(parsed.tool_name, step.observation)
+
+    tool = by_name[parsed.tool_name]
+    if tool.metadata.get("builtin") == COMPACT_TOOL:
+        step.kind = "compact"
+        focus = parsed.tool_input.get("focus", "") if isinstance(parsed.tool_input, dict) \
+            else str(parsed.tool_input or "")
+        ctx.compact_requested = True
+        if focus:
+            ctx.compact_focus.append(focus)
+        step.observation = ("Memory compaction is scheduled to run right after this answer. "
+                            "Now answer the user.")
+    else:
+        step.kind = "tool"
+        outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy), ctx.abort)
+        step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
+    seen[key] = step.observation
+    await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
+               ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))
+    return observation_prompt(parsed.tool_name, step.observation)
+
+
+def condensed_steps(steps: list[StepTrace], observation_chars: int) -> str:
+    """The steps so far in a few lines, for a turn restarted after an overflow."""
+    lines = []
+    for s in steps:
+        if s.kind in ("tool", "repeat", "compact"):
+            lines.append(f"- {s.tool}({format_tool_input(s.tool_input)}) → "
+                         f"{cap_text(shorten(s.observation, observation_chars), observation_chars + 40)}")
+    return ("Steps already taken this turn:\n" + "\n".join(lines)) if lines else ""

@@ -1,0 +1,514 @@
+"""The Agent: runs turns, keeps each session's memory, compacts it in the background.
+
+A turn: retrieve tools, clone the prefilled base session, run the ReAct loop,
+return the answer. Then the turn is committed (archive and state in one write)
+and, if the raw turns have outgrown their budget, compaction starts in the
+background, one at a time per session, committing only the turns it summarized.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import AsyncIterator, Iterable
+
+from ._loop import COMPACT_TOOL, TurnAborted, TurnContext, condensed_steps, run_turn
+from ._tool_runner import ToolPolicy
+from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, facts_prompt,
+                         parse_facts, summary_messages, summary_prompt, validate_summary)
+from .events import AgentEvent, EventHandler, deliver, log
+from .memory import MemoryAccountant, MemoryPolicy, merge_facts
+from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
+from .prompting import MemoryView, first_prompt, initial_prompts, render_tools, SYSTEM_INSTRUCTION
+from .results import CompactionReport, MemoryState, RunResult, StepTrace
+from .retrieval import ToolRetriever
+from .state import CompressionRecord, SessionState, Turn, now_ms
+from .store import InMemoryStore, Store, StorageError, UnknownSessionError
+from .tokens import TokenCounter
+from .tools import Tool, tool
+
+MAX_COMPACTIONS_PER_RUN = 4
+
+
+def compact_tool() -> Tool:
+    """The built-in tool through which the model asks for its memory to be compacted."""
+
+    def compact(focus: str = "") -> str:
+        """Compact the conversation memory: summarise older turns to free context room.
+
+        Args:
+            focus: what the summary must be sure to keep.
+        """
+        return "scheduled"
+
+    built = tool(compact)
+    built.metadata["builtin"] = COMPACT_TOOL
+    return built
+
+
+class Agent:
+    """An agent over a Prompt-API-like model, with tools and per-session memory.
+
+    Args:
+        model: a :class:`~py_agent.model.LanguageModel` (the browser bridge, or
+            :class:`~py_agent.testing.FunctionModel` in tests).
+        store: where sessions persist; an :class:`InMemoryStore` by default.
+        tools: the registry; the retriever offers the top ``top_k`` per message.
+        memory: thresholds for compaction; see :class:`MemoryPolicy`.
+        tool_policy: timeout, retries and output cap for tool calls.
+        max_steps: iteration cap of one turn.
+        on_event: called with every :class:`AgentEvent`, including background ones.
+        compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
+    """
+
+    def __init__(self, model: LanguageModel, store: Store | None = None,
+                 tools: Iterable[Tool] = (), memory: MemoryPolicy | None = None, *,
+                 tool_policy: ToolPolicy | None = None, max_steps: int = 7, top_k: int = 3,
+                 on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
+                 system_instruction: str = SYSTEM_INSTRUCTION) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.model = model
+        self.store: Store = store if store is not None else InMemoryStore()
+        self.policy = memory or MemoryPolicy()
+        self.tool_policy = tool_policy or ToolPolicy()
+        self.max_steps = max_steps
+        self.on_event = on_event
+        registry = list(tools)
+        if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
+            registry.append(compact_tool())
+        self.tools = registry
+        self.retriever = ToolRetriever(registry, top_k=top_k)
+        self.system_instruction = system_instruction
+        self.accountant = MemoryAccountant(self.policy, TokenCounter())
+        self.model_calls: Counter[str] = Counter()
+        self._bases: dict[Purpose, ModelSession] = {}
+        self._base_lock = asyncio.Lock()
+        self._states: dict[str, SessionState] = {}
+        self._unsaved: dict[str, list[Turn]] = {}
+        self._turn_locks: dict[str, asyncio.Lock] = {}
+        self._state_locks: dict[str, asyncio.Lock] = {}
+        self._compacting: dict[str, asyncio.Task] = {}
+        self._compact_again: dict[str, tuple[str, str | None] | None] = {}
+
+    # ----------------------------------------------------------------- helpers
+
+    def _lock(self, table: dict[str, asyncio.Lock], session_id: str) -> asyncio.Lock:
+        return table.setdefault(session_id, asyncio.Lock())
+
+    async def _emit(self, event: AgentEvent, extra: EventHandler | None = None) -> None:
+        await deliver([self.on_event, extra], event)
+
+    async def _base(self, purpose: Purpose) -> ModelSession:
+        """The prefilled base session for ``purpose``, created once and cloned per use."""
+        async with self._base_lock:
+            if purpose not in self._bases:
+                prompts = {Purpose.STEP: lambda: initial_prompts(self.system_instruction),
+                           Purpose.SUMMARY: summary_messages,
+                           Purpose.FACTS: facts_messages}[purpose]()
+                base = await self.model.create(initial_prompts=prompts, purpose=purpose)
+                if purpose is Purpose.STEP:
+                    self.policy.check_window(base.context_window, base.context_usage)
+                self._bases[purpose] = base
+            return self._bases[purpose]
+
+    async def _clone(self, purpose: Purpose) -> ModelSession:
+        return await (await self._base(purpose)).clone()
+
+    async def _prompt(self, purpose: Purpose, text: str, schema: dict | None = None) -> str:
+        session = await self._clone(purpose)
+        try:
+            self.model_calls[purpose.value] += 1
+            return await session.prompt(text, response_constraint=schema, purpose=purpose)
+        finally:
+            await session.destroy()
+
+    async def _state(self, session_id: str, *, create: bool) -> SessionState:
+        state = self._states.get(session_id)
+        if state is None:
+            state = await self.store.load(session_id)
+            if state is None:
+                if not create:
+                    raise UnknownSessionError(session_id)
+                state = SessionState(session_id=session_id)
+            self._states[session_id] = state
+        return state
+
+    # -------------------------------------------------------------------- turns
+
+    async def run(self, prompt: str, session_id: str = "default", *,
+                  on_event: EventHandler | None = None,
+                  abort: asyncio.Event | None = None) -> RunResult:
+        """Answer ``prompt`` in ``session_id``; never raises for model, tool or storage trouble.
+
+        ``abort`` (set it to stop) ends the turn with status "aborted" and saves nothing.
+        """
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt must be a non-empty string")
+        async with self._lock(self._turn_locks, session_id):
+            return await self._run_locked(prompt.strip(), session_id, on_event, abort)
+
+    async def _run_locked(self, message: str, session_id: str, on_event: EventHandler | None,
+                          abort: asyncio.Event | None) -> RunResult:
+        async def emit(event: AgentEvent) -> None:
+            await self._emit(event, on_event)
+
+        try:
+            state = await self._state(session_id, create=True)
+        except (StorageError, Exception) as exc:  # the store could not be read
+            text = f"Could not open this session from storage: {exc}"
+            await emit(AgentEvent("error", session_id, {"message": text, "kind": "storage"}))
+            return RunResult(answer=text, steps=[], session_id=session_id, turn_id=0,
+                             status="error", error=text)
+        turn_id = max(state.next_turn_id, *(t.id + 1 for t in self._unsaved.get(session_id, [])),
+                      1)
+        await emit(AgentEvent("turn_started", session_id, {"turn_id": turn_id, "message": message}))
+        offered = self.retriever.retrieve(message)
+        await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
+            {"name": s.tool.name, "score": s.score, "pinned": s.pinned} for s in offered]}))
+
+        prompt_tokens = 0
+
+        def build_first_prompt(steps: list[StepTrace], tight: bool) -> str:
+            nonlocal prompt_tokens
+            base = self._bases[Purpose.STEP]
+            fixed = first_prompt(message, offered, MemoryView())
+            room = (base.context_window - base.context_usage - self.policy.reserved_turn_tokens
+                    - self.accountant.counter.count(fixed))
+            extra = condensed_steps(steps, self.policy.micro_compact_chars) if tight else ""
+            if tight:
+                room = room // 2 - self.accountant.counter.count(extra)
+            view, _ = self.accountant.view(state, max(0, room))
+            text = first_prompt(message, offered, view)
+            if extra:
+                text += "\n\n" + extra
+            prompt_tokens = self.accountant.counter.count(text)
+            return text
+
+        ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
+                          first_prompt=build_first_prompt,
+                          new_session=lambda: self._clone(Purpose.STEP), emit=emit,
+                          tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort)
+        try:
+            await self._base(Purpose.STEP)
+            await self._check_message_fits(message, offered)
+            await self._calibrate(build_first_prompt([], False), turn_id)
+            result = await run_turn(ctx)
+            self.model_calls[Purpose.STEP.value] += len(result.steps)
+        except TurnAborted:
+            await emit(AgentEvent("answer", session_id,
+                                  {"turn_id": turn_id, "text": "", "status": "aborted"}))
+            return RunResult(answer="", steps=[], session_id=session_id, turn_id=turn_id,
+                             status="aborted", tools_offered=[(s.tool.name, s.score) for s in offered])
+        except (ModelError, ValueError) as exc:
+            result = RunResult(answer=_model_error_text(exc), steps=[], session_id=session_id,
+                               turn_id=turn_id, status="error", error=f"{type(exc).__name__}: {exc}",
+                               tools_offered=[(s.tool.name, s.score) for s in offered])
+            await emit(AgentEvent("error", session_id, {"message": result.answer,
+                                                        "kind": type(exc).__name__}))
+        result.prompt_tokens = prompt_tokens
+        await emit(AgentEvent("answer", session_id, {"turn_id": turn_id, "text": result.answer,
+                                                     "status": result.status}))
+        turn = Turn(id=turn_id, user=message, answer=result.answer,
+                    steps=[s.record() for s in result.steps],
+                    status="answered" if result.status == "answered" else
+                    ("incomplete" if result.status == "incomplete" else "error"))
+        result.saved = await self._commit_turn(session_id, turn, emit)
+        trigger = "tool" if ctx.compact_requested else "auto"
+        focus = "; ".join(ctx.compact_focus) or None
+        result.compaction_scheduled = self._maybe_schedule(session_id, trigger, focus,
+                                                           force=ctx.compact_requested)
+        return result
+
+    async def _check_message_fits(self, message: str, offered: list) -> None:
+        base = self._bases[Purpose.STEP]
+        need = self.accountant.counter.count(first_prompt(message, offered, MemoryView()))
+        room = base.context_window - base.context_usage - self.policy.reserved_turn_tokens // 2
+        if need > room:
+            raise QuotaExceededError(f"the message is too long for the model ({need} tokens, "
+                                     f"room for about {room})", requested=need, quota=room)
+
+    async def _calibrate(self, text: str, turn_id: int) -> None:
+        """Teach the token counter from an exact count, often early and then now and then."""
+        counter = self.accountant.counter
+        if counter.samples >= 8 and turn_id % 10:
+            return
+        try:
+            exact = await self._bases[Purpose.STEP].measure(text)
+        except ModelError:
+            return
+        counter.calibrate(text, exact)
+
+    async def _commit_turn(self, session_id: str, turn: Turn, emit) -> bool:
+        """Add the turn to the state in memory, then write archive and state together.
+
+        A failed write keeps the turn in memory and in a pending list retried with
+        the next commit, so the conversation goes on and nothing is lost.
+        """
+        async with self._lock(self._state_locks, session_id):
+            state = self._states[session_id].copy()
+            if turn.status != "error":
+                state.recent_turns.append(turn)
+            state.next_turn_id = turn.id + 1
+            state.title = state.title or _title_from(turn.user)
+            state.updated_at = now_ms()
+            self._states[session_id] = state
+            pending = self._unsaved.setdefault(session_id, [])
+            pending.append(turn)
+            try:
+                await self.store.commit_turn(state, list(pending))
+            except Exception as exc:
+                kind = getattr(exc, "kind", "unknown")
+                await emit(AgentEvent("storage_error", session_id, {
+                    "message": f"Could not save this turn ({exc}); it is kept in memory and "
+                               "will be saved with the next one.", "kind": kind,
+                    "unsaved": len(pending)}))
+                return False
+            pending.clear()
+        await emit(AgentEvent("turn_saved", session_id, {"turn_id": turn.id}))
+        return True
+
+    async def stream(self, prompt: str, session_id: str = "default", *,
+                     abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:
+        """Yield each event of the turn as it happens, then the :class:`RunResult`."""
+        queue: asyncio.Queue = asyncio.Queue()
+        task = asyncio.ensure_future(self.run(prompt, session_id, on_event=queue.put_nowait,
+                                              abort=abort))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        while (item := await queue.get()) is not None:
+            yield item
+        yield task.result()
+
+    # --------------------------------------------------------------- compaction
+
+    def _maybe_schedule(self, session_id: str, trigger: str, focus: str | None, *,
+                        force: bool = False) -> bool:
+        state = self._states.get(session_id)
+        base = self._bases.get(Purpose.STEP)
+        if state is None or base is None:
+            return False
+        if not force and not self.accountant.budget(state, base.context_window,
+                                                    base.context_usage).due:
+            return False
+        running = self._compacting.get(session_id)
+        if running and not running.done():
+            self._compact_again[session_id] = (trigger, focus)
+            return True
+        self._compacting[session_id] = asyncio.ensure_future(
+            self._compaction_worker(session_id, trigger, focus, force))
+        return True
+
+    async def _compaction_worker(self, session_id: str, trigger: str, focus: str | None,
+                                 force: bool) -> None:
+        try:
+            for _ in range(MAX_COMPACTIONS_PER_RUN):
+                report = await self._compact_once(session_id, trigger, focus, everything=force)
+                again = self._compact_again.pop(session_id, None)
+                if not report.ok:
+                    break
+                state, base = self._states.get(session_id), self._bases[Purpose.STEP]
+                due = state is not None and self.accountant.budget(
+                    state, base.context_window, base.context_usage).due
+                if not due and again is None:
+                    break
+                if again is not None:
+                    trigger, focus = again
+                force = False
+        except Exception:  # a background task must never die silently
+            log.exception("background compaction failed for %s", session_id)
+
+    async def _compact_once(self, session_id: str, trigger: str, focus: str | None, *,
+                            everything: bool) -> CompactionReport:
+        """Summarize the turns before the boundary and commit exactly those."""
+        state = self._states.get(session_id)
+        if state is None:
+            return CompactionReport(False, 0, error="the session is gone")
+        if self._unsaved.get(session_id):
+            # The archive must hold every raw turn before any is compacted.
+            async with self._lock(self._state_locks, session_id):
+                try:
+                    await self.store.commit_turn(self._states[session_id],
+                                                 list(self._unsaved[session_id]))
+                    self._unsaved[session_id].clear()
+                except Exception as exc:
+                    return CompactionReport(False, 0, error=f"unsaved turns: {exc}")
+        base = await self._base(Purpose.STEP)
+        budget = self.accountant.budget(state, base.context_window, base.context_usage)
+        turns = state.recent_turns
+        if everything:
+            cut = max(0, len(turns) - self.policy.min_recent_turns)
+        else:
+            cut = self.accountant.boundary(turns, budget.keep)
+        chosen = self._fit_for_summary(turns[:cut])
+        if not chosen:
+            return CompactionReport(False, 0, error="nothing to compact")
+
+        ids = [t.id for t in chosen]
+        await self._emit(AgentEvent("compaction_started", session_id,
+                                    {"turn_ids": ids, "trigger": trigger}))
+        started, clock = now_ms(), time.perf_counter()
+        counter = self.accountant.counter
+        prompt = summary_prompt(state.summary, chosen, self.policy, counter, focus)
+        record = CompressionRecord(session_id=session_id, started_at=started, duration_ms=0,
+                                   ok=False, turn_ids=ids, previous_summary=state.summary,
+                                   summary_prompt=prompt, summary="", focus=focus,
+                                   trigger=trigger,  # type: ignore[arg-type]
+                                   tokens_before=budget.summary + budget.facts + budget.turns)
+        try:
+            record.model_calls += 1
+            raw = await self._prompt(Purpose.SUMMARY, prompt)
+            record.summary = raw
+            summary = validate_summary(raw, self.policy, counter)
+            new_facts = []
+            if self.policy.extract_facts:
+                record.model_calls += 1
+                try:
+                    reply = await self._prompt(Purpose.FACTS,
+                                               facts_prompt(state.facts, chosen, self.policy),
+                                               FACTS_SCHEMA)
+                    new_facts = parse_facts(reply, self.policy, ids[-1])
+                except ModelError as exc:
+                    record.error = f"fact extraction failed: {exc}"
+        except (ModelError, InvalidSummaryError) as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+            record.duration_ms = (time.perf_counter() - clock) * 1000
+            if session_id in self._states:
+                self._states[session_id].failed_compactions += 1
+            try:
+                await self.store.commit_compaction(None, record)
+            except Exception:
+                log.exception("could not log a failed compaction")
+            await self._emit(AgentEvent("compaction_failed", session_id,
+                                        {"error": record.error, "trigger": trigger}))
+            return CompactionReport(False, 0, tokens_before=record.tokens_before,
+                                    error=record.error, record=record)
+
+        async with self._lock(self._state_locks, session_id):
+            current = self._states.get(session_id)
+            if current is None:
+                return CompactionReport(False, 0, error="the session was deleted meanwhile")
+            updated = current.copy()
+            done = set(ids)
+            updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
+            updated.summary = summary
+            updated.facts, added = merge_facts(current.facts, new_facts, self.policy.max_facts)
+            updated.compactions += 1
+            updated.updated_at = now_ms()
+            after = self.accountant.budget(updated, base.context_window, base.context_usage)
+            record.ok, record.summary, record.facts_added = True, summary, added
+            record.tokens_after = after.summary + after.facts + after.turns
+            record.duration_ms = (time.perf_counter() - clock) * 1000
+            try:
+                await self.store.commit_compaction(updated, record)
+            except Exception as exc:
+                await self._emit(AgentEvent("storage_error", session_id, {
+                    "message": f"Could not save the compacted memory ({exc}); the raw turns "
+                               "are kept.", "kind": getattr(exc, "kind", "unknown")}))
+                return CompactionReport(False, 0, error=str(exc), record=record)
+            self._states[session_id] = updated
+        await self._emit(AgentEvent("memory_updated", session_id, {
+            "summary": summary, "facts": [f.to_dict() for f in updated.facts],
+            "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
+            "record": {"turn_ids": ids, "tokens_before": record.tokens_before,
+                       "tokens_after": record.tokens_after,
+                       "duration_ms": round(record.duration_ms, 1), "trigger": trigger}}))
+        return CompactionReport(True, len(ids), record.tokens_before, record.tokens_after,
+                                record=record)
+
+    def _fit_for_summary(self, turns: list[Turn]) -> list[Turn]:
+        """The oldest turns whose summary prompt fits the summarizer's window."""
+        base = self._bases.get(Purpose.SUMMARY) or self._bases[Purpose.STEP]
+        room = (base.context_window - base.context_usage - 2 * self.policy.summary_max_tokens
+                - 300)
+        chosen, used = [], 0
+        for turn in turns:
+            cost = self.accountant.turn_tokens(turn, micro=True) * 2
+            if chosen and used + cost > room:
+                break
+            chosen.append(turn)
+            used += cost
+        return chosen
+
+    async def compact(self, session_id: str, focus: str | None = None) -> CompactionReport:
+        """Compact now: every turn but the newest ``min_recent_turns`` goes into memory."""
+        await self._state(session_id, create=False)
+        await self.wait_idle(session_id)
+        await self._base(Purpose.STEP)
+        async with self._lock(self._turn_locks, session_id):
+            return await self._compact_once(session_id, "manual", focus, everything=True)
+
+    async def wait_idle(self, session_id: str | None = None) -> None:
+        """Wait for background compactions (of one session, or all) to finish."""
+        while True:
+            tasks = [t for sid, t in self._compacting.items()
+                     if (session_id is None or sid == session_id) and not t.done()]
+            if not tasks:
+                return
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # --------------------------------------------------------- sessions, memory
+
+    async def memory_state(self, session_id: str) -> MemoryState:
+        """What the next prompt of ``session_id`` will carry; raises for unknown sessions."""
+        state = await self._state(session_id, create=False)
+        base = self._bases.get(Purpose.STEP)
+        budget = (self.accountant.budget(state, base.context_window, base.context_usage)
+                  if base is not None else None)
+        task = self._compacting.get(session_id)
+        return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
+                           facts=list(state.facts), recent_turns=list(state.recent_turns),
+                           budget=budget, compactions=state.compactions,
+                           failed_compactions=state.failed_compactions,
+                           unsaved_turns=len(self._unsaved.get(session_id, [])),
+                           compacting=bool(task and not task.done()))
+
+    async def transcript(self, session_id: str) -> list[Turn]:
+        """Every raw turn of the session, including any not yet saved."""
+        await self._state(session_id, create=False)
+        archived = await self.store.read_archive(session_id)
+        known = {t.id for t in archived}
+        return archived + [t for t in self._unsaved.get(session_id, []) if t.id not in known]
+
+    async def compressions(self, session_id: str) -> list[CompressionRecord]:
+        await self._state(session_id, create=False)
+        return await self.store.compressions(session_id)
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        async with self._lock(self._state_locks, session_id):
+            state = (await self._state(session_id, create=False)).copy()
+            state.title = " ".join(title.split())[:80]
+            await self.store.save(state)
+            self._states[session_id] = state
+
+    async def delete_session(self, session_id: str) -> bool:
+        await self.wait_idle(session_id)
+        async with self._lock(self._state_locks, session_id):
+            self._states.pop(session_id, None)
+            self._unsaved.pop(session_id, None)
+            return await self.store.delete_session(session_id)
+
+    async def close(self) -> None:
+        """Wait for background work, then free the base sessions."""
+        await self.wait_idle()
+        for session in self._bases.values():
+            await session.destroy()
+        self._bases.clear()
+
+
+def _title_from(message: str) -> str:
+    text = " ".join(message.split())
+    return text if len(text) <= 60 else text[:57].rstrip() + "…"
+
+
+def _model_error_text(exc: Exception) -> str:
+    if isinstance(exc, QuotaExceededError):
+        return ("That is too long for the on-device model's context window. "
+                "Please shorten the message or split it up.")
+    name = type(exc).__name__
+    if name == "ModelUnavailableError":
+        return ("The on-device model is not available right now, so I can't answer. "
+                "Your message is saved; try again once the model is ready.")
+    if name == "ModelNetworkError":
+        return "The model could not be reached (it may still be downloading). Please try again."
+    return f"Something went wrong while asking the model: {exc}"

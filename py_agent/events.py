@@ -1,0 +1,57 @@
+"""Events a turn emits as it happens, so a UI can show the agent thinking live."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal, Union
+
+from .state import now_ms
+
+log = logging.getLogger("py_agent")
+
+EventType = Literal[
+    "turn_started",        # {turn_id, message}
+    "tools_retrieved",     # {tools: [{name, score, pinned}]}
+    "step_started",        # {index}
+    "thought",             # {index, text}
+    "action",              # {index, tool, input}
+    "observation",         # {index, tool, text, ok, kind, duration_ms}
+    "answer",              # {turn_id, text, status}
+    "turn_saved",          # {turn_id}
+    "storage_error",       # {message, kind}
+    "compaction_started",  # {turn_ids, trigger}
+    "memory_updated",      # {summary, facts, recent_turns, compactions, record}
+    "compaction_failed",   # {error, trigger}
+    "error",               # {message, kind}
+]
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """Something that happened in a session; ``data`` depends on ``type``."""
+
+    type: EventType
+    session_id: str
+    data: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=now_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "session_id": self.session_id, "data": self.data, "at": self.at}
+
+
+EventHandler = Callable[[AgentEvent], Union[None, Awaitable[None]]]
+
+
+async def deliver(handlers: list[EventHandler | None], event: AgentEvent) -> None:
+    """Call each handler; a failing handler is logged, never allowed to break a turn."""
+    for handler in handlers:
+        if handler is None:
+            continue
+        try:
+            result = handler(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:  # a UI bug must not lose the user's turn
+            log.exception("event handler failed on %s", event.type)

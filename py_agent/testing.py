@@ -1,0 +1,205 @@
+"""Test doubles that behave like the Prompt API, for code that uses py_agent.
+
+:class:`FunctionModel` answers every prompt with a plain Python function and
+otherwise behaves like a ``LanguageModel``: sessions hold their messages, count
+tokens (with a counter deliberately unlike py_agent's estimate, as a real
+tokenizer would be), refuse input that does not fit the window with
+:class:`~py_agent.model.QuotaExceededError`, clone and destroy. Every call is
+recorded so tests can assert on prompt sizes and on what compaction cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Union
+
+from .model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
+from .tokens import is_cjk
+
+_TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
+MESSAGE_OVERHEAD = 4
+
+
+def count_tokens(text: str) -> int:
+    """The double's exact count: each word, number, punctuation mark and CJK character."""
+    total = 0
+    for piece in _TOKEN.findall(text):
+        if any(is_cjk(ch) for ch in piece):
+            total += sum(1 for ch in piece if is_cjk(ch)) + sum(1 for ch in piece if not is_cjk(ch)) // 4
+        else:
+            total += 1 + len(piece) // 8  # long words split into several tokens
+    return total
+
+
+@dataclass
+class PromptCall:
+    """What a responder function receives, and what the model records for each call."""
+
+    input: str
+    messages: list[Message]
+    response_constraint: dict[str, Any] | None
+    purpose: Purpose
+    session_id: int
+    usage_before: int = 0
+    input_tokens: int = 0
+    reply: str = ""
+
+
+Responder = Callable[[PromptCall], Union[str, Awaitable[str]]]
+
+
+class FunctionSession:
+    """A session of :class:`FunctionModel`; see that class."""
+
+    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose) -> None:
+        self._model = model
+        self.messages = list(messages)
+        self.purpose = purpose
+        self.id = model._next_session_id()
+        self.destroyed = False
+        self._usage = sum(model.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+        if self._usage > model.context_window:
+            raise QuotaExceededError("initial prompts exceed the context window",
+                                     requested=self._usage, quota=model.context_window)
+
+    @property
+    def context_window(self) -> int:
+        return self._model.context_window
+
+    @property
+    def context_usage(self) -> int:
+        return self._usage
+
+    def _check_alive(self) -> None:
+        if self.destroyed:
+            raise ModelUnavailableError("the session has been destroyed")
+
+    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+                     purpose: Purpose = Purpose.STEP) -> str:
+        self._check_alive()
+        needed = self._model.count(text) + MESSAGE_OVERHEAD
+        if self._usage + needed > self.context_window:
+            self._model.quota_errors += 1
+            raise QuotaExceededError("the prompt does not fit the context window",
+                                     requested=self._usage + needed, quota=self.context_window)
+        call = PromptCall(input=text, messages=list(self.messages),
+                          response_constraint=response_constraint, purpose=Purpose(purpose),
+                          session_id=self.id, usage_before=self._usage, input_tokens=needed)
+        self._model.calls.append(call)
+        if self._model.latency:
+            await asyncio.sleep(self._model.latency)
+        reply = self._model.fn(call)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if not isinstance(reply, str):
+            reply = json.dumps(reply)
+        call.reply = reply
+        self.messages.append({"role": "user", "content": text})
+        self.messages.append({"role": "assistant", "content": reply})
+        self._usage += needed + self._model.count(reply) + MESSAGE_OVERHEAD
+        while self._usage > self.context_window and len(self.messages) > 1:
+            # What the real API does on overflow: drop the oldest non-system message.
+            self._model.overflow_events += 1
+            index = 1 if self.messages[0]["role"] == "system" else 0
+            dropped = self.messages.pop(index)
+            self._usage -= self._model.count(dropped["content"]) + MESSAGE_OVERHEAD
+        return reply
+
+    async def measure(self, text: str) -> int | None:
+        self._check_alive()
+        return self._model.count(text) if self._model.measure_supported else None
+
+    async def clone(self) -> "FunctionSession":
+        self._check_alive()
+        copy = FunctionSession.__new__(FunctionSession)
+        copy._model, copy.messages, copy.purpose = self._model, list(self.messages), self.purpose
+        copy.id, copy.destroyed, copy._usage = self._model._next_session_id(), False, self._usage
+        self._model.clones += 1
+        return copy
+
+    async def destroy(self) -> None:
+        if not self.destroyed:
+            self.destroyed = True
+            self._model.destroyed += 1
+
+
+class FunctionModel:
+    """A ``LanguageModel`` whose replies come from ``fn(call: PromptCall) -> str``.
+
+    Args:
+        fn: answers each prompt; may be async; may raise model errors to simulate them.
+        context_window: the window each session enforces (Gemini Nano's is about 9,216).
+        availability: what ``availability()`` reports; ``create`` fails unless "available".
+        measure_supported: whether ``measure`` returns exact counts or None.
+        latency: seconds each prompt takes, to test stopping a turn mid-call.
+    """
+
+    def __init__(self, fn: Responder, *, context_window: int = 9216,
+                 availability: Availability = "available", measure_supported: bool = True,
+                 latency: float = 0.0) -> None:
+        self.fn = fn
+        self.context_window = context_window
+        self._availability: Availability = availability
+        self.measure_supported = measure_supported
+        self.latency = latency
+        self.calls: list[PromptCall] = []
+        self.created = 0
+        self.clones = 0
+        self.destroyed = 0
+        self.quota_errors = 0
+        self.overflow_events = 0
+        self._ids = 0
+
+    def _next_session_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def count(self, text: str) -> int:
+        return count_tokens(text)
+
+    async def availability(self) -> Availability:
+        return self._availability
+
+    def set_availability(self, value: Availability) -> None:
+        self._availability = value
+
+    async def create(self, *, initial_prompts: list[Message],
+                     purpose: Purpose = Purpose.STEP) -> FunctionSession:
+        if self._availability != "available":
+            raise ModelUnavailableError(f"the model is {self._availability}")
+        for i, message in enumerate(initial_prompts):
+            if message["role"] == "system" and i != 0:
+                raise ValueError("a system prompt must come first in initial_prompts")
+        self.created += 1
+        return FunctionSession(self, initial_prompts, Purpose(purpose))
+
+    def calls_for(self, purpose: Purpose) -> list[PromptCall]:
+        return [c for c in self.calls if c.purpose == purpose]
+
+
+def step_json(*, thought: str = "", tool: str = "none", tool_input: Any = "",
+              answer: str = "") -> str:
+    """A step as the model would write it, for responder functions in tests."""
+    return json.dumps({"thought": thought, "toolName": tool, "toolInput": tool_input,
+                       "finalAnswer": answer})
+
+
+def user_message(call: PromptCall) -> str | None:
+    """The user's message in a turn's first prompt, or None for a delta prompt."""
+    match = re.search(r"(?:^|\n)User: (.*)\Z", call.input, re.DOTALL)
+    return match.group(1) if match and "Tools for this request:" in call.input else None
+
+
+@dataclass
+class ScriptedReplies:
+    """A responder that plays back replies in order, then repeats a fallback."""
+
+    replies: list[str] = field(default_factory=list)
+    fallback: str = step_json(answer="Done.")
+
+    def __call__(self, call: PromptCall) -> str:
+        return self.replies.pop(0) if self.replies else self.fallback
