@@ -29,3 +29,76 @@ def chromium_path() -> str:
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     return {**browser_type_launch_args, "executable_path": chromium_path(),
             "headless": True, "args": CHROMIUM_FLAGS}
+
+
+# --- static server and fake LanguageModel (shared by the e2e tests) -------------------
+
+import functools  # noqa: E402
+import http.server  # noqa: E402
+import json  # noqa: E402
+import threading  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FAKE_LM_JS = Path(__file__).with_name("fake_language_model.js")
+BLANK_PAGE = "/__e2e__/blank.html"   # an empty page any test can open on the server
+
+
+class _IsolatedHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the repo with the cross-origin isolation headers the app needs."""
+
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".js": "text/javascript", ".mjs": "text/javascript",
+                      ".wasm": "application/wasm", ".json": "application/json"}
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0] == BLANK_PAGE:
+            body = b"<!doctype html><meta charset=utf-8><title>blank</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def log_message(self, format: str, *args) -> None:  # keep test output quiet
+        pass
+
+
+@pytest.fixture(scope="session")
+def static_server():
+    """Base URL (http://127.0.0.1:PORT) of the repo root, served cross-origin isolated."""
+    handler = functools.partial(_IsolatedHandler, directory=str(REPO_ROOT))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def blank_url(static_server) -> str:
+    """URL of an empty, cross-origin isolated page on the static server."""
+    return static_server + BLANK_PAGE
+
+
+@pytest.fixture
+def install_fake_lm():
+    """install(page, **config): put the fake LanguageModel on every document the page opens.
+
+    Call before page.goto. config goes to window.__fakeLMConfig (see fake_language_model.js),
+    e.g. install(page, availability="downloadable", contextWindow=500,
+    responderSource="(input, ctx) => 'hi'", replies=["first", "second"]).
+    """
+    def install(page, **config) -> None:
+        page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(config)};")
+        page.add_init_script(path=str(FAKE_LM_JS))
+    return install
