@@ -162,12 +162,12 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
     elif not offered:
         step.ok = False
         choices = ", ".join([*by_name, NONE_TOOL])
-        step.observation = (f"there is no tool named {parsed.tool_name!r} for this request. "
+        step.observation = (f"There is no tool named {parsed.tool_name!r} for this request. "
                             f"Choose one of: {choices}.")
     if not step.ok:
         await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                    ok=False, kind="corrective", duration_ms=0)
-        return corrective_prompt(step.observation[0].upper() + step.observation[1:])
+        return corrective_prompt(step.observation)
 
     await emit("action", index=step.index, tool=parsed.tool_name,
                input=format_tool_input(parsed.tool_input))
