@@ -423,7 +423,7 @@ class Agent:
                 - 300)
         chosen, used = [], 0
         for turn in turns:
-            cost = self.accountant.turn_tokens(turn, micro=True) * 2
+            cost = self.accountant.turn_tokens(turn)
             if chosen and used + cost > room:
                 break
             chosen.append(turn)

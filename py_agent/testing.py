@@ -90,8 +90,8 @@ class FunctionSession:
                           response_constraint=response_constraint, purpose=Purpose(purpose),
                           session_id=self.id, usage_before=self._usage, input_tokens=needed)
         self._model.calls.append(call)
-        if self._model.latency:
-            await asyncio.sleep(self._model.latency)
+        # Always yield, as a real call across the worker bridge does.
+        await asyncio.sleep(self._model.latency)
         reply = self._model.fn(call)
         if inspect.isawaitable(reply):
             reply = await reply
@@ -190,8 +190,12 @@ def step_json(*, thought: str = "", tool: str = "none", tool_input: Any = "",
 
 def user_message(call: PromptCall) -> str | None:
     """The user's message in a turn's first prompt, or None for a delta prompt."""
-    match = re.search(r"(?:^|\n)User: (.*)\Z", call.input, re.DOTALL)
-    return match.group(1) if match and "Tools for this request:" in call.input else None
+    if "Tools for this request:" not in call.input:
+        return None
+    head, sep, message = call.input.rpartition("\n\nUser: ")
+    if not sep:
+        return call.input[6:] if call.input.startswith("User: ") else None
+    return message.split("\n\nSteps already taken this turn:")[0]
 
 
 @dataclass

@@ -14,9 +14,34 @@ from py_agent.model import Purpose
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
 
 
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
 def run(coro):
-    """Run a coroutine to completion in a fresh event loop."""
-    return asyncio.run(coro)
+    """Run a coroutine on this test's event loop.
+
+    One loop per test, as in the browser worker: background compactions that a
+    call schedules keep running across later calls in the same test.
+    """
+    assert _LOOP is not None, "run() needs the per-test event loop fixture"
+    return _LOOP.run_until_complete(coro)
+
+
+@pytest.fixture(autouse=True)
+def event_loop_per_test():
+    global _LOOP
+    _LOOP = asyncio.new_event_loop()
+    yield _LOOP
+    pending = [t for t in asyncio.all_tasks(_LOOP) if not t.done()]
+    for task in pending:
+        task.cancel()
+
+    async def settle():
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    _LOOP.run_until_complete(settle())
+    _LOOP.close()
+    _LOOP = None
 
 
 def summarizer_reply(call: PromptCall) -> str:
