@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
 from .model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
-from .tokens import is_cjk
+from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
 MESSAGE_OVERHEAD = 4
@@ -28,8 +28,9 @@ def count_tokens(text: str) -> int:
     """The double's exact count: each word, number, punctuation mark and CJK character."""
     total = 0
     for piece in _TOKEN.findall(text):
-        if any(is_cjk(ch) for ch in piece):
-            total += sum(1 for ch in piece if is_cjk(ch)) + sum(1 for ch in piece if not is_cjk(ch)) // 4
+        cjk = 0 if piece.isascii() else len(CJK_CHARS.findall(piece))
+        if cjk:
+            total += cjk + (len(piece) - cjk) // 4
         else:
             total += 1 + len(piece) // 8  # long words split into several tokens
     return total

@@ -10,6 +10,7 @@ the heuristic is tracked and applied, so budgets converge on real numbers.
 from __future__ import annotations
 
 import math
+import re
 
 # Ranges whose characters tokenize to roughly one or more tokens each.
 _CJK_RANGES = (
@@ -24,20 +25,18 @@ _CJK_RANGES = (
 
 CJK_TOKENS_PER_CHAR = 1.5
 OTHER_TOKENS_PER_CHAR = 0.25
+CJK_CHARS = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]")
 
 
 def is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+    return CJK_CHARS.match(ch) is not None
 
 
 def estimate_tokens(text: str) -> int:
     """Heuristic token count: CJK about 1.5 per character, other text about 4 characters a token."""
     if not text:
         return 0
-    cjk = 0
-    if not text.isascii():
-        cjk = sum(1 for ch in text if is_cjk(ch))
+    cjk = 0 if text.isascii() else len(CJK_CHARS.findall(text))
     return math.ceil(cjk * CJK_TOKENS_PER_CHAR + (len(text) - cjk) * OTHER_TOKENS_PER_CHAR)
 
 
