@@ -1,0 +1,135 @@
+"""The agent's side of the page ↔ worker conversation, in plain Python.
+
+The worker bootstrap hands every message from the page to :meth:`AgentHost.handle`
+and gives the host a ``post`` function for replies and live events. Requests
+carry an ``id`` and get exactly one ``{"type": "reply", "id", "ok", ...}``;
+events of running turns and background compactions are posted as
+``{"type": "event", "event": {...}}`` as they happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from typing import Any, Awaitable, Callable
+
+from .agent import Agent
+from .events import AgentEvent, log
+from .store import UnknownSessionError
+
+Post = Callable[[dict[str, Any]], None]
+
+
+class AgentHost:
+    """Routes page commands to an :class:`Agent` and streams its events back."""
+
+    def __init__(self, agent: Agent, post: Post) -> None:
+        self.agent = agent
+        self.post = post
+        self._aborts: dict[str, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task] = set()
+        agent.on_event = self._forward
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
+            "run": self._run, "stop": self._stop, "memory": self._memory,
+            "compact": self._compact, "sessions": self._sessions, "transcript": self._transcript,
+            "rename_session": self._rename, "delete_session": self._delete, "tools": self._tools,
+        }
+
+    def _forward(self, event: AgentEvent) -> None:
+        self.post({"type": "event", "event": event.to_dict()})
+
+    def handle(self, message: dict[str, Any]) -> asyncio.Task:
+        """Start handling one message; replies and events go out through ``post``."""
+        task = asyncio.ensure_future(self._dispatch(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _dispatch(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        kind = message.get("type")
+        handler = self._handlers.get(kind)  # type: ignore[arg-type]
+        try:
+            if handler is None:
+                raise ValueError(f"unknown request type {kind!r}")
+            value = await handler(message)
+        except UnknownSessionError as exc:
+            self._reply(request_id, ok=False, error={"name": "UnknownSessionError",
+                                                     "message": str(exc)})
+        except Exception as exc:
+            log.exception("request %s failed", kind)
+            self._reply(request_id, ok=False, error={
+                "name": type(exc).__name__, "message": str(exc),
+                "traceback": traceback.format_exc(limit=8)})
+        else:
+            self._reply(request_id, ok=True, value=value)
+
+    def _reply(self, request_id: Any, *, ok: bool, value: Any = None,
+               error: dict[str, Any] | None = None) -> None:
+        reply: dict[str, Any] = {"type": "reply", "id": request_id, "ok": ok}
+        reply["value" if ok else "error"] = value if ok else error
+        self.post(reply)
+
+    @staticmethod
+    def _session(message: dict[str, Any]) -> str:
+        session_id = message.get("session_id")
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id is required")
+        return session_id
+
+    async def _run(self, message: dict[str, Any]) -> dict[str, Any]:
+        session_id = self._session(message)
+        text = message.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text must be a non-empty string")
+        abort = asyncio.Event()
+        self._aborts[session_id] = abort
+        try:
+            model = self.agent.model
+            if hasattr(model, "conversation_id"):
+                model.conversation_id = session_id
+            result = await self.agent.run(text, session_id=session_id, abort=abort)
+        finally:
+            if self._aborts.get(session_id) is abort:
+                del self._aborts[session_id]
+        return result.to_dict()
+
+    async def _stop(self, message: dict[str, Any]) -> bool:
+        abort = self._aborts.get(self._session(message))
+        if abort is None:
+            return False
+        abort.set()
+        return True
+
+    async def _memory(self, message: dict[str, Any]) -> dict[str, Any]:
+        session_id = self._session(message)
+        state = (await self.agent.memory_state(session_id)).to_dict()
+        state["compressions"] = [
+            {k: r.to_dict()[k] for k in ("started_at", "duration_ms", "ok", "turn_ids",
+                                          "tokens_before", "tokens_after", "trigger", "error",
+                                          "focus", "model_calls")}
+            for r in await self.agent.compressions(session_id)]
+        return state
+
+    async def _compact(self, message: dict[str, Any]) -> dict[str, Any]:
+        report = await self.agent.compact(self._session(message), focus=message.get("focus") or None)
+        return {"ok": report.ok, "compacted_turns": report.compacted_turns,
+                "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
+                "error": report.error}
+
+    async def _sessions(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        return [vars(info) for info in await self.agent.store.list_sessions()]
+
+    async def _transcript(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in await self.agent.transcript(self._session(message))]
+
+    async def _rename(self, message: dict[str, Any]) -> bool:
+        await self.agent.rename_session(self._session(message), str(message.get("title", "")))
+        return True
+
+    async def _delete(self, message: dict[str, Any]) -> bool:
+        return await self.agent.delete_session(self._session(message))
+
+    async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": t.name, "description": t.description, "signature": t.signature(),
+                 "pinned": t.pinned} for t in self.agent.tools]

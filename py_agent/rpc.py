@@ -1,0 +1,189 @@
+"""Model and store implementations that forward every call over an RPC transport.
+
+In the browser the transport is a JavaScript function that posts to the LLM host
+on the main thread (the Prompt API is Window-only) or calls the IndexedDB module
+in the worker. Keeping these classes pure Python, with the transport injected,
+lets CPython tests drive them with a fake transport.
+
+A transport is ``async (method, args) -> reply`` where ``reply`` is a dict
+``{"ok": True, "value": ...}`` or ``{"ok": False, "error": {"name", "message", ...}}``;
+it never raises for errors the other side reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any, Awaitable, Callable
+
+from .model import (Availability, Message, ModelAbortedError, ModelError, ModelNetworkError,
+                    ModelUnavailableError, Purpose, QuotaExceededError)
+from .state import CompressionRecord, SessionInfo, SessionState, Turn
+from .store import StorageError
+
+Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
+
+_MODEL_ERRORS: dict[str, type[ModelError]] = {
+    "QuotaExceededError": QuotaExceededError,
+    "ModelUnavailableError": ModelUnavailableError,
+    "NotSupportedError": ModelUnavailableError,
+    "NotAllowedError": ModelUnavailableError,
+    "InvalidStateError": ModelUnavailableError,
+    "AbortError": ModelAbortedError,
+    "NetworkError": ModelNetworkError,
+}
+
+_STORAGE_KINDS = {"StorageQuotaError": "quota", "QuotaExceededError": "quota",
+                  "StorageBlockedError": "blocked", "VersionError": "version"}
+
+
+def model_error(error: dict[str, Any]) -> ModelError:
+    """The Python exception for an error the LLM host reported by name."""
+    name = str(error.get("name", "Error"))
+    message = str(error.get("message", "")) or name
+    cls = _MODEL_ERRORS.get(name, ModelError)
+    if cls is QuotaExceededError:
+        return QuotaExceededError(message, requested=error.get("requested"),
+                                  quota=error.get("quota"))
+    return cls(message if cls is not ModelError else f"{name}: {message}")
+
+
+def storage_error(error: dict[str, Any]) -> StorageError:
+    name = str(error.get("name", "StorageError"))
+    return StorageError(str(error.get("message", name)), kind=_STORAGE_KINDS.get(name, "unknown"))
+
+
+async def _call(transport: Transport, method: str, args: list[Any],
+                to_error: Callable[[dict[str, Any]], Exception]) -> Any:
+    reply = await transport(method, args)
+    if not isinstance(reply, dict) or "ok" not in reply:
+        raise to_error({"name": "ProtocolError", "message": f"malformed reply to {method}"})
+    if not reply["ok"]:
+        raise to_error(reply.get("error") or {})
+    return reply.get("value")
+
+
+class BridgeSession:
+    """A Prompt API session living on the main thread, addressed by id."""
+
+    def __init__(self, model: "BridgeModel", info: dict[str, Any], purpose: Purpose) -> None:
+        self._model = model
+        self.id = str(info["sessionId"])
+        self.purpose = purpose
+        self._window = int(info.get("contextWindow") or 0)
+        self._usage = int(info.get("contextUsage") or 0)
+
+    @property
+    def context_window(self) -> int:
+        return self._window
+
+    @property
+    def context_usage(self) -> int:
+        return self._usage
+
+    def _update(self, value: dict[str, Any]) -> None:
+        self._window = int(value.get("contextWindow") or self._window)
+        self._usage = int(value.get("contextUsage") or self._usage)
+
+    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+                     purpose: Purpose = Purpose.STEP) -> str:
+        request_id = self._model.next_request_id()
+        options = {"responseConstraint": response_constraint, "purpose": Purpose(purpose).value,
+                   "requestId": request_id, "stream": self._model.stream_purposes and
+                   Purpose(purpose) in self._model.stream_purposes,
+                   "conversationId": self._model.conversation_id}
+        try:
+            value = await self._model.call("prompt", [self.id, text, options])
+        except asyncio.CancelledError:
+            # Stop the generation on the main thread too; do not wait for it.
+            asyncio.ensure_future(self._model.transport("abort", [request_id]))
+            raise
+        self._update(value)
+        return str(value.get("text", ""))
+
+    async def measure(self, text: str) -> int | None:
+        value = await self._model.call("measure", [self.id, text])
+        return None if value is None else int(value)
+
+    async def clone(self) -> "BridgeSession":
+        return BridgeSession(self._model, await self._model.call("clone", [self.id]), self.purpose)
+
+    async def destroy(self) -> None:
+        try:
+            await self._model.call("destroy", [self.id])
+        except ModelError:
+            pass  # already gone on the other side
+
+
+class BridgeModel:
+    """A LanguageModel whose sessions live with the LLM host, reached by ``transport``."""
+
+    def __init__(self, transport: Transport, *, stream_purposes: frozenset[Purpose] = frozenset()) -> None:
+        self.transport = transport
+        self.stream_purposes = stream_purposes
+        self.conversation_id = ""  # tags streamed chunks with the agent session they belong to
+        self._ids = itertools.count(1)
+
+    def next_request_id(self) -> str:
+        return f"r{next(self._ids)}"
+
+    async def call(self, method: str, args: list[Any]) -> Any:
+        return await _call(self.transport, method, args, model_error)
+
+    async def availability(self) -> Availability:
+        value = await self.call("availability", [])
+        return value.get("availability", "unavailable") if isinstance(value, dict) else value
+
+    async def create(self, *, initial_prompts: list[Message],
+                     purpose: Purpose = Purpose.STEP) -> BridgeSession:
+        info = await self.call("create", [{"initialPrompts": initial_prompts,
+                                           "purpose": Purpose(purpose).value}])
+        return BridgeSession(self, info, Purpose(purpose))
+
+
+class RpcStore:
+    """The store protocol over a transport to the IndexedDB module (JSON strings both ways)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    async def _call(self, method: str, *args: Any) -> Any:
+        return await _call(self.transport, method, list(args), storage_error)
+
+    @staticmethod
+    def _json(value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
+
+    async def load(self, session_id: str) -> SessionState | None:
+        value = self._json(await self._call("load", session_id))
+        return None if value is None else SessionState.from_dict(value)
+
+    async def save(self, state: SessionState) -> None:
+        await self._call("save", json.dumps(state.to_dict()))
+
+    async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
+        await self._call("commitTurn", json.dumps(state.to_dict()),
+                         json.dumps([t.to_dict() for t in turns]))
+
+    async def commit_compaction(self, state: SessionState | None,
+                                record: CompressionRecord) -> None:
+        await self._call("commitCompaction",
+                         None if state is None else json.dumps(state.to_dict()),
+                         json.dumps(record.to_dict()))
+
+    async def read_archive(self, session_id: str) -> list[Turn]:
+        return [Turn.from_dict(t) for t in self._json(await self._call("readArchive", session_id))]
+
+    async def compressions(self, session_id: str) -> list[CompressionRecord]:
+        return [CompressionRecord.from_dict({k: v for k, v in r.items()
+                                             if k in CompressionRecord.__dataclass_fields__})
+                for r in self._json(await self._call("compressions", session_id))]
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        return [SessionInfo(str(i["session_id"]), str(i.get("title", "")),
+                            float(i.get("updated_at", 0)), int(i.get("turns", 0)))
+                for i in self._json(await self._call("listSessions"))]
+
+    async def delete_session(self, session_id: str) -> bool:
+        return bool(await self._call("deleteSession", session_id))

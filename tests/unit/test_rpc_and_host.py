@@ -1,0 +1,200 @@
+import asyncio
+import json
+
+import pytest
+
+from py_agent import (Agent, InMemoryStore, ModelAbortedError, ModelError, ModelNetworkError,
+                      ModelUnavailableError, QuotaExceededError, StorageError, Turn)
+from py_agent.host import AgentHost
+from py_agent.model import Purpose
+from py_agent.rpc import BridgeModel, RpcStore, model_error
+from py_agent.state import SessionState
+from py_agent.testing import FunctionModel
+from conftest import echo_agent_reply, make_responder, run
+
+
+def host_transport(model: FunctionModel, log: list):
+    """Plays the LLM host: sessions by id, errors as {ok: false, error: {name, ...}}."""
+    sessions = {}
+    ids = iter(range(1, 10_000))
+
+    def info(session):
+        sid = f"s{next(ids)}"
+        sessions[sid] = session
+        return {"sessionId": sid, "contextWindow": session.context_window,
+                "contextUsage": session.context_usage}
+
+    async def transport(method, args):
+        log.append((method, args))
+        try:
+            if method == "availability":
+                return {"ok": True, "value": await model.availability()}
+            if method == "create":
+                return {"ok": True, "value": info(await model.create(
+                    initial_prompts=args[0]["initialPrompts"]))}
+            if method == "clone":
+                return {"ok": True, "value": info(await sessions[args[0]].clone())}
+            if method == "prompt":
+                session = sessions[args[0]]
+                text = await session.prompt(args[1], response_constraint=args[2]["responseConstraint"],
+                                            purpose=Purpose(args[2]["purpose"]))
+                return {"ok": True, "value": {"text": text, "contextUsage": session.context_usage,
+                                              "contextWindow": session.context_window}}
+            if method == "measure":
+                return {"ok": True, "value": await sessions[args[0]].measure(args[1])}
+            if method == "destroy":
+                await sessions.pop(args[0]).destroy()
+                return {"ok": True, "value": None}
+            if method == "abort":
+                return {"ok": True, "value": True}
+        except QuotaExceededError as exc:
+            return {"ok": False, "error": {"name": "QuotaExceededError", "message": str(exc),
+                                           "requested": exc.requested, "quota": exc.quota}}
+        except Exception as exc:
+            return {"ok": False, "error": {"name": type(exc).__name__, "message": str(exc)}}
+        return {"ok": False, "error": {"name": "TypeError", "message": f"unknown {method}"}}
+
+    return transport, sessions
+
+
+def store_transport(backing: InMemoryStore, fail: dict):
+    """Plays the IndexedDB module: JSON strings in and out."""
+
+    async def transport(method, args):
+        if fail.get(method):
+            return {"ok": False, "error": {"name": fail.pop(method), "message": "disk full"}}
+        if method == "load":
+            state = await backing.load(args[0])
+            return {"ok": True, "value": None if state is None else json.dumps(state.to_dict())}
+        if method == "save":
+            await backing.save(SessionState.from_dict(json.loads(args[0])))
+        elif method == "commitTurn":
+            await backing.commit_turn(SessionState.from_dict(json.loads(args[0])),
+                                      [Turn.from_dict(t) for t in json.loads(args[1])])
+        elif method == "readArchive":
+            return {"ok": True, "value": json.dumps([t.to_dict() for t in await backing.read_archive(args[0])])}
+        elif method == "listSessions":
+            return {"ok": True, "value": json.dumps([vars(i) for i in await backing.list_sessions()])}
+        elif method == "deleteSession":
+            return {"ok": True, "value": await backing.delete_session(args[0])}
+        return {"ok": True, "value": None}
+
+    return transport
+
+
+@pytest.mark.parametrize("name, cls", [
+    ("QuotaExceededError", QuotaExceededError), ("NotSupportedError", ModelUnavailableError),
+    ("ModelUnavailableError", ModelUnavailableError), ("AbortError", ModelAbortedError),
+    ("NetworkError", ModelNetworkError), ("WeirdError", ModelError),
+])
+def test_errors_cross_the_bridge_as_typed_exceptions(name, cls):
+    error = model_error({"name": name, "message": "boom", "requested": 10, "quota": 5})
+    assert type(error) is cls and "boom" in str(error)
+    if cls is QuotaExceededError:
+        assert error.requested == 10 and error.quota == 5
+
+
+def test_an_agent_over_the_bridge_runs_and_tracks_context_usage():
+    log = []
+    model = FunctionModel(make_responder(echo_agent_reply))
+    transport, sessions = host_transport(model, log)
+    bridge = BridgeModel(transport, stream_purposes=frozenset({Purpose.STEP}))
+    agent = Agent(model=bridge, store=InMemoryStore())
+    result = run(agent.run("hello over the bridge", session_id="a"))
+    assert result.answer == "You said: hello over the bridge"
+    methods = [m for m, _ in log]
+    assert methods[:2] == ["create", "measure"] and "clone" in methods and "destroy" in methods
+    prompt_args = next(a for m, a in log if m == "prompt")
+    assert prompt_args[2]["stream"] is True and prompt_args[2]["requestId"] == "r1"
+    assert len(sessions) == 1  # only the base session is left alive
+    base = next(iter(sessions.values()))
+    assert agent._bases[Purpose.STEP].context_usage == base.context_usage > 0
+
+
+def test_quota_errors_from_the_host_reach_the_agent_typed():
+    log = []
+    model = FunctionModel(make_responder(echo_agent_reply), context_window=2600)
+    transport, _ = host_transport(model, log)
+    agent = Agent(model=BridgeModel(transport), store=InMemoryStore(),
+                  memory=__import__("py_agent").MemoryPolicy(reserved_turn_tokens=600,
+                                                             summary_target_tokens=100,
+                                                             summary_max_tokens=200))
+    result = run(agent.run("word " * 3000, session_id="a"))
+    assert result.status == "error" and "too long" in result.answer
+
+
+def test_cancelling_a_prompt_aborts_it_on_the_other_side():
+    log = []
+    model = FunctionModel(make_responder(echo_agent_reply), latency=5)
+    transport, _ = host_transport(model, log)
+    agent = Agent(model=BridgeModel(transport), store=InMemoryStore())
+
+    async def scenario():
+        abort = asyncio.Event()
+        task = asyncio.ensure_future(agent.run("slow", session_id="a", abort=abort))
+        await asyncio.sleep(0.05)
+        abort.set()
+        result = await task
+        await asyncio.sleep(0.01)
+        return result
+
+    assert run(scenario()).status == "aborted"
+    assert ("abort", ["r1"]) in log
+
+
+def test_rpc_store_round_trips_and_maps_storage_errors():
+    backing, fail = InMemoryStore(), {}
+    store = RpcStore(store_transport(backing, fail))
+    state = SessionState("x", title="t", recent_turns=[Turn(1, "hi", "hello")], next_turn_id=2)
+    run(store.commit_turn(state, state.recent_turns))
+    assert run(store.load("x")) == state
+    assert [t.user for t in run(store.read_archive("x"))] == ["hi"]
+    assert [i.session_id for i in run(store.list_sessions())] == ["x"]
+    fail["commitTurn"] = "StorageQuotaError"
+    with pytest.raises(StorageError) as err:
+        run(store.commit_turn(state, []))
+    assert err.value.kind == "quota"
+    assert run(store.delete_session("x")) is True and run(store.load("x")) is None
+
+
+def test_host_routes_requests_streams_events_and_reports_errors():
+    posted = []
+    model = FunctionModel(make_responder(echo_agent_reply))
+    host = AgentHost(Agent(model=model, store=InMemoryStore()), posted.append)
+
+    async def ask(message):
+        await host.handle(message)
+        return next(p for p in reversed(posted) if p["type"] == "reply" and p["id"] == message["id"])
+
+    reply = run(ask({"type": "run", "id": 1, "session_id": "a", "text": "hi"}))
+    assert reply["ok"] and reply["value"]["answer"] == "You said: hi"
+    events = [p["event"]["type"] for p in posted if p["type"] == "event"]
+    assert events[0] == "turn_started" and "answer" in events
+    memory = run(ask({"type": "memory", "id": 2, "session_id": "a"}))
+    assert memory["value"]["recent_turns"][0]["user"] == "hi" and memory["value"]["compressions"] == []
+    assert run(ask({"type": "sessions", "id": 3}))["value"][0]["session_id"] == "a"
+    unknown = run(ask({"type": "memory", "id": 4, "session_id": "zzz"}))
+    assert not unknown["ok"] and unknown["error"]["name"] == "UnknownSessionError"
+    bad = run(ask({"type": "launch", "id": 5}))
+    assert not bad["ok"] and "unknown request type" in bad["error"]["message"]
+    empty = run(ask({"type": "run", "id": 6, "session_id": "a", "text": "  "}))
+    assert not empty["ok"] and "non-empty" in empty["error"]["message"]
+    tools = run(ask({"type": "tools", "id": 7}))["value"]
+    assert [t["name"] for t in tools] == ["compact"]
+
+
+def test_host_stop_aborts_the_running_turn():
+    posted = []
+    model = FunctionModel(make_responder(echo_agent_reply), latency=5)
+    host = AgentHost(Agent(model=model, store=InMemoryStore()), posted.append)
+
+    async def scenario():
+        running = host.handle({"type": "run", "id": 1, "session_id": "a", "text": "slow"})
+        await asyncio.sleep(0.05)
+        await host.handle({"type": "stop", "id": 2, "session_id": "a"})
+        await asyncio.wait_for(running, 2)
+
+    run(scenario())
+    reply = next(p for p in posted if p.get("id") == 1)
+    assert reply["value"]["status"] == "aborted"
+    assert next(p for p in posted if p.get("id") == 2)["value"] is True
