@@ -102,3 +102,38 @@ def install_fake_lm():
         page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(config)};")
         page.add_init_script(path=str(FAKE_LM_JS))
     return install
+
+
+# --- the app as users get it: serve.py's prepared runtime and headers ------------------
+
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+
+
+def load_serve_module():
+    """serve.py (at the repo root) as a module, without putting the root on sys.path."""
+    if "serve" in sys.modules:
+        return sys.modules["serve"]
+    spec = importlib.util.spec_from_file_location("serve", REPO_ROOT / "serve.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["serve"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """Base URL (http://127.0.0.1:PORT) of the app served by serve.py: web/ at /,
+    worker/ at /worker/, with the production headers (CSP, isolation, caching).
+    Runs serve.prepare() first (fast when web/vendor is already current)."""
+    serve = load_serve_module()
+    try:
+        serve.prepare()
+    except serve.PrepareError as error:
+        pytest.fail(f"serve.prepare() failed: {error}")
+    server = serve.make_server("127.0.0.1", 0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.url
+    server.shutdown()
+    server.server_close()

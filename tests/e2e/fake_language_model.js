@@ -46,7 +46,12 @@
  *   'reject' (the spec's prefill algorithm): reject when usage + input > window with
  *     {requested: usage + input, quota: contextWindow}; nothing is dropped.
  *
- * Test control: `window.__fakeLM` (see the README-style list at the end of this file).
+ * Test control: `window.__fakeLM` (each member is documented where `control` is defined
+ * near the end): configure(config), reset(config), setAvailability(a), setResponder(fn),
+ * setResponderSource(src), queueReplies(...), clearReplies(), failNext(name, {method,
+ * message, requested, quota}), setLatency(ms), setChunkDelay(ms), calls, callsOf(method),
+ * clearCalls(), countTokens(text), measure(text), sessions(), idOf(session),
+ * defaultResponder, install(), uninstall(), LanguageModel.
  */
 (() => {
   'use strict';

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 # window.__catch(promise) -> null or a plain description of the rejection.
 CATCH = """
 window.__catch = async (promiseOrFn) => {
@@ -124,7 +126,9 @@ def test_quota_exceeded_carries_requested_and_quota(open_page):
         // fits next to the initial prompts (so 'evict' would accept it), not next to the turns
         const strict = await __catch(s.prompt('word '.repeat(285)));
         const strictRequested = await s.measureContextUsage('word '.repeat(285));
-        return { before, afterErr: before, requested, err, streamErr, used, strict, strictRequested,
+        __fakeLM.configure({ overflowMode: 'evict' });
+        const evicting = await __catch(s.prompt('word '.repeat(285)));
+        return { evicting, before, afterErr: before, requested, err, streamErr, used, strict, strictRequested,
                  tooBigCreate: await __catch(LanguageModel.create({ initialPrompts: [{ role: 'system', content: big }] })) };
     }""")
     err = r["err"]
@@ -136,6 +140,7 @@ def test_quota_exceeded_carries_requested_and_quota(open_page):
     assert r["strict"]["name"] == "QuotaExceededError"
     assert r["strict"]["requested"] == r["used"] + r["strictRequested"]
     assert r["strict"]["quota"] == 300
+    assert r["evicting"] is None   # the default mode drops old turns instead
     assert r["tooBigCreate"]["name"] == "QuotaExceededError"
     assert r["tooBigCreate"]["quota"] == 300
 

@@ -1,0 +1,306 @@
+/**
+ * LLM host: the main-thread end of the agent worker's RPC bridge to Chrome's Prompt API
+ * (`window.LanguageModel`, which workers cannot reach). Kept thin: no agent logic here.
+ *
+ * Protocol (worker <-> host, over worker.postMessage):
+ *   request  {type: 'llm', id, method, args: [...]}            (args positional, may be omitted)
+ *   reply    {type: 'llm-result', id, ok: true, value}
+ *            {type: 'llm-result', id, ok: false, error: {name, message, originalName, requested?, quota?}}
+ *   event    {type: 'llm-event', event: 'downloadprogress', loaded, requestId}
+ *            {type: 'llm-event', event: 'contextoverflow', sessionId, requestId}
+ *
+ *   availability([options])          -> {availability, reason}; reason 'unsupported' when the API is absent
+ *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})
+ *                                    -> {sessionId, contextWindow, contextUsage}
+ *   clone(sessionId, [{requestId}])  -> {sessionId, contextWindow, contextUsage}
+ *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?})
+ *                                    -> {text, contextUsage, contextWindow, overflowed}
+ *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
+ *        event: {sessionId, requestId, purpose, chunk, text}) and only the final text to the worker.
+ *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
+ *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
+ *   destroy(sessionId)               -> true if the session existed
+ *   destroyAll()                     -> number of sessions destroyed
+ *   abort([requestId])               -> number of calls aborted (all in-flight calls without id)
+ *   sessionInfo([sessionId])         -> {sessionId, purpose, contextWindow, contextUsage} (or a list)
+ *
+ *   requestId defaults to the message id; calls sharing a requestId are aborted together.
+ *   Error names: QuotaExceededError (with requested/quota), ModelUnavailableError
+ *   (NotSupportedError, NotAllowedError, API missing), AbortError, NetworkError,
+ *   InvalidStateError (unknown or destroyed session), else the original name.
+ */
+
+const UNAVAILABLE_NAMES = new Set(['NotSupportedError', 'NotAllowedError', 'ModelUnavailableError']);
+
+/** A plain, structured-cloneable error for the worker. */
+export function toRpcError(err) {
+  const originalName = err?.name || 'Error';
+  let name = originalName;
+  if (UNAVAILABLE_NAMES.has(originalName)) name = 'ModelUnavailableError';
+  const out = { name, originalName, message: String(err?.message ?? err ?? 'unknown error') };
+  if (originalName === 'QuotaExceededError') {
+    out.requested = Number.isFinite(err?.requested) ? err.requested : null;
+    out.quota = Number.isFinite(err?.quota) ? err.quota : null;
+  }
+  return out;
+}
+
+function hostError(name, message) {
+  const e = new Error(message);
+  e.name = name;
+  return e;
+}
+
+export class LLMHost extends EventTarget {
+  /**
+   * @param {object} [options]
+   * @param {object} [options.api] the LanguageModel class to use (default: window.LanguageModel,
+   *   looked up on every call; pass `api: null` to simulate a browser without it)
+   * @param {function} [options.onChunk] ({sessionId, requestId, chunk, text}) for streamed deltas
+   * @param {function} [options.onDownloadProgress] ({loaded, requestId})
+   * @param {function} [options.onContextOverflow] ({sessionId, requestId})
+   */
+  constructor(options = {}) {
+    super();
+    this._options = options;
+    this.sessions = new Map();   // sessionId -> {session, purpose, requestId}
+    this.inflight = new Map();   // requestId -> Set<AbortController>
+    this._nextSession = 1;
+    this._ports = new Set();
+  }
+
+  get api() {
+    return 'api' in this._options ? this._options.api : globalThis.LanguageModel;
+  }
+
+  // ------------------------------------------------------------ transport
+
+  /** Serve requests from a Worker (or MessagePort); returns a function that detaches. */
+  attach(target) {
+    const listener = (event) => {
+      const msg = event.data;
+      if (msg && msg.type === 'llm') {
+        this.handle(msg).then((reply) => target.postMessage(reply));
+      }
+    };
+    target.addEventListener('message', listener);
+    if (typeof target.start === 'function') target.start();
+    this._ports.add(target);
+    return () => { target.removeEventListener('message', listener); this._ports.delete(target); };
+  }
+
+  /** Run one request message and build its reply (never throws). */
+  async handle(msg) {
+    const { id, method, args = [] } = msg;
+    try {
+      const fn = METHODS[method];
+      if (!fn) throw hostError('TypeError', `unknown method: ${method}`);
+      const value = await fn.call(this, id, ...(Array.isArray(args) ? args : [args]));
+      return { type: 'llm-result', id, ok: true, value: value === undefined ? null : value };
+    } catch (err) {
+      return { type: 'llm-result', id, ok: false, error: toRpcError(err) };
+    }
+  }
+
+  /** Tell the page (callback + DOM event) and, unless `pageOnly`, the attached workers. */
+  _emit(type, detail, callback, pageOnly = false) {
+    try { callback?.(detail); } catch (e) { console.error(e); }
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+    if (pageOnly) return;
+    for (const port of this._ports) port.postMessage({ type: 'llm-event', event: type, ...detail });
+  }
+
+  // ------------------------------------------------------------ helpers
+
+  _requireApi() {
+    const api = this.api;
+    if (!api || typeof api.create !== 'function') {
+      throw hostError('ModelUnavailableError', 'The Prompt API (LanguageModel) is not supported in this browser.');
+    }
+    return api;
+  }
+
+  _entry(sessionId) {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) throw hostError('InvalidStateError', `unknown or destroyed session: ${sessionId}`);
+    return entry;
+  }
+
+  _track(requestId) {
+    const controller = new AbortController();
+    let set = this.inflight.get(requestId);
+    if (!set) { set = new Set(); this.inflight.set(requestId, set); }
+    set.add(controller);
+    const done = () => {
+      set.delete(controller);
+      if (!set.size && this.inflight.get(requestId) === set) this.inflight.delete(requestId);
+    };
+    return { signal: controller.signal, done };
+  }
+
+  _register(session, purpose, requestId) {
+    const sessionId = `s${this._nextSession++}`;
+    const entry = { session, purpose: purpose ?? null, requestId, overflowed: false };
+    const onOverflow = () => {
+      entry.overflowed = true;
+      this._emit('contextoverflow', { sessionId, requestId: entry.requestId }, this._options.onContextOverflow);
+    };
+    // Listen to one of the two names: current Chrome fires 'contextoverflow', older
+    // builds (and extensions) 'quotaoverflow'; a session with both would fire twice.
+    const type = 'oncontextoverflow' in session || !('onquotaoverflow' in session) ? 'contextoverflow' : 'quotaoverflow';
+    session.addEventListener?.(type, onOverflow);
+    this.sessions.set(sessionId, entry);
+    return { sessionId, ...usage(session) };
+  }
+
+  // ------------------------------------------------------------ public (also via RPC)
+
+  async availability(options = {}) {
+    const api = this.api;
+    if (!api || typeof api.availability !== 'function') return { availability: 'unavailable', reason: 'unsupported' };
+    return { availability: await api.availability(options), reason: null };
+  }
+
+  async create({ initialPrompts = [], purpose = null, expectedInputs, expectedOutputs, requestId } = {}, rpcId = null) {
+    const api = this._requireApi();
+    const rid = requestId ?? rpcId;
+    const { signal, done } = this._track(rid);
+    const options = {
+      initialPrompts,
+      signal,
+      monitor: (m) => m.addEventListener('downloadprogress', (e) => {
+        this._emit('downloadprogress', { loaded: e.loaded, requestId: rid }, this._options.onDownloadProgress);
+      }),
+    };
+    if (expectedInputs) options.expectedInputs = expectedInputs;
+    if (expectedOutputs) options.expectedOutputs = expectedOutputs;
+    try {
+      const session = await api.create(options);
+      return this._register(session, purpose, rid);
+    } finally {
+      done();
+    }
+  }
+
+  async clone(sessionId, { requestId } = {}, rpcId = null) {
+    const entry = this._entry(sessionId);
+    const rid = requestId ?? rpcId;
+    const { signal, done } = this._track(rid);
+    try {
+      const session = await entry.session.clone({ signal });
+      return this._register(session, entry.purpose, rid);
+    } finally {
+      done();
+    }
+  }
+
+  async prompt(sessionId, text, opts = {}, rpcId = null) {
+    const entry = this._entry(sessionId);
+    const { responseConstraint, omitResponseConstraintInput, stream = false, purpose } = opts;
+    const requestId = opts.requestId ?? rpcId;
+    const { signal, done } = this._track(requestId);
+    const options = { signal };
+    if (responseConstraint != null) options.responseConstraint = responseConstraint;
+    if (omitResponseConstraintInput) options.omitResponseConstraintInput = true;
+    entry.overflowed = false;
+    entry.requestId = requestId;
+    entry.lastPurpose = purpose ?? entry.purpose;
+    const session = entry.session;
+    try {
+      let result = '';
+      if (stream) {
+        const reader = session.promptStreaming(text, options).getReader();
+        try {
+          for (;;) {
+            const { value, done: finished } = await reader.read();
+            if (finished) break;
+            const chunk = String(value);   // current Chrome streams deltas
+            result += chunk;
+            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, chunk, text: result }, this._options.onChunk, true);
+          }
+        } finally {
+          reader.releaseLock();
+        }
+      } else {
+        result = await session.prompt(text, options);
+      }
+      return { text: result, ...usage(session), overflowed: entry.overflowed };
+    } finally {
+      done();
+    }
+  }
+
+  async append(sessionId, text, { requestId } = {}, rpcId = null) {
+    const entry = this._entry(sessionId);
+    const { signal, done } = this._track(requestId ?? rpcId);
+    try {
+      await entry.session.append(text, { signal });
+      return usage(entry.session);
+    } finally {
+      done();
+    }
+  }
+
+  async measure(sessionId, text, { responseConstraint } = {}) {
+    const { session } = this._entry(sessionId);
+    const fn = session.measureContextUsage ?? session.measureInputUsage;
+    if (typeof fn !== 'function') return null;
+    const options = responseConstraint != null ? { responseConstraint } : {};
+    const n = await fn.call(session, text, options);
+    return Number.isFinite(n) ? n : null;
+  }
+
+  destroy(sessionId) {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return false;
+    this.sessions.delete(sessionId);
+    entry.session.destroy();
+    return true;
+  }
+
+  destroyAll() {
+    const ids = [...this.sessions.keys()];
+    for (const id of ids) this.destroy(id);
+    return ids.length;
+  }
+
+  /** Abort the calls tagged `requestId`, or every in-flight call when it is null/undefined. */
+  abort(requestId = null) {
+    const keys = requestId == null ? [...this.inflight.keys()] : [requestId];
+    let n = 0;
+    for (const key of keys) {
+      for (const controller of this.inflight.get(key) ?? []) {
+        controller.abort(new DOMException('Stopped by the user.', 'AbortError'));
+        n += 1;
+      }
+    }
+    return n;
+  }
+
+  sessionInfo(sessionId = null) {
+    const info = (id, e) => ({ sessionId: id, purpose: e.purpose, ...usage(e.session) });
+    if (sessionId == null) return [...this.sessions].map(([id, e]) => info(id, e));
+    return info(sessionId, this._entry(sessionId));
+  }
+}
+
+function usage(session) {
+  return {
+    contextWindow: session.contextWindow ?? session.inputQuota ?? null,
+    contextUsage: session.contextUsage ?? session.inputUsage ?? null,
+  };
+}
+
+// RPC dispatch: (rpcId, ...args) -> value. The rpc id is the default requestId.
+const METHODS = {
+  availability(_id, options) { return this.availability(options); },
+  create(id, options) { return this.create(options, id); },
+  clone(id, sessionId, options) { return this.clone(sessionId, options, id); },
+  prompt(id, sessionId, text, options) { return this.prompt(sessionId, text, options, id); },
+  append(id, sessionId, text, options) { return this.append(sessionId, text, options, id); },
+  measure(_id, sessionId, text, options) { return this.measure(sessionId, text, options); },
+  destroy(_id, sessionId) { return this.destroy(sessionId); },
+  destroyAll() { return this.destroyAll(); },
+  abort(_id, requestId) { return this.abort(requestId); },
+  sessionInfo(_id, sessionId) { return this.sessionInfo(sessionId); },
+};
