@@ -1,0 +1,79 @@
+"""One command for the whole suite: set up what it needs, then run unit and e2e tests.
+
+Idempotent: each step checks before it installs. Usage:
+    python run_tests.py            # everything
+    python run_tests.py --unit     # CPython unit tests only (no browser needed)
+    python run_tests.py -- -k loop # extra arguments after -- go to pytest
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / "python"
+
+
+def say(message: str) -> None:
+    print(f"[run_tests] {message}", flush=True)
+
+
+def run(cmd: list[str], **kwargs) -> None:
+    subprocess.run(cmd, check=True, **kwargs)
+
+
+def ensure_venv() -> None:
+    """A virtual environment with py-agent and its test dependencies."""
+    if not PYTHON.exists():
+        say(f"creating a virtual environment in {VENV.name}/")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / ".installed"
+    wanted = (ROOT / "pyproject.toml").read_text()
+    if not stamp.exists() or stamp.read_text() != wanted:
+        say("installing py-agent with its test dependencies (pip)")
+        run([str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "-e", f"{ROOT}[test]"])
+        stamp.write_text(wanted)
+
+
+def ensure_chromium() -> None:
+    """Debian's Chromium: Playwright's own browser download does not work offline."""
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        return
+    if shutil.which("apt-get") is None:
+        sys.exit("Chromium is missing and apt-get is not available: install Chromium "
+                 "and put it on PATH as 'chromium'.")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    say("installing Debian's chromium package (apt-get)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    run([*sudo, "apt-get", "update", "-qq"], env=env)
+    run([*sudo, "apt-get", "install", "-y", "-qq", "chromium"], env=env)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--unit", action="store_true", help="only the CPython unit tests")
+    parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
+    args = parser.parse_args()
+    ensure_venv()
+    targets = ["tests/unit"]
+    if not args.unit:
+        ensure_chromium()
+        say("preparing the browser runtime (python serve.py --prepare-only)")
+        run([str(PYTHON), str(ROOT / "serve.py"), "--prepare-only"], cwd=ROOT)
+        targets.append("tests/e2e")
+    say("running " + " and ".join(targets))
+    return subprocess.run([str(PYTHON), "-m", "pytest", *targets, *args.pytest_args],
+                          cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
