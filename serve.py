@@ -1,0 +1,627 @@
+#!/usr/bin/env python3
+"""Prepare py-agent's browser runtime and serve the demo page.
+
+    python serve.py                  # prepare, then serve http://127.0.0.1:8000/
+    python serve.py --port 8765      # another port (--host too)
+    python serve.py --prepare-only   # set everything up, serve nothing (tests, CI)
+
+Preparing is idempotent and, once done, needs no network:
+
+1. ``npm ci`` runs only when ``node_modules`` is missing or was installed from
+   another ``package-lock.json`` (and only when ``web/vendor`` is stale too).
+2. The runtime files of the pinned Pyodide, PyScript and MicroPython are copied
+   into ``web/vendor/<name>-<version>/``; versioned paths are cached forever.
+3. micropip's wheel is fetched with pip once (it is not in Pyodide's npm package).
+4. The ``py_agent`` wheel is built from the working tree with the standard
+   library into ``web/vendor/wheels/<content-hash>/``, so a code change is a new
+   URL and never a stale cache entry.
+5. ``web/vendor/manifest.json`` tells the worker what to load.
+
+Serving uses only the standard library. ``/`` is ``web/``; ``/worker/`` is the
+repository's ``worker/``; nothing else is reachable. Every response carries the
+cross-origin isolation headers and a Content-Security-Policy that allows only
+this origin (see ``CSP_PAGE`` and ``CSP`` below for why each source is there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import fnmatch
+import functools
+import hashlib
+import http.server
+import io
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import urllib.parse
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+WEB = ROOT / "web"
+WORKER = ROOT / "worker"
+VENDOR = WEB / "vendor"
+NODE_MODULES = ROOT / "node_modules"
+LOCK = ROOT / "package-lock.json"
+MANIFEST = VENDOR / "manifest.json"
+MANIFEST_FORMAT = 1
+KEEP_APP_BUILDS = 3  # py_agent wheels kept in web/vendor/wheels/<hash>/
+
+# Our stamp inside node_modules: the sha256 of the package-lock.json it was installed from.
+NPM_STAMP = NODE_MODULES / ".py-agent-lock.sha256"
+
+# What each npm package contributes to web/vendor/: (package, vendor dir prefix, file globs).
+RUNTIMES = [
+    # Only what loadPyodide() fetches (plus source maps for the debugger).
+    ("pyodide", "pyodide", ["pyodide.mjs", "pyodide.mjs.map", "pyodide.asm.mjs",
+                            "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]),
+    # PyScript's self-contained browser build: core.js lazily imports its chunks.
+    ("@pyscript/core", "pyscript", ["dist/*"]),
+    # The MicroPython engine PyScript runs for <script type="mpy">; the -settrace and
+    # -ulab builds are picked by PyScript when a page asks for debug or ulab.
+    ("@micropython/micropython-webassembly-pyscript", "micropython", ["*.mjs", "*.wasm"]),
+]
+
+# One file per runtime whose presence says its vendor copy is complete (copies are atomic).
+KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
+             "micropython": "micropython.wasm"}
+
+# Content-Security-Policy. Everything must come from this origin. A CSP applies to the
+# document or worker whose response carries it, so the page and the agent worker each get
+# their own, and each extra keyword is the minimum that was found to be needed:
+#
+#   'wasm-unsafe-eval'   WebAssembly.instantiate*() of micropython.wasm (page) and
+#                        pyodide.asm.wasm (worker). Without it neither interpreter starts.
+#   'unsafe-eval'        the page only: PyScript builds its plugin hooks with Function()
+#                        at start-up (polyscript's hook composer) and fails without it.
+#                        The agent worker, which runs the agent and its tools, does not
+#                        get it: no JavaScript eval there. Neither does any other script.
+#   'sha256-…'           the page only: index.html's one small inline script, which
+#                        starts the worker before PyScript is up (saves ~0.5 s of boot).
+#                        The server hashes the inline scripts of each HTML file it
+#                        serves, so exactly those and no others may run.
+#   style-src 'self'     no inline styles: PyScript styles its error banner through the
+#                        CSSOM (element.style), which CSP does not restrict.
+#   worker-src 'self'    the agent worker is a same-origin module script.
+#   connect-src 'self'   fetch() of the manifest, stdlib zip, lock file and wheels.
+#   img-src 'self' data: the page's empty data: icon (so no request for /favicon.ico).
+# Everything else is closed: no plugins, no <base>, no framing, forms post only here.
+_CSP_COMMON = [
+    "worker-src 'self'",
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+]
+# For HTML documents (the page); {hashes} are those of the document's inline scripts.
+CSP_PAGE = "; ".join([
+    "default-src 'self'",
+    "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'{hashes}",
+    "style-src 'self'",
+    *_CSP_COMMON,
+])
+# For everything else, which matters for the agent worker's script.
+CSP = "; ".join([
+    "default-src 'self'",
+    "script-src 'self' 'wasm-unsafe-eval'",
+    "style-src 'self'",
+    *_CSP_COMMON,
+])
+
+SECURITY_HEADERS = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
+CACHE_REVALIDATE = "no-cache"
+
+MIME_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "application/javascript; charset=utf-8",
+    ".mjs": "application/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".wasm": "application/wasm",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".tar": "application/x-tar",
+    ".py": "text/x-python; charset=utf-8",
+    ".toml": "application/toml; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+}
+
+
+def say(message: str) -> None:
+    print(f"[serve] {message}", flush=True)
+
+
+class PrepareError(RuntimeError):
+    """Preparation cannot go on; the message says what to do."""
+
+
+# --------------------------------------------------------------------------- prepare
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def locked_versions() -> dict[str, str]:
+    """Exact versions of the runtime packages, from package-lock.json."""
+    if not LOCK.exists():
+        raise PrepareError(f"{LOCK.name} is missing: it pins the browser runtime.")
+    packages = json.loads(LOCK.read_text())["packages"]
+    versions = {}
+    for name, _, _ in RUNTIMES:
+        entry = packages.get(f"node_modules/{name}")
+        if entry is None:
+            raise PrepareError(f"{name} is not in {LOCK.name}; run `npm install` once.")
+        versions[name] = entry["version"]
+    return versions
+
+
+def vendor_dir_name(prefix: str, version: str) -> str:
+    return f"{prefix}-{version}"
+
+
+def read_manifest() -> dict | None:
+    try:
+        return json.loads(MANIFEST.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def runtimes_current(manifest: dict | None, versions: dict[str, str]) -> bool:
+    """True when web/vendor already holds the runtime versions the lock file pins."""
+    if not manifest or manifest.get("format") != MANIFEST_FORMAT:
+        return False
+    if manifest.get("runtimes") != versions:
+        return False
+    return all((VENDOR / vendor_dir_name(prefix, versions[name]) / KEY_FILES[prefix]).is_file()
+               for name, prefix, _ in RUNTIMES)
+
+
+def require_node() -> tuple[str, str]:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        missing = " and ".join(n for n, p in (("node", node), ("npm", npm)) if not p)
+        raise PrepareError(
+            f"{missing} not found. Node.js 20 or newer with npm is needed once, to fetch "
+            "the pinned browser runtime (Pyodide, PyScript, MicroPython). Install it, "
+            "e.g. `apt-get install nodejs npm` on Debian/Ubuntu, "
+            "then run this again.")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    major = int(version.lstrip("v").split(".")[0] or 0) if version else 0
+    if major < 20:
+        raise PrepareError(f"Node.js {version or '(unknown)'} is too old: 20 or newer is needed.")
+    return node, npm
+
+
+def ensure_node_modules(lock_hash: str) -> None:
+    stamp = NPM_STAMP.read_text().strip() if NPM_STAMP.exists() else ""
+    if NODE_MODULES.is_dir() and stamp == lock_hash:
+        say("node_modules matches package-lock.json; npm not needed")
+        return
+    _, npm = require_node()
+    reason = "missing" if not NODE_MODULES.is_dir() else "out of date with package-lock.json"
+    say(f"node_modules {reason}: running npm ci")
+    started = time.monotonic()
+    result = subprocess.run(
+        [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ROOT)
+    if result.returncode != 0:
+        raise PrepareError("`npm ci` failed (see above). The npm registry must be reachable "
+                           "for this first run.")
+    NPM_STAMP.write_text(lock_hash + "\n")
+    say(f"npm ci done in {time.monotonic() - started:.1f} s")
+
+
+def copy_runtime(package: str, prefix: str, patterns: list[str], version: str) -> str:
+    """Copy one package's runtime files to web/vendor/<prefix>-<version>/ (atomically)."""
+    source = NODE_MODULES / package
+    installed = json.loads((source / "package.json").read_text())["version"]
+    if installed != version:
+        raise PrepareError(f"node_modules has {package} {installed}, the lock pins {version}; "
+                           "delete node_modules and run again.")
+    name = vendor_dir_name(prefix, version)
+    target = VENDOR / name
+    files = sorted({path for pattern in patterns for path in source.glob(pattern)
+                    if path.is_file()})
+    if not files:
+        raise PrepareError(f"{package} {version} has none of {patterns}.")
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=VENDOR))
+    staging.chmod(0o755)
+    for path in files:
+        shutil.copy2(path, staging / path.name)
+    if target.exists():
+        shutil.rmtree(target)
+    staging.rename(target)
+    size = sum(p.stat().st_size for p in files)
+    say(f"copied {package} {version} -> web/vendor/{name}/ ({len(files)} files, "
+        f"{size / 1e6:.1f} MB)")
+    return name
+
+
+def pyodide_lock_info(pyodide_dir: Path) -> tuple[str, str]:
+    """(micropip version, CPython major.minor) from the vendored pyodide-lock.json."""
+    lock = json.loads((pyodide_dir / "pyodide-lock.json").read_text())
+    python = ".".join(lock["info"]["python"].split(".")[:2])
+    return lock["packages"]["micropip"]["version"], python
+
+
+def ensure_micropip(version: str, python: str) -> Path:
+    """micropip's wheel in web/vendor/wheels/, fetched with pip when missing."""
+    wheels = VENDOR / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob(f"micropip-{version}-*.whl"))
+    if found:
+        say(f"micropip {version} wheel present")
+        return found[0]
+    say(f"fetching micropip {version} with pip (Python {python} wheel)")
+    with tempfile.TemporaryDirectory(dir=VENDOR) as scratch:
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"micropip=={version}", "--no-deps",
+             "--only-binary=:all:", "--python-version", python, "--dest", scratch,
+             "--disable-pip-version-check", "--quiet"])
+        downloaded = sorted(Path(scratch).glob(f"micropip-{version}-*.whl"))
+        if result.returncode != 0 or not downloaded:
+            raise PrepareError("pip could not fetch micropip's wheel; the package index must "
+                               "be reachable for the first run.")
+        final = wheels / downloaded[0].name
+        shutil.move(str(downloaded[0]), final)
+    return final
+
+
+# ---- the py_agent wheel, built with the standard library
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode()
+
+
+def project_metadata() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def project_files(pyproject: dict) -> list[Path]:
+    """The package files setuptools would ship: top-level packages matching the
+    ``[tool.setuptools.packages.find] include`` patterns, without caches."""
+    patterns = (pyproject.get("tool", {}).get("setuptools", {}).get("packages", {})
+                .get("find", {}).get("include", ["*"]))
+    files = []
+    for top in sorted(ROOT.iterdir()):
+        if not top.is_dir() or not any(fnmatch.fnmatch(top.name, p) for p in patterns):
+            continue
+        if not any(top.glob("*.py")):
+            continue
+        for path in sorted(top.rglob("*")):
+            parts = path.relative_to(ROOT).parts
+            if (path.is_file() and "__pycache__" not in parts
+                    and not any(part.startswith(".") for part in parts)
+                    and path.suffix not in (".pyc", ".pyo")):
+                files.append(path)
+    return files
+
+
+def build_wheel_bytes() -> tuple[str, bytes]:
+    """A reproducible pure-Python wheel of this project: (file name, bytes)."""
+    pyproject = project_metadata()
+    project = pyproject["project"]
+    dist = project["name"].replace("-", "_").replace(".", "_").lower()
+    version = project["version"]
+    info = f"{dist}-{version}.dist-info"
+    metadata = [
+        "Metadata-Version: 2.1",
+        f"Name: {project['name']}",
+        f"Version: {version}",
+    ]
+    if project.get("description"):
+        metadata.append(f"Summary: {project['description']}")
+    if project.get("requires-python"):
+        metadata.append(f"Requires-Python: {project['requires-python']}")
+    license_text = project.get("license", {})
+    if isinstance(license_text, dict) and license_text.get("text"):
+        metadata.append(f"License: {license_text['text']}")
+    for requirement in project.get("dependencies", []):
+        metadata.append(f"Requires-Dist: {requirement}")
+    entries: list[tuple[str, bytes]] = [
+        (path.relative_to(ROOT).as_posix(), path.read_bytes())
+        for path in project_files(pyproject)
+    ]
+    if not entries:
+        raise PrepareError("no package files found for the py_agent wheel")
+    entries.append((f"{info}/METADATA", ("\n".join(metadata) + "\n").encode()))
+    entries.append((f"{info}/WHEEL", (
+        "Wheel-Version: 1.0\nGenerator: py-agent serve.py\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n").encode()))
+    record = [f"{name},{_record_hash(data)},{len(data)}" for name, data in entries]
+    record.append(f"{info}/RECORD,,")
+    entries.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries:
+            item = zipfile.ZipInfo(name, date_time=(2020, 2, 2, 0, 0, 0))
+            item.external_attr = 0o644 << 16
+            item.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(item, data)
+    return f"{dist}-{version}-py3-none-any.whl", buffer.getvalue()
+
+
+def ensure_app_wheel() -> tuple[Path, str]:
+    """Build the py_agent wheel into web/vendor/wheels/<hash>/ and prune old builds."""
+    name, data = build_wheel_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    folder = VENDOR / "wheels" / digest[:16]
+    target = folder / name
+    if target.exists():
+        say(f"{name} up to date (wheels/{digest[:16]}/)")
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, data)
+        say(f"built {name} ({len(data)} bytes) -> web/vendor/wheels/{digest[:16]}/")
+    os.utime(folder)
+    # Keep the few newest builds: another prepare() may be serving one of them.
+    builds = sorted((d for d in (VENDOR / "wheels").iterdir() if d.is_dir()),
+                    key=lambda d: d.stat().st_mtime, reverse=True)
+    for old in builds[KEEP_APP_BUILDS:]:
+        if old != folder:
+            shutil.rmtree(old, ignore_errors=True)
+    return target, digest
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write via a unique temporary file and a rename, so that a reader (or another
+    prepare() running at the same time) never sees a half-written file."""
+    handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}-",
+                                         delete=False)
+    try:
+        with handle:
+            handle.write(data)
+        os.chmod(handle.name, 0o644)
+        os.replace(handle.name, target)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def url_of(path: Path) -> str:
+    return "/" + path.relative_to(WEB).as_posix()
+
+
+def check_page_references(names: dict[str, str]) -> None:
+    """index.html names the versioned PyScript and MicroPython paths; say so if it
+    does not match what was just prepared (it is a static file, edited by hand)."""
+    index = WEB / "index.html"
+    if not index.exists():
+        return
+    html = index.read_text()
+    for prefix in ("pyscript", "micropython"):
+        wanted = f"/vendor/{names[prefix]}/"
+        if wanted not in html:
+            raise PrepareError(f"web/index.html does not load {wanted}: update its "
+                               f"{prefix} paths to the versions pinned in package-lock.json.")
+
+
+def prepare() -> dict:
+    """Make web/vendor/ complete for the pinned versions and the current py_agent
+    source. Returns the manifest (also written to web/vendor/manifest.json)."""
+    started = time.monotonic()
+    VENDOR.mkdir(parents=True, exist_ok=True)
+    lock_hash = sha256_file(LOCK) if LOCK.exists() else ""
+    versions = locked_versions()
+    manifest = read_manifest()
+    names = {prefix: vendor_dir_name(prefix, versions[package])
+             for package, prefix, _ in RUNTIMES}
+
+    if runtimes_current(manifest, versions):
+        say("web/vendor runtimes match package-lock.json")
+    else:
+        ensure_node_modules(lock_hash)
+        for package, prefix, patterns in RUNTIMES:
+            copy_runtime(package, prefix, patterns, versions[package])
+        keep = set(names.values()) | {"wheels", "manifest.json"}
+        for entry in VENDOR.iterdir():
+            if entry.name not in keep:
+                say(f"removing stale web/vendor/{entry.name}")
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+    pyodide_dir = VENDOR / names["pyodide"]
+    micropip_version, python = pyodide_lock_info(pyodide_dir)
+    micropip_wheel = ensure_micropip(micropip_version, python)
+    for stale in (VENDOR / "wheels").glob("micropip-*.whl"):
+        if stale != micropip_wheel:
+            stale.unlink()
+    app_wheel, app_hash = ensure_app_wheel()
+    check_page_references(names)
+
+    project = project_metadata()["project"]
+    new_manifest = {
+        "format": MANIFEST_FORMAT,
+        "runtimes": versions,
+        "pyodide": {"version": versions["pyodide"], "python": python,
+                    "indexURL": f"/vendor/{names['pyodide']}/"},
+        "pyscript": {"version": versions["@pyscript/core"],
+                     "core": f"/vendor/{names['pyscript']}/core.js"},
+        "micropython": {"version": versions["@micropython/micropython-webassembly-pyscript"],
+                        "module": f"/vendor/{names['micropython']}/micropython.mjs"},
+        "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
+        "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
+                     "file_name": app_wheel.name, "sha256": app_hash},
+    }
+    if new_manifest != manifest:
+        write_atomically(MANIFEST, (json.dumps(new_manifest, indent=2) + "\n").encode())
+        say("wrote web/vendor/manifest.json")
+    say(f"prepared in {time.monotonic() - started:.2f} s")
+    return new_manifest
+
+
+# --------------------------------------------------------------------------- serve
+
+DEFAULT_MOUNTS = {"/worker/": WORKER, "/": WEB}
+
+_INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc\s*=)[^>]*>(.*?)</script\s*>",
+                            re.IGNORECASE | re.DOTALL)
+
+
+@functools.lru_cache(maxsize=32)
+def _hashes_of(path: Path, mtime_ns: int) -> tuple[str, ...]:
+    html = path.read_text(encoding="utf-8")
+    return tuple(
+        "sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        for body in _INLINE_SCRIPT.findall(html) if body.strip())
+
+
+def inline_script_hashes(path: Path) -> tuple[str, ...]:
+    """CSP hash sources of the inline <script> elements of an HTML file."""
+    try:
+        return _hashes_of(path, path.stat().st_mtime_ns)
+    except OSError:
+        return ()
+
+
+class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files from a few mounted directories, with the app's headers.
+
+    No directory listings, no dotfiles; ``/vendor/`` (except the manifest) is
+    versioned and cached forever, everything else is revalidated on each use."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "py-agent"
+    mounts: dict[str, Path] = DEFAULT_MOUNTS
+    quiet = False
+
+    def translate_path(self, path: str) -> str:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
+        for prefix, directory in sorted(self.mounts.items(), key=lambda m: -len(m[0])):
+            if path.startswith(prefix) or path + "/" == prefix:
+                rest = path[len(prefix):]
+                break
+        else:
+            return ""
+        parts = [p for p in posixpath.normpath("/" + rest).split("/") if p]
+        if any(p.startswith(".") or p in ("..",) for p in parts):
+            return ""
+        result = Path(directory, *parts)
+        if path.endswith("/"):
+            result = result / "index.html"
+        return str(result)
+
+    def send_head(self):
+        local = self.translate_path(self.path)
+        if not local or not os.path.isfile(local):
+            # The page asks for a directory only as "/"; anything else is a miss.
+            self.send_error(404, "Not found")
+            return None
+        return super().send_head()
+
+    def guess_type(self, path) -> str:
+        return MIME_TYPES.get(Path(str(path)).suffix.lower(), "application/octet-stream")
+
+    def cache_control(self) -> str:
+        path = urllib.parse.urlsplit(self.path).path
+        if path.startswith("/vendor/") and path != "/vendor/manifest.json":
+            return CACHE_IMMUTABLE
+        return CACHE_REVALIDATE
+
+    def content_security_policy(self) -> str:
+        local = self.translate_path(self.path)
+        if not local.endswith(".html"):
+            return CSP
+        hashes = "".join(f" '{h}'" for h in inline_script_hashes(Path(local)))
+        return CSP_PAGE.format(hashes=hashes)
+
+    def end_headers(self) -> None:
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        self.send_header("Content-Security-Policy", self.content_security_policy())
+        self.send_header("Cache-Control", self.cache_control())
+        super().end_headers()
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def log_message(self, format: str, *args) -> None:
+        if not self.quiet:
+            sys.stderr.write(f"[serve] {self.address_string()} {format % args}\n")
+
+
+class AppServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8000, *,
+                mounts: dict[str, Path] | None = None, quiet: bool = False) -> AppServer:
+    """An HTTP server for the app (not yet serving: call serve_forever()).
+
+    ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
+    directory mappings to the defaults (a benchmark mounts its own pages this way)."""
+    handler = type("Handler", (AppRequestHandler,), {
+        "mounts": {**DEFAULT_MOUNTS, **{k: Path(v) for k, v in (mounts or {}).items()}},
+        "quiet": quiet,
+    })
+    return AppServer((host, port), handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Prepare py-agent's runtime and serve the page.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="prepare web/vendor and exit without serving")
+    parser.add_argument("--quiet", action="store_true", help="do not log each request")
+    args = parser.parse_args(argv)
+    try:
+        prepare()
+    except PrepareError as error:
+        print(f"[serve] error: {error}", file=sys.stderr)
+        return 1
+    if args.prepare_only:
+        return 0
+    try:
+        server = make_server(args.host, args.port, quiet=args.quiet)
+    except OSError as error:
+        print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
+              file=sys.stderr)
+        return 1
+    say(f"serving web/ (and worker/ at /worker/) on {server.url}/")
+    say(f"open {server.url}/ in Chrome; Ctrl-C stops")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        say("stopped")
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

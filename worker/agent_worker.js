@@ -1,0 +1,245 @@
+// The agent worker's bootstrap: a module Web Worker that starts Pyodide, installs the
+// py_agent wheel and hands control to a Python entry point.
+//
+// Messages to the page:
+//   {type: 'boot', phase, ms, took}   phase is 'pyodide-loaded', 'packages-installed',
+//                                     'agent-imported', then 'ready' (sent when the entry
+//                                     calls boot.ready()); ms is the time since this
+//                                     script started, took the time the phase itself took.
+//   {type: 'error', where, message, traceback}   any JS or Python exception, during boot
+//                                     or later. `where` says which phase or channel.
+// Anything else is posted by the Python entry point itself.
+//
+// Query parameters of this script's URL (the page passes them through):
+//   entry=module:function   run another entry point (only modules under py_agent); tests
+//                           use it to make boot fail on purpose.
+//   install=micropip        install the wheel with micropip instead of unpacking it
+//                           (kept for measurements; see bench/boot.py).
+//
+// The Python entry point is called as `await main(boot)` once py_agent imports. `boot`
+// (see makeBootContext) has: post(msg) to the page; onMessage(fn) to receive page
+// messages (those sent earlier are queued and replayed); ready(details) to say it
+// accepts messages (this sends the 'ready' phase); importModule(url) (JS import());
+// reportError(where, error); manifest; params. An exception it raises, in a message handler or in an asyncio task, reaches
+// the page as {type: 'error'}.
+
+// The Python entry point, "module:function". When py_agent.browser exists, this line
+// becomes 'py_agent.browser:main' (and the placeholder below can go).
+const ENTRY = '_py_agent_placeholder:main';
+
+// Stand-in for py_agent.browser.main until that module exists.
+const PLACEHOLDER_SOURCE = `
+import py_agent
+
+
+async def main(boot):
+    boot.ready({"agent": getattr(py_agent, "__version__", None) or "imported"})
+`;
+
+// The Python half of the bootstrap: runs the entry, and reports exceptions that escape
+// asyncio tasks (which would otherwise only be printed to the console).
+const BOOT_HELPER_SOURCE = `
+import asyncio
+import importlib
+import inspect
+import traceback
+
+import js
+from pyodide.ffi import to_js
+
+
+def post_error(where, exc=None, message=None):
+    if exc is not None:
+        message = "".join(traceback.format_exception_only(exc)).strip()
+        trace = "".join(traceback.format_exception(exc))
+    else:
+        trace = ""
+    js.postMessage(to_js({"type": "error", "where": where, "message": message,
+                          "traceback": trace}, dict_converter=js.Object.fromEntries))
+
+
+def _on_loop_exception(loop, context):
+    post_error("python:asyncio", context.get("exception"), context.get("message"))
+
+
+async def run_entry(spec, boot):
+    asyncio.get_event_loop().set_exception_handler(_on_loop_exception)
+    module_name, _, function_name = spec.partition(":")
+    module = importlib.import_module(module_name)
+    function = getattr(module, function_name or "main")
+    result = function(boot)
+    if inspect.isawaitable(result):
+        await result
+`;
+
+const started = performance.now();
+const params = new URL(self.location.href).searchParams;
+let lastMark = started;
+let phase = 'start';         // what is running now, for error reports
+let pyodide = null;
+
+const post = (message) => self.postMessage(message);
+
+function mark(name) {
+  const now = performance.now();
+  post({type: 'boot', phase: name, ms: Math.round(now - started),
+        took: Math.round(now - lastMark)});
+  lastMark = now;
+}
+
+// Turn anything thrown (a PythonError, a JS Error, a rejected non-Error) into the
+// readable {message, traceback} the page shows.
+function describe(error) {
+  if (error && error.constructor && error.constructor.name === 'PythonError') {
+    const text = String(error.message).trimEnd();
+    const lines = text.split('\n');
+    return {message: lines[lines.length - 1], traceback: text};
+  }
+  if (error instanceof Error) {
+    return {message: `${error.name}: ${error.message}`, traceback: error.stack || ''};
+  }
+  return {message: String(error), traceback: ''};
+}
+
+function reportError(where, error) {
+  const {message, traceback} = describe(error);
+  console.error(`[agent worker] ${where}: ${traceback || message}`);
+  post({type: 'error', where, message, traceback});
+}
+
+self.addEventListener('error', (event) => {
+  event.preventDefault();
+  reportError('worker', event.error ?? event.message);
+});
+self.addEventListener('unhandledrejection', (event) => {
+  event.preventDefault();
+  reportError('worker:promise', event.reason);
+});
+
+// Page messages that arrive before the entry listens are kept, then handed over.
+const pending = [];
+let handler = null;
+self.addEventListener('message', (event) => {
+  if (handler) deliver(event.data); else pending.push(event.data);
+});
+
+function deliver(data) {
+  try {
+    const result = handler(data);
+    if (result && typeof result.then === 'function') {
+      result.catch((error) => reportError('message', error));
+    }
+  } catch (error) {
+    reportError('message', error);
+  }
+}
+
+// What the entry point gets: a small, stable surface over the worker.
+function makeBootContext(manifest) {
+  return {
+    manifest,
+    params: Object.fromEntries(params),
+    // Post a message to the page; Python dicts become plain objects.
+    post(message) {
+      post(message && typeof message.toJs === 'function'
+        ? message.toJs({dict_converter: Object.fromEntries, create_pyproxies: false})
+        : message);
+    },
+    // Receive page messages: handler(data), sync or async. Replaces any earlier one.
+    onMessage(callback) {
+      if (handler && typeof handler.destroy === 'function') handler.destroy();
+      handler = typeof callback.copy === 'function' ? callback.copy() : callback;
+      while (pending.length) deliver(pending.shift());
+    },
+    // The entry accepts messages now: tell the page (with optional details).
+    ready(details) {
+      phase = 'running';
+      const extra = details && typeof details.toJs === 'function'
+        ? details.toJs({dict_converter: Object.fromEntries, create_pyproxies: false})
+        : details;
+      const now = performance.now();
+      post({type: 'boot', phase: 'ready', ms: Math.round(now - started),
+            took: Math.round(now - lastMark), ...(extra ? {details: extra} : {})});
+      lastMark = now;
+    },
+    // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge.
+    importModule(url) {
+      return import(new URL(url, self.location.href).href);
+    },
+    reportError,
+  };
+}
+
+function entrySpec() {
+  const requested = params.get('entry');
+  if (!requested) return ENTRY;
+  // Only py_agent's own modules may be picked from the URL.
+  if (!/^py_agent(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?$/.test(requested)) {
+    throw new Error(`entry "${requested}" is not a py_agent module:function`);
+  }
+  return requested;
+}
+
+async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+async function boot() {
+  phase = 'options';
+  const spec = entrySpec();
+  const installer = params.get('install') === 'micropip' ? 'micropip' : 'unpack';
+
+  phase = 'manifest';
+  const response = await fetch('/vendor/manifest.json');
+  if (!response.ok) {
+    throw new Error(`GET /vendor/manifest.json: HTTP ${response.status} ` +
+                    '(run `python serve.py` to prepare web/vendor)');
+  }
+  const manifest = await response.json();
+  const wheelURL = new URL(manifest.py_agent.wheel, self.location.origin).href;
+  // Start downloading the wheel while Pyodide loads.
+  const wheelBytes = installer === 'unpack' ? fetchBytes(wheelURL) : null;
+  wheelBytes?.catch(() => {});  // awaited below; avoid an early unhandled rejection
+
+  phase = 'load-pyodide';
+  const {loadPyodide} = await import(`${manifest.pyodide.indexURL}pyodide.mjs`);
+  let sitePackages = null;
+  pyodide = await loadPyodide({
+    indexURL: manifest.pyodide.indexURL,
+    stdout: (line) => console.log(`[python] ${line}`),
+    stderr: (line) => console.warn(`[python] ${line}`),
+    // Learn site-packages here: asking Python (sysconfig) costs ~30 ms.
+    fsInit: async (FS, info) => { sitePackages = info.sitePackages; },
+  });
+  mark('pyodide-loaded');
+
+  phase = 'install-packages';
+  if (installer === 'unpack') {
+    // A pure-Python wheel only needs unzipping into site-packages: ~70 ms, where
+    // micropip (load it, then resolve and install) takes 0.4-0.8 s; see bench/boot.py.
+    pyodide.unpackArchive(await wheelBytes, 'wheel', {extractDir: sitePackages});
+    pyodide.runPython('import importlib; importlib.invalidate_caches()');
+  } else {
+    await pyodide.loadPackage(new URL(manifest.micropip.wheel, self.location.origin).href,
+                              {messageCallback: () => {}});
+    const micropip = pyodide.pyimport('micropip');
+    await micropip.install(wheelURL);
+    micropip.destroy();
+  }
+  pyodide.FS.writeFile(`${sitePackages}/_py_agent_placeholder.py`, PLACEHOLDER_SOURCE);
+  pyodide.FS.writeFile(`${sitePackages}/_py_agent_boot.py`, BOOT_HELPER_SOURCE);
+  mark('packages-installed');
+
+  phase = 'import-agent';
+  pyodide.pyimport('py_agent').destroy();
+  mark('agent-imported');
+
+  phase = 'entry';
+  const runEntry = pyodide.pyimport('_py_agent_boot').run_entry;
+  await runEntry(spec, makeBootContext(manifest));
+  runEntry.destroy();
+}
+
+boot().catch((error) => reportError(phase === 'running' ? 'entry' : `boot:${phase}`, error));
