@@ -23,18 +23,8 @@
 // reportError(where, error); manifest; params. An exception it raises, in a message handler or in an asyncio task, reaches
 // the page as {type: 'error'}.
 
-// The Python entry point, "module:function". When py_agent.browser exists, this line
-// becomes 'py_agent.browser:main' (and the placeholder below can go).
-const ENTRY = '_py_agent_placeholder:main';
-
-// Stand-in for py_agent.browser.main until that module exists.
-const PLACEHOLDER_SOURCE = `
-import py_agent
-
-
-async def main(boot):
-    boot.ready({"agent": getattr(py_agent, "__version__", None) or "imported"})
-`;
+// The Python entry point, "module:function".
+const ENTRY = 'py_agent.browser:main';
 
 // The Python half of the bootstrap: runs the entry, and reports exceptions that escape
 // asyncio tasks (which would otherwise only be printed to the console).
@@ -228,7 +218,6 @@ async function boot() {
     await micropip.install(wheelURL);
     micropip.destroy();
   }
-  pyodide.FS.writeFile(`${sitePackages}/_py_agent_placeholder.py`, PLACEHOLDER_SOURCE);
   pyodide.FS.writeFile(`${sitePackages}/_py_agent_boot.py`, BOOT_HELPER_SOURCE);
   mark('packages-installed');
 

@@ -1,0 +1,124 @@
+"""The worker's Python entry point: connect the bridges, build the agent, serve the page.
+
+The bootstrap (``worker/agent_worker.js``) calls ``await main(boot)``; ``boot``
+posts to the page, registers our message handler, imports JS modules and
+announces readiness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
+
+from ..agent import Agent
+from ..demo import BASIC_TOOLS
+from ..host import AgentHost
+from ..model import Purpose
+from ..rpc import BridgeModel, RpcStore
+
+IDB_MODULE = "/worker/idb_store.js"
+
+
+def _to_py(value: Any) -> Any:
+    """A JS value as Python; JS null (Pyodide's ``jsnull``) becomes None."""
+    if value is None or type(value).__name__ in ("JsNull", "JsUndefined"):
+        return None
+    return value.to_py() if hasattr(value, "to_py") else value
+
+
+def js_error(exc: BaseException) -> dict[str, Any]:
+    """``{name, message}`` of a JavaScript exception that reached Python."""
+    error = getattr(exc, "js_error", None)
+    name = getattr(error, "name", None) or getattr(exc, "name", None)
+    message = getattr(error, "message", None)
+    if not name:
+        text = str(exc)
+        name, _, message = text.partition(": ") if ": " in text else ("Error", "", text)
+    return {"name": str(name), "message": str(message if message is not None else exc)}
+
+
+class PageLink:
+    """Requests to the page's LLM host, matched to replies by id."""
+
+    def __init__(self, boot: Any) -> None:
+        self.boot = boot
+        self._pending: dict[str, asyncio.Future] = {}
+        self._ids = itertools.count(1)
+
+    def post(self, message: dict[str, Any]) -> None:
+        self.boot.post(to_js(message, dict_converter=_object_from_entries()))
+
+    async def llm(self, method: str, args: list[Any]) -> dict[str, Any]:
+        request_id = f"llm{next(self._ids)}"
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self.post({"type": "llm", "id": request_id, "method": method, "args": args})
+        try:
+            return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    def resolve(self, message: dict[str, Any]) -> bool:
+        """Consume the LLM host's messages: results go to their waiting request.
+
+        ``llm-event`` messages (download progress, context overflow) are for the
+        page, which gets them from the host directly; the worker ignores them.
+        """
+        if message.get("type") == "llm-event":
+            return True
+        if message.get("type") != "llm-result":
+            return False
+        future = self._pending.get(str(message.get("id")))
+        if future is not None and not future.done():
+            future.set_result(message)
+        return True
+
+
+def _object_from_entries() -> Any:
+    import js  # type: ignore[import-not-found]
+
+    return js.Object.fromEntries
+
+
+async def idb_transport_for(boot: Any):
+    """A store transport over ``IdbStore`` (JSON strings both ways, errors as dicts)."""
+    try:
+        module = await boot.importModule(IDB_MODULE)
+        store = await module.IdbStore.open()
+        open_error = None
+    except JsException as exc:  # storage unusable: the agent still runs, in memory
+        store, open_error = None, js_error(exc)
+
+    async def transport(method: str, args: list[Any]) -> dict[str, Any]:
+        if store is None:
+            return {"ok": False, "error": open_error}
+        try:
+            value = await getattr(store, method)(*args)
+        except JsException as exc:
+            return {"ok": False, "error": js_error(exc)}
+        return {"ok": True, "value": _to_py(value)}
+
+    return transport, open_error
+
+
+async def main(boot: Any) -> None:
+    link = PageLink(boot)
+    model = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
+    transport, storage_problem = await idb_transport_for(boot)
+    agent = Agent(model=model, store=RpcStore(transport), tools=list(BASIC_TOOLS))
+    host = AgentHost(agent, link.post)
+
+    def on_message(data: Any) -> None:
+        message = _to_py(data)
+        if not isinstance(message, dict) or link.resolve(message):
+            return
+        host.handle(message)
+
+    boot.onMessage(on_message)
+    details = {"tools": [t.name for t in agent.tools]}
+    if storage_problem:
+        details["storage_error"] = storage_problem
+    boot.ready(to_js(details, dict_converter=_object_from_entries()))
