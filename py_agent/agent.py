@@ -20,11 +20,11 @@ from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, fact
 from .events import AgentEvent, EventHandler, deliver, log
 from .memory import MemoryAccountant, MemoryPolicy, merge_facts
 from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
-from .prompting import MemoryView, first_prompt, initial_prompts, render_tools, SYSTEM_INSTRUCTION
+from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .retrieval import ToolRetriever
 from .state import CompressionRecord, SessionState, Turn, now_ms
-from .store import InMemoryStore, Store, StorageError, UnknownSessionError
+from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool, tool
 
@@ -156,7 +156,7 @@ class Agent:
 
         try:
             state = await self._state(session_id, create=True)
-        except (StorageError, Exception) as exc:  # the store could not be read
+        except Exception as exc:  # the store could not be read: say so, lose nothing
             text = f"Could not open this session from storage: {exc}"
             await emit(AgentEvent("error", session_id, {"message": text, "kind": "storage"}))
             return RunResult(answer=text, steps=[], session_id=session_id, turn_id=0,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 from .memory import MemoryPolicy
 from .model import Message
@@ -182,10 +181,3 @@ def parse_facts(text: str, policy: MemoryPolicy, turn_id: int | None) -> list[Fa
             facts.append(Fact(category=category, text=fact_text, turn_id=turn_id))
     return facts
 
-
-@dataclass
-class CompactionPlan:
-    """Which turns a compaction folds in, and whether it must still wait."""
-
-    turns: list[Turn]
-    tokens_before: int

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from py_agent import (InMemoryStore, MemoryPolicy, MemoryPolicyError, ModelUnavailableError,
+from py_agent import (InMemoryStore, MemoryPolicy, ModelUnavailableError,
                       StorageError, UnknownSessionError)
 from py_agent.model import Purpose
 from py_agent.testing import PromptCall, step_json, user_message
