@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
+sys.path.insert(0, str(ROOT))
 
-from long_chat import long_chat  # noqa: E402
+from tests.unit.long_chat import long_chat  # noqa: E402
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from py_agent import Agent, InMemoryStore, tool
 from py_agent.model import Purpose
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
 
-from conftest import facts_reply, make_responder, summarizer_reply
+from tests.unit.support import facts_reply, make_responder, summarizer_reply
 
 TOPICS = ["a trip to Lisbon", "my garden", "a birthday party", "learning Spanish", "a new laptop",
           "training for a 10k run", "the family budget", "a book club", "moving flat", "a dinner"]

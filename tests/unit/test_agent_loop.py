@@ -6,7 +6,7 @@ import pytest
 from py_agent import ModelUnavailableError, QuotaExceededError, RetryableToolError, tool
 from py_agent.model import Purpose
 from py_agent.testing import PromptCall, ScriptedReplies, step_json
-from conftest import run
+from tests.unit.support import run
 
 CALLS: list[str] = []
 

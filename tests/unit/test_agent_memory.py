@@ -6,7 +6,7 @@ from py_agent import (InMemoryStore, MemoryPolicy, ModelUnavailableError,
                       StorageError, UnknownSessionError)
 from py_agent.model import Purpose
 from py_agent.testing import PromptCall, step_json, user_message
-from conftest import run, summarizer_reply
+from tests.unit.support import run, summarizer_reply
 
 # A small window makes compaction come quickly; the policy fits it.
 SMALL = dict(window=3500, memory=MemoryPolicy(reserved_turn_tokens=900, summary_target_tokens=200,

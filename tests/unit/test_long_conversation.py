@@ -1,7 +1,7 @@
 import statistics
 
-from conftest import run
-from long_chat import long_chat
+from tests.unit.support import run
+from tests.unit.long_chat import long_chat
 
 
 def test_a_320_turn_conversation_never_overflows_and_keeps_everything():

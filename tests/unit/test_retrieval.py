@@ -1,6 +1,6 @@
 import pytest
 
-import retrieval_corpus as corpus
+from tests.unit import retrieval_corpus as corpus
 from py_agent import tool
 from py_agent.retrieval import ToolRetriever, stem, tokenize
 from py_agent.tools import Tool, ToolParam

@@ -10,7 +10,7 @@ from py_agent.model import Purpose
 from py_agent.rpc import BridgeModel, RpcStore, model_error
 from py_agent.state import SessionState
 from py_agent.testing import FunctionModel
-from conftest import echo_agent_reply, make_responder, run
+from tests.unit.support import echo_agent_reply, make_responder, run
 
 
 def host_transport(model: FunctionModel, log: list):
