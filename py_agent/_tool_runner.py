@@ -79,11 +79,13 @@ async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: floa
 
     def target() -> None:
         try:
-            result = tool.fn(**kwargs)
+            outcome = (True, tool.fn(**kwargs))
         except BaseException as exc:  # handed to the loop, never lost
-            loop.call_soon_threadsafe(deliver, False, exc)
-        else:
-            loop.call_soon_threadsafe(deliver, True, result)
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:
+            pass  # the loop closed while a timed-out tool was still running
 
     # A daemon thread: a tool that hangs forever must not keep the process alive.
     threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True).start()
