@@ -237,3 +237,21 @@ def test_empty_prompt_is_a_clear_error(make_agent):
     agent, _, _ = make_agent()
     with pytest.raises(ValueError, match="non-empty"):
         run(agent.run("   ", session_id="s"))
+
+
+def test_cancelling_the_run_task_saves_nothing_and_frees_the_clone(make_agent):
+    agent, model, store = make_agent()
+    model.latency = 5.0
+
+    async def scenario():
+        task = asyncio.ensure_future(agent.run("question", session_id="s"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(scenario())
+    assert run(store.read_archive("s")) == [] and run(store.load("s")) is None
+    assert model.clones == model.destroyed == 1
+    model.latency = 0
+    assert run(agent.run("again", session_id="s")).answer == "You said: again"
