@@ -1,0 +1,492 @@
+"""worker/idb_store.js: py-agent's IndexedDB store, driven in headless Chromium.
+
+Each test gets a fresh browser context (pytest-playwright's ``page``), so IndexedDB starts
+empty. The module is imported on a blank page of the static server; one test runs it in a
+real module Worker. Data goes in and out as JSON strings built and parsed by the Python
+dataclasses (py_agent.state), so the tests also pin the shapes both sides agree on.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from py_agent.rpc import storage_error
+from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
+
+pytestmark = pytest.mark.e2e
+
+HELPERS = """async () => {
+  const M = await import('/worker/idb_store.js');
+  window.M = M;
+  window.IdbStore = M.IdbStore;
+  // the error a promise rejects with, as {name, message}, or null if it resolves;
+  // {name: 'Timeout'} if it does neither within 5 s (so a hang fails instead of stalling)
+  window.caught = async (promise) => {
+    const timeout = new Promise((_, reject) => setTimeout(
+      () => reject({ name: 'Timeout', message: 'neither resolved nor rejected in 5 s' }), 5000));
+    try { await Promise.race([promise, timeout]); return null; }
+    catch (e) { return { name: e.name, message: e.message }; }
+  };
+  window.dbNames = async () => (await indexedDB.databases()).map((d) => d.name).sort();
+  // every [key, value] of a store, read with plain IndexedDB (not through the module)
+  window.rawRead = (dbName, storeName) => new Promise((resolve, reject) => {
+    const req = indexedDB.open(dbName);
+    req.onerror = () => reject(req.error);
+    req.onsuccess = () => {
+      const db = req.result;
+      try {
+        const tx = db.transaction(storeName, 'readonly');
+        const keys = tx.objectStore(storeName).getAllKeys();
+        const values = tx.objectStore(storeName).getAll();
+        tx.oncomplete = () => { db.close(); resolve({ version: db.version,
+          rows: keys.result.map((k, i) => [k, values.result[i]]) }); };
+        tx.onerror = () => reject(tx.error);
+      } catch (e) { db.close(); reject(e); }
+    };
+  });
+  // the reference design's database, written the way its AgentMemory class wrote it
+  window.makeLegacy = (records, name = 'AgentMemoryDB') => new Promise((resolve, reject) => {
+    const req = indexedDB.open(name, 1);
+    req.onupgradeneeded = () => req.result.createObjectStore('conversations', { keyPath: 'sessionId' });
+    req.onerror = () => reject(req.error);
+    req.onsuccess = () => {
+      const db = req.result;
+      const tx = db.transaction('conversations', 'readwrite');
+      for (const r of records) tx.objectStore('conversations').put(r);
+      tx.oncomplete = () => { db.close(); resolve(); };
+      tx.onerror = () => reject(tx.error);
+    };
+  });
+}"""
+
+
+@pytest.fixture
+def store_page(page, blank_url):
+    """A blank page of the static server with the module imported and helpers defined."""
+    page.goto(blank_url)
+    page.evaluate(HELPERS)
+    return page
+
+
+def state(session_id: str, **changes) -> SessionState:
+    base = SessionState(session_id=session_id, title=f"Title {session_id}", created_at=1000.0,
+                        updated_at=2000.0)
+    for key, value in changes.items():
+        setattr(base, key, value)
+    return base
+
+
+def turn(turn_id: int, user: str = "question", answer: str = "answer") -> Turn:
+    return Turn(id=turn_id, user=f"{user} {turn_id}", answer=f"{answer} {turn_id}",
+                steps=[StepRecord(thought="think", tool="calculator", tool_input={"x": turn_id},
+                                  observation=str(turn_id * 2))],
+                created_at=1000.0 + turn_id)
+
+
+def record(session_id: str, n: int, ok: bool = True) -> CompressionRecord:
+    return CompressionRecord(session_id=session_id, started_at=5000.0 + n, duration_ms=12.5,
+                             ok=ok, turn_ids=[n, n + 1], previous_summary=f"prev {n}",
+                             summary_prompt=f"prompt {n}", summary=f"summary {n}",
+                             facts_added=[Fact("preference", f"likes {n}", n)],
+                             tokens_before=900, tokens_after=300, model_calls=1,
+                             error=None if ok else "model failed", trigger="manual")
+
+
+def dumps_state(s: SessionState) -> str:
+    return json.dumps(s.to_dict())
+
+
+def dumps_turns(turns: list[Turn]) -> str:
+    return json.dumps([t.to_dict() for t in turns])
+
+
+def archive_of(page, session_id: str) -> list[Turn]:
+    text = page.evaluate("async (sid) => (await IdbStore.open()).readArchive(sid)", session_id)
+    return [Turn.from_dict(t) for t in json.loads(text)]
+
+
+def loaded(page, session_id: str) -> SessionState | None:
+    text = page.evaluate("async (sid) => (await IdbStore.open()).load(sid)", session_id)
+    return None if text is None else SessionState.from_dict(json.loads(text))
+
+
+# --- schema, round trips -------------------------------------------------------------------
+
+def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
+    s = state("s1", summary="The user is planning a trip.",
+              facts=[Fact("preference", "likes trains", 2), Fact("need", "a visa", None)],
+              recent_turns=[turn(1), turn(2)], next_turn_id=3, compactions=1)
+    r = store_page.evaluate("""async (json) => {
+        const store = await IdbStore.open();
+        const missing = await store.load('s1');
+        const saved = await store.save(json);
+        const text = await store.load('s1');
+        const db = store._db;
+        const schema = {};
+        const tx = db.transaction([...db.objectStoreNames], 'readonly');
+        for (const name of db.objectStoreNames) {
+          const os = tx.objectStore(name);
+          schema[name] = { keyPath: os.keyPath, autoIncrement: os.autoIncrement,
+                           indexes: [...os.indexNames].map((i) => [i, os.index(i).keyPath]) };
+        }
+        const info = { name: db.name, version: db.version, constant: M.DB_VERSION };
+        const badJson = await caught(store.save('{not json'));
+        const noId = await caught(store.save(JSON.stringify({ title: 'x' })));
+        const notString = await caught(store.load(42));
+        store.close();
+        return { missing, saved: saved ?? null, text, typeofText: typeof text, schema, info,
+                 badJson, noId, notString };
+    }""", dumps_state(s))
+    assert r["missing"] is None and r["saved"] is None
+    assert r["typeofText"] == "string"
+    assert SessionState.from_dict(json.loads(r["text"])) == s
+    assert r["info"] == {"name": "py-agent", "version": 1, "constant": 1}
+    assert r["schema"] == {
+        "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
+        "archive": {"keyPath": ["session_id", "id"], "autoIncrement": False,
+                    "indexes": [["by_session", "session_id"]]},
+        "compressions": {"keyPath": None, "autoIncrement": True,
+                         "indexes": [["by_session", "session_id"]]},
+        "meta": {"keyPath": "key", "autoIncrement": False, "indexes": []},
+    }
+    assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
+    assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
+    assert r["notString"]["name"] == "StorageError"
+    # save replaces the whole state
+    s2 = state("s1", title="Renamed", updated_at=3000.0)
+    store_page.evaluate("async (json) => (await IdbStore.open()).save(json)", dumps_state(s2))
+    assert loaded(store_page, "s1") == s2
+
+
+def test_commit_turn_writes_state_and_archive_together_append_only(store_page):
+    s = state("s1", recent_turns=[turn(1), turn(2)], next_turn_id=3)
+    store_page.evaluate("async ([s, t]) => (await IdbStore.open()).commitTurn(s, t)",
+                        [dumps_state(s), dumps_turns([turn(1), turn(2)])])
+    assert loaded(store_page, "s1") == s
+    assert archive_of(store_page, "s1") == [turn(1), turn(2)]
+
+    # A repeated id keeps the first copy; new ids append, in id order whatever the order given.
+    changed = Turn(id=2, user="rewritten", answer="rewritten")
+    s2 = state("s1", recent_turns=[turn(10), turn(11)], next_turn_id=12, updated_at=2500.0)
+    store_page.evaluate("async ([s, t]) => (await IdbStore.open()).commitTurn(s, t)",
+                        [dumps_state(s2), dumps_turns([turn(11), changed, turn(10)])])
+    assert loaded(store_page, "s1") == s2
+    assert [t.id for t in archive_of(store_page, "s1")] == [1, 2, 10, 11]
+    assert archive_of(store_page, "s1")[1] == turn(2)
+
+    # 's1' and 's10' share a prefix; archives stay apart. Stored rows carry session_id.
+    store_page.evaluate("async ([s, t]) => (await IdbStore.open()).commitTurn(s, t)",
+                        [dumps_state(state("s10")), dumps_turns([turn(1, user="other")])])
+    assert [t.user for t in archive_of(store_page, "s10")] == ["other 1"]
+    plain = json.loads(store_page.evaluate("async () => (await IdbStore.open()).readArchive('s10')"))
+    assert plain == [turn(1, user="other").to_dict()]  # exactly Turn.to_dict(): no session_id
+    assert len(archive_of(store_page, "s1")) == 4
+    raw = store_page.evaluate("rawRead('py-agent', 'archive')")
+    assert [row[0] for row in raw["rows"]] == [["s1", 1], ["s1", 2], ["s1", 10], ["s1", 11],
+                                               ["s10", 1]]
+    assert all(row[1]["session_id"] == row[0][0] for row in raw["rows"])
+    bad = store_page.evaluate("""async (s) => caught((await IdbStore.open()).commitTurn(s,
+        JSON.stringify([{ user: 'no id' }])))""", dumps_state(s))
+    assert bad["name"] == "StorageError"
+
+
+def test_commit_compaction_with_and_without_state(store_page):
+    s = state("s1", summary="old")
+    store_page.evaluate("async (s) => (await IdbStore.open()).save(s)", dumps_state(s))
+    failed = record("s1", 1, ok=False)
+    store_page.evaluate("async (r) => (await IdbStore.open()).commitCompaction(null, r)",
+                        json.dumps(failed.to_dict()))
+    assert loaded(store_page, "s1") == s  # no state given: state untouched
+
+    compacted = state("s1", summary="new", compactions=1, updated_at=2100.0)
+    ok = record("s1", 2)
+    other = record("s2", 3)
+    store_page.evaluate("""async ([s, r, o]) => {
+        const store = await IdbStore.open();
+        await store.commitCompaction(s, r);
+        await store.commitCompaction(null, o);
+    }""", [dumps_state(compacted), json.dumps(ok.to_dict()), json.dumps(other.to_dict())])
+    assert loaded(store_page, "s1") == compacted
+    logs = store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        return [await store.compressions('s1'), await store.compressions('s2'),
+                await store.compressions('nobody')];
+    }""")
+    assert [CompressionRecord.from_dict(d) for d in json.loads(logs[0])] == [failed, ok]
+    assert [CompressionRecord.from_dict(d) for d in json.loads(logs[1])] == [other]
+    assert json.loads(logs[2]) == []
+    bad = store_page.evaluate("""async () => caught((await IdbStore.open()).commitCompaction(null,
+        JSON.stringify({ summary: 'no session' })))""")
+    assert bad["name"] == "StorageError"
+
+
+def test_list_sessions_newest_first_with_archive_counts(store_page):
+    store_page.evaluate("""async ([a, b, c, t3, t1]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(a, t3);
+        await store.commitTurn(b, t1);
+        await store.save(c);
+    }""", [dumps_state(state("a", updated_at=100.0)), dumps_state(state("b", updated_at=300.0)),
+           dumps_state(state("c", title="", updated_at=200.0)),
+           dumps_turns([turn(1), turn(2), turn(3)]), dumps_turns([turn(1)])])
+    rows = json.loads(store_page.evaluate("async () => (await IdbStore.open()).listSessions()"))
+    assert rows == [
+        {"session_id": "b", "title": "Title b", "updated_at": 300.0, "turns": 1},
+        {"session_id": "c", "title": "", "updated_at": 200.0, "turns": 0},
+        {"session_id": "a", "title": "Title a", "updated_at": 100.0, "turns": 3},
+    ]
+
+
+def test_delete_session_removes_state_archive_and_log(store_page):
+    for sid in ("keep", "drop"):
+        store_page.evaluate("""async ([s, t, r]) => {
+            const store = await IdbStore.open();
+            await store.commitTurn(s, t);
+            await store.commitCompaction(null, r);
+            await store.commitCompaction(null, r);
+        }""", [dumps_state(state(sid)), dumps_turns([turn(1), turn(2)]),
+               json.dumps(record(sid, 1).to_dict())])
+    r = store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        const first = await store.deleteSession('drop');
+        const again = await store.deleteSession('drop');
+        const never = await store.deleteSession('never-was');
+        return { first, again, never, load: await store.load('drop'),
+                 archive: await store.readArchive('drop'), log: await store.compressions('drop'),
+                 list: await store.listSessions() };
+    }""")
+    assert (r["first"], r["again"], r["never"]) == (True, False, False)
+    assert r["load"] is None and r["archive"] == "[]" and r["log"] == "[]"
+    assert [row["session_id"] for row in json.loads(r["list"])] == ["keep"]
+    for store_name, expected in (("sessions", 1), ("archive", 2), ("compressions", 2)):
+        rows = store_page.evaluate("([db, s]) => rawRead(db, s)", ["py-agent", store_name])["rows"]
+        assert len(rows) == expected, store_name
+        assert all((row[1].get("session_id")) == "keep" for row in rows)
+
+
+# --- legacy migration ----------------------------------------------------------------------
+
+LEGACY_RECORDS = [
+    {"sessionId": "legacy-a", "summary": "The user is learning arithmetic.", "history": [
+        'User: What is 2+2?\nThought: I should calculate.\nAction: calculator("2+2")\n'
+        'Observation: 4\nThought: I know the answer.\nAssistant: 2+2 is 4.',
+        'User: And the weather in Paris, please, for the whole of next week if you can?\n'
+        'Thought: Use the tool.\nAction: weather("Paris")\nObservation: Tool failed with '
+        'error: timeout\nObservation: sunny\nsecond line\nAssistant: Sunny.\nEnjoy!',
+    ]},
+    {"sessionId": 7, "summary": None, "history": [
+        "free text with no labels at all",
+        'User: multi\nline question\nAction: search("a "quoted" thing")\nObservation: found',
+    ]},
+]
+
+
+def test_legacy_database_is_migrated_once_and_left_intact(store_page):
+    store_page.evaluate("(records) => makeLegacy(records)", LEGACY_RECORDS)
+    before = store_page.evaluate("rawRead('AgentMemoryDB', 'conversations')")
+    first = store_page.evaluate("async () => (await IdbStore.open()).legacyMigration")
+    assert json.loads(first) == {"sessions": 2, "skipped": 0, "source": "AgentMemoryDB"}
+
+    a = loaded(store_page, "legacy-a")
+    assert a.title == "What is 2+2?"
+    assert a.summary == "The user is learning arithmetic."
+    assert (a.facts, a.next_turn_id, a.compactions, a.failed_compactions) == ([], 3, 0, 0)
+    assert a.created_at > 0 and a.updated_at == a.created_at
+    t1, t2 = a.recent_turns
+    assert (t1.id, t1.user, t1.answer, t1.status) == (1, "What is 2+2?", "2+2 is 4.", "answered")
+    assert t1.steps == [StepRecord("I should calculate.", "calculator", "2+2", "4"),
+                        StepRecord("I know the answer.", "", "", "")]
+    assert t2.user.startswith("And the weather") and t2.answer == "Sunny.\nEnjoy!"
+    assert t2.steps == [StepRecord("Use the tool.", "weather", "Paris",
+                                   "Tool failed with error: timeout"),
+                        StepRecord("", "", "", "sunny\nsecond line")]
+    assert archive_of(store_page, "legacy-a") == a.recent_turns
+
+    b = loaded(store_page, "7")  # numeric legacy ids become strings, as Python expects
+    assert b.summary == "" and b.title == "free text with no labels at all"
+    u1, u2 = b.recent_turns
+    assert (u1.user, u1.answer, u1.steps, u1.status) == (
+        "free text with no labels at all", "", [], "incomplete")
+    assert u2.user == "multi\nline question" and u2.status == "incomplete"
+    assert u2.steps == [StepRecord("", "search", 'a "quoted" thing', "found")]
+
+    rows = json.loads(store_page.evaluate("async () => (await IdbStore.open()).listSessions()"))
+    assert sorted((r["session_id"], r["turns"]) for r in rows) == [("7", 2), ("legacy-a", 2)]
+    meta = store_page.evaluate("rawRead('py-agent', 'meta')")["rows"]
+    assert [m[0] for m in meta] == ["legacy-migrated"] and meta[0][1]["sessions"] == 2
+
+    # The legacy database is untouched, and a second open does not migrate again.
+    assert store_page.evaluate("rawRead('AgentMemoryDB', 'conversations')") == before
+    store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        await store.deleteSession('7');  // would come back if migration ran twice
+        store.close(); }""")
+    second = store_page.evaluate("async () => (await IdbStore.open()).legacyMigration")
+    assert second is None
+    assert loaded(store_page, "7") is None
+    assert store_page.evaluate("dbNames()") == ["AgentMemoryDB", "py-agent"]
+
+
+def test_legacy_migration_never_overwrites_existing_sessions(store_page):
+    mine = state("legacy-a", title="Mine", recent_turns=[turn(1)], next_turn_id=2)
+    store_page.evaluate("""async (s) => {
+        const store = await IdbStore.open({ legacyName: null });  // no migration yet
+        await store.commitTurn(s, JSON.stringify(JSON.parse(s).recent_turns));
+        store.close(); }""", dumps_state(mine))
+    store_page.evaluate("(records) => makeLegacy(records)", LEGACY_RECORDS)
+    result = store_page.evaluate("async () => (await IdbStore.open()).legacyMigration")
+    assert json.loads(result) == {"sessions": 1, "skipped": 1, "source": "AgentMemoryDB"}
+    assert loaded(store_page, "legacy-a") == mine
+    assert archive_of(store_page, "legacy-a") == [turn(1)]
+    assert loaded(store_page, "7") is not None
+
+
+def test_no_legacy_database_is_never_created(store_page):
+    r = store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        const names = await dbNames();
+        const migration = store.legacyMigration;
+        store.close();
+        // Without indexedDB.databases() the module probes by opening the name.
+        const original = Object.getOwnPropertyDescriptor(IDBFactory.prototype, 'databases');
+        Object.defineProperty(IDBFactory.prototype, 'databases', { value: undefined, configurable: true });
+        const probed = await IdbStore.open({ name: 'other-app' });
+        const probedMigration = probed.legacyMigration;
+        probed.close();
+        Object.defineProperty(IDBFactory.prototype, 'databases', original);
+        return { names, migration, probedMigration, after: await dbNames() };
+    }""")
+    assert r["names"] == ["py-agent"]
+    assert json.loads(r["migration"]) == {"sessions": 0, "skipped": 0, "source": None}
+    assert json.loads(r["probedMigration"]) == {"sessions": 0, "skipped": 0, "source": None}
+    assert r["after"] == ["other-app", "py-agent"]
+
+
+def test_legacy_migration_without_databases_api(store_page):
+    store_page.evaluate("(records) => makeLegacy(records)", LEGACY_RECORDS)
+    r = store_page.evaluate("""async () => {
+        Object.defineProperty(IDBFactory.prototype, 'databases', { value: undefined, configurable: true });
+        const store = await IdbStore.open();
+        return { migration: store.legacyMigration, titles: await store.listSessions() };
+    }""")
+    assert json.loads(r["migration"])["sessions"] == 2
+    assert len(json.loads(r["titles"])) == 2
+
+
+# --- versions, blocking, errors -----------------------------------------------------------
+
+def test_blocked_upgrade_and_version_changes(store_page):
+    r = store_page.evaluate("""async () => {
+        // An older tab that ignores versionchange keeps the database open at version 1.
+        const first = await IdbStore.open({ name: 'app', legacyName: null });
+        first.close();
+        const holder = await new Promise((ok) => { const q = indexedDB.open('app'); q.onsuccess = () => ok(q.result); });
+        const t0 = performance.now();
+        const blocked = await caught(IdbStore.open({ name: 'app', legacyName: null, version: M.DB_VERSION + 1 }));
+        const blockedMs = performance.now() - t0;
+        holder.close();  // the pending upgrade now completes; the module closes that connection
+        await new Promise((r) => setTimeout(r, 100));
+        const upgraded = await IdbStore.open({ name: 'app', legacyName: null, version: M.DB_VERSION + 2 });
+        const upgradedVersion = upgraded._db.version;
+        upgraded.close();
+
+        // Our own connection steps aside for another tab's upgrade ...
+        const mine = await IdbStore.open({ name: 'app', legacyName: null, version: M.DB_VERSION + 2 });
+        const other = await new Promise((ok, no) => {
+          const q = indexedDB.open('app', M.DB_VERSION + 3);
+          q.onblocked = () => no(new Error('blocked by our own connection'));
+          q.onsuccess = () => ok(q.result); q.onerror = () => no(q.error);
+        });
+        other.close();
+        // ... and then tells its caller to reload.
+        const afterUpgrade = await caught(mine.load('x'));
+        // A database newer than this code.
+        const newer = await caught(IdbStore.open({ name: 'app', legacyName: null }));
+        return { blocked, blockedMs, upgradedVersion, afterUpgrade, newer };
+    }""")
+    assert r["blocked"]["name"] == "StorageBlockedError"
+    assert "close other tabs of this app" in r["blocked"]["message"].lower()
+    assert r["blockedMs"] < 2000
+    assert r["upgradedVersion"] == 3
+    assert r["afterUpgrade"]["name"] == "VersionError"
+    assert "reload" in r["afterUpgrade"]["message"].lower()
+    assert r["newer"]["name"] == "VersionError" and "newer version" in r["newer"]["message"]
+    assert storage_error(r["blocked"]).kind == "blocked"
+    assert storage_error(r["newer"]).kind == "version"
+
+
+def test_fail_next_write_gives_quota_error_and_writes_nothing(store_page):
+    s1 = state("s1", recent_turns=[turn(1)], next_turn_id=2)
+    s2 = state("s1", recent_turns=[turn(1), turn(2)], next_turn_id=3, updated_at=9000.0)
+    r = store_page.evaluate("""async ([s1, t1, s2, t2]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(s1, t1);
+        IdbStore.failNextWrite('QuotaExceededError');
+        const quota = await caught(store.commitTurn(s2, t2));
+        const afterState = JSON.parse(await store.load('s1')).next_turn_id;
+        const afterArchive = JSON.parse(await store.readArchive('s1')).length;
+        const retry = await caught(store.commitTurn(s2, t2));  // the hook fires once
+        IdbStore.failNextWrite('UnknownError');
+        const other = await caught(store.deleteSession('s1'));
+        const mapped = M.toStorageError(new DOMException('disk full', 'QuotaExceededError'));
+        return { quota, afterState, afterArchive, retry, other,
+                 final: JSON.parse(await store.load('s1')).next_turn_id,
+                 mapped: { name: mapped.name, message: mapped.message } };
+    }""", [dumps_state(s1), dumps_turns([turn(1)]), dumps_state(s2), dumps_turns([turn(2)])])
+    assert r["quota"]["name"] == "StorageQuotaError"
+    assert "storage is full" in r["quota"]["message"].lower()
+    assert "deleting old sessions" in r["quota"]["message"]
+    assert (r["afterState"], r["afterArchive"]) == (2, 1)  # the aborted turn left no trace
+    assert r["retry"] is None and r["final"] == 3
+    assert r["other"]["name"] == "StorageError" and "UnknownError" in r["other"]["message"]
+    assert r["mapped"] == r["quota"]
+    assert storage_error(r["quota"]).kind == "quota"
+    assert storage_error(r["other"]).kind == "unknown"
+
+
+WORKER_SOURCE = """
+import { IdbStore, STORE_METHODS } from '%(origin)s/worker/idb_store.js';
+self.onmessage = async ({ data: [state, turns] }) => {
+  try {
+    const store = await IdbStore.open();
+    await store.commitTurn(state, turns);
+    IdbStore.failNextWrite('QuotaExceededError');
+    let error = null;
+    try { await store.save(state); } catch (e) { error = e.name; }
+    const out = { inWorker: typeof window === 'undefined' && typeof WorkerGlobalScope !== 'undefined',
+                  methods: STORE_METHODS, loaded: await store.load('w1'),
+                  archive: await store.readArchive('w1'), list: await store.listSessions(), error };
+    store.close();
+    self.postMessage(out);
+  } catch (e) {
+    self.postMessage({ failed: `${e.name}: ${e.message}` });
+  }
+};
+"""
+
+
+def test_store_runs_in_a_module_worker(store_page, static_server):
+    s = state("w1", recent_turns=[turn(1)], next_turn_id=2)
+    r = store_page.evaluate("""([source, state, turns]) => new Promise((resolve, reject) => {
+        const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+        const worker = new Worker(url, { type: 'module' });
+        worker.onerror = (e) => reject(new Error('worker error: ' + e.message));
+        worker.onmessage = async (e) => {
+          worker.terminate();
+          try {  // the page sees what the worker wrote: one database per origin
+            resolve({ ...e.data, page: await (await IdbStore.open()).load('w1') });
+          } catch (error) { reject(error); }
+        };
+        worker.postMessage([state, turns]);
+    })""", [WORKER_SOURCE % {"origin": static_server}, dumps_state(s), dumps_turns([turn(1)])])
+    assert "failed" not in r, r.get("failed")
+    assert r["inWorker"] is True
+    assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
+                            "compressions", "listSessions", "deleteSession"]
+    assert SessionState.from_dict(json.loads(r["loaded"])) == s
+    assert [Turn.from_dict(t) for t in json.loads(r["archive"])] == [turn(1)]
+    assert json.loads(r["list"])[0]["turns"] == 1
+    assert r["error"] == "StorageQuotaError"
+    assert r["page"] == r["loaded"]

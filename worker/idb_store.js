@@ -1,0 +1,578 @@
+// py-agent's IndexedDB store: the JavaScript half of py_agent.rpc.RpcStore.
+//
+// An ES module with no DOM dependencies, so it runs in the agent's module Worker (and on a
+// page, for tests). Every public method takes and returns JSON strings (or null/boolean):
+// data crosses to Python as text, never as live objects.
+//
+//   const store = await IdbStore.open();               // or openStore(options)
+//   await store.commitTurn(stateJson, turnsJson);       // one atomic transaction
+//   const json = await store.load('session-id');        // SessionState.to_dict() or null
+//
+// Schema (database 'py-agent', version DB_VERSION):
+//   sessions     keyPath 'session_id'               SessionState.to_dict()
+//   archive      keyPath ['session_id', 'id']       Turn.to_dict() + session_id; append-only
+//                index by_session (session_id)
+//   compressions autoIncrement (out-of-line key)    CompressionRecord.to_dict(); append-only
+//                index by_session (session_id)
+//   meta         keyPath 'key'                      {key: 'legacy-migrated', at, sessions, ...}
+//
+// Errors are Error objects whose `name` tells the Python side what happened
+// (py_agent.rpc maps it to StorageError.kind):
+//   StorageQuotaError    storage is full                                    -> 'quota'
+//   StorageBlockedError  an upgrade waits for other tabs to close the db     -> 'blocked'
+//   VersionError         the db is newer than this code, or another tab
+//                        upgraded it and this connection was closed          -> 'version'
+//   StorageError         anything else; the message names the original error -> 'unknown'
+
+export const DB_NAME = 'py-agent';
+export const DB_VERSION = 1;
+export const LEGACY_DB_NAME = 'AgentMemoryDB';
+export const LEGACY_STORE = 'conversations';
+const LEGACY_META_KEY = 'legacy-migrated';
+
+// The methods the worker may expose over RPC (all return promises).
+export const STORE_METHODS = Object.freeze([
+  'load', 'save', 'commitTurn', 'commitCompaction', 'readArchive', 'compressions',
+  'listSessions', 'deleteSession',
+]);
+
+// Ordered schema migrations: [version, step(db, upgradeTransaction)]. onupgradeneeded runs
+// every step whose version is above the database's old version, oldest first. A future
+// schema change appends a step and bumps DB_VERSION; never edit a released step.
+const MIGRATIONS = [
+  [1, (db) => {
+    db.createObjectStore('sessions', { keyPath: 'session_id' });
+    const archive = db.createObjectStore('archive', { keyPath: ['session_id', 'id'] });
+    archive.createIndex('by_session', 'session_id');
+    const compressions = db.createObjectStore('compressions', { autoIncrement: true });
+    compressions.createIndex('by_session', 'session_id');
+    db.createObjectStore('meta', { keyPath: 'key' });
+  }],
+];
+
+// --- errors -----------------------------------------------------------------------------
+
+function namedError(name, message, cause) {
+  const error = new Error(message, cause === undefined ? undefined : { cause });
+  error.name = name;
+  return error;
+}
+
+const QUOTA_MESSAGE =
+  'Storage is full: the browser refused to save more py-agent data, so the last change was ' +
+  'not saved. Free space by deleting old sessions (or other sites\' data in the browser ' +
+  'settings), then try again.';
+const BLOCKED_MESSAGE =
+  'The py-agent database needs an upgrade, but another tab of this app still has it open. ' +
+  'Close other tabs of this app (or reload them), then reload this page.';
+const NEWER_MESSAGE =
+  'The py-agent database was written by a newer version of this app. Reload this page to ' +
+  'get the newer version.';
+const UPGRADED_MESSAGE =
+  'The py-agent database was upgraded by a newer version of this app in another tab, so ' +
+  'this tab closed its connection. Reload this page.';
+const CLOSED_MESSAGE =
+  'The py-agent database was closed by the browser (site data may have been cleared). ' +
+  'Reload this page.';
+
+const OUR_NAMES = new Set(['StorageQuotaError', 'StorageBlockedError', 'VersionError',
+                           'StorageError']);
+
+// Any failure -> one of the named errors above. Exported so tests can check the mapping.
+export function toStorageError(error) {
+  if (error && OUR_NAMES.has(error.name) && !(error instanceof DOMException)) return error;
+  const name = (error && error.name) || 'Error';
+  const detail = (error && error.message) || String(error);
+  if (name === 'QuotaExceededError') return namedError('StorageQuotaError', QUOTA_MESSAGE, error);
+  if (name === 'VersionError') return namedError('VersionError', NEWER_MESSAGE, error);
+  return namedError('StorageError', `IndexedDB failed (${name}): ${detail}`, error);
+}
+
+// --- the test hook --------------------------------------------------------------------------
+
+// TEST HOOK: the name of a DOMException the next write transaction (save, commitTurn,
+// commitCompaction, deleteSession) fails with, or null. See IdbStore.failNextWrite.
+let failNext = null;
+
+// --- small IndexedDB helpers -------------------------------------------------------------
+
+function parseJson(text, what) {
+  if (typeof text !== 'string') {
+    throw namedError('StorageError', `IndexedDB failed (TypeError): ${what} must be a JSON string`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw namedError('StorageError', `IndexedDB failed (SyntaxError): ${what} is not valid JSON: ${error.message}`);
+  }
+}
+
+function invalid(message) {
+  return namedError('StorageError', `IndexedDB failed (DataError): ${message}`);
+}
+
+function checkState(state) {
+  if (!state || typeof state !== 'object' || Array.isArray(state)) throw invalid('a session state must be an object');
+  if (typeof state.session_id !== 'string' || !state.session_id) throw invalid('a session state needs a session_id string');
+  return state;
+}
+
+function checkSessionId(sessionId) {
+  if (typeof sessionId !== 'string') throw invalid('sessionId must be a string');
+  return sessionId;
+}
+
+// Every key of `archive` for one session: arrays compare element by element, a prefix
+// sorts first, and an array sorts after any number.
+function sessionRange(sessionId) {
+  return IDBKeyRange.bound([sessionId], [sessionId, []]);
+}
+
+function whenDone(request) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+// Open (and upgrade) a database. Rejects with StorageBlockedError when another connection
+// does not close for the upgrade; a connection that opens after that is closed at once.
+function openDatabase(name, version) {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const request = indexedDB.open(name, version);
+    request.onupgradeneeded = (event) => {
+      const db = request.result;
+      const oldVersion = event.oldVersion;
+      for (const [stepVersion, step] of MIGRATIONS) {
+        if (stepVersion > oldVersion && stepVersion <= version) step(db, request.transaction);
+      }
+    };
+    request.onblocked = () => {
+      if (settled) return;
+      settled = true;
+      reject(namedError('StorageBlockedError', BLOCKED_MESSAGE));
+    };
+    request.onsuccess = () => {
+      if (settled) { request.result.close(); return; }  // the caller already gave up
+      settled = true;
+      resolve(request.result);
+    };
+    request.onerror = (event) => {
+      event.preventDefault();
+      if (settled) return;
+      settled = true;
+      reject(toStorageError(request.error));
+    };
+  });
+}
+
+// --- legacy data (the reference design's AgentMemoryDB) ----------------------------------
+
+const LEGACY_LABELS = /^(User|Thought|Action|Observation|Assistant):[ \t]?/;
+
+// `tool("input")`, `tool(input)` or just `tool` -> [tool, input].
+function parseAction(text) {
+  const match = /^\s*([^\s(]+)\s*\(([\s\S]*)\)\s*$/.exec(text);
+  if (!match) return [text.trim(), ''];
+  let input = match[2];
+  if (input.length >= 2 && input.startsWith('"') && input.endsWith('"')) input = input.slice(1, -1);
+  return [match[1], input];
+}
+
+// One legacy history item ("User: ...\nThought: ...\nAction: t(\"x\")\nObservation: ...\n
+// Assistant: ...") -> a Turn dict. A line starting with a label opens a section; other lines
+// continue the section before them (observations and answers may span lines). Each Thought
+// opens a step; Action and Observation join the open step unless it already has one. The
+// reference design only saved answered turns; one without an "Assistant:" part (or without
+// a "User:" part, which keeps its whole text as the user's message) is marked 'incomplete'.
+export function parseLegacyTurn(item, id, createdAt) {
+  const text = typeof item === 'string' ? item : (item == null ? '' : JSON.stringify(item));
+  const sections = [];
+  for (const line of text.split(/\r?\n/)) {
+    const label = LEGACY_LABELS.exec(line);
+    if (label) sections.push({ label: label[1], lines: [line.slice(label[0].length)] });
+    else if (sections.length) sections[sections.length - 1].lines.push(line);
+    else sections.push({ label: null, lines: [line] });
+  }
+  const turn = { id, user: '', answer: '', steps: [], status: 'answered', created_at: createdAt };
+  if (!sections.some((s) => s.label === 'User')) {  // not in the expected shape: keep it all
+    turn.user = text.trim();
+    turn.status = 'incomplete';
+    return turn;
+  }
+  let hasAnswer = false;
+  let step = null;
+  const newStep = () => {
+    step = { thought: '', tool: '', tool_input: '', observation: '', corrective: false };
+    turn.steps.push(step);
+    return step;
+  };
+  for (const section of sections) {
+    const body = section.lines.join('\n').trim();
+    switch (section.label) {
+      case 'User':
+        turn.user = turn.user ? `${turn.user}\n${body}` : body;
+        break;
+      case 'Thought':
+        newStep().thought = body;
+        break;
+      case 'Action': {
+        if (!step || step.tool || step.observation) newStep();
+        [step.tool, step.tool_input] = parseAction(body);
+        break;
+      }
+      case 'Observation':
+        if (!step || step.observation) newStep();
+        step.observation = body;
+        break;
+      case 'Assistant':
+        turn.answer = turn.answer ? `${turn.answer}\n${body}` : body;
+        hasAnswer = true;
+        break;
+      default:  // text before the first label: keep it with the user's message
+        turn.user = turn.user ? `${body}\n${turn.user}` : body;
+    }
+  }
+  if (!hasAnswer) turn.status = 'incomplete';
+  return turn;
+}
+
+// Same rule as py_agent.agent._title_from.
+function titleFrom(message) {
+  const text = message.split(/\s+/).filter(Boolean).join(' ');
+  return text.length <= 60 ? text : `${text.slice(0, 57).trimEnd()}…`;
+}
+
+// A legacy record {sessionId, history, summary} -> {state, turns}, or null if unusable.
+export function legacySession(record, at) {
+  if (!record || typeof record !== 'object') return null;
+  const rawId = record.sessionId;
+  if (rawId === undefined || rawId === null || rawId === '') return null;
+  const sessionId = String(rawId);
+  let history = record.history;
+  if (typeof history === 'string') history = [history];
+  if (!Array.isArray(history)) history = [];
+  const turns = history.map((item, i) => parseLegacyTurn(item, i + 1, at));
+  const firstUser = turns.find((t) => t.user)?.user ?? '';
+  const state = {
+    session_id: sessionId,
+    title: titleFrom(firstUser),
+    summary: typeof record.summary === 'string' ? record.summary : '',
+    facts: [],
+    recent_turns: turns,
+    next_turn_id: turns.length + 1,
+    compactions: 0,
+    failed_compactions: 0,
+    created_at: at,
+    updated_at: at,
+  };
+  return { state, turns };
+}
+
+// Does a database of that name exist? Never creates one: with indexedDB.databases() it only
+// looks; without it, it opens the name without a version and, if that had to create it,
+// aborts the creation (and deletes whatever is left, which can only be our empty db).
+async function legacyDatabase(name) {
+  if (typeof indexedDB.databases === 'function') {
+    let list = null;
+    try { list = await indexedDB.databases(); } catch { /* unsupported here: probe below */ }
+    if (list && !list.some((info) => info.name === name)) return null;
+  }
+  return new Promise((resolve, reject) => {
+    let created = false;
+    const request = indexedDB.open(name);
+    request.onupgradeneeded = (event) => {
+      if (event.oldVersion === 0) {
+        created = true;
+        request.transaction.abort();
+      }
+    };
+    request.onsuccess = () => {
+      const db = request.result;
+      db.onversionchange = () => db.close();
+      if (created) {  // only if the abort did not take; remove the empty db we made
+        db.close();
+        indexedDB.deleteDatabase(name);
+        resolve(null);
+      } else {
+        resolve(db);
+      }
+    };
+    request.onerror = (event) => {
+      event.preventDefault();
+      if (created) {
+        indexedDB.deleteDatabase(name);  // in case the aborted creation left a trace
+        resolve(null);
+      } else {
+        reject(request.error);
+      }
+    };
+    request.onblocked = () => {};  // no upgrade is asked for, so nothing can block
+  });
+}
+
+async function readLegacyRecords(name, storeName) {
+  const db = await legacyDatabase(name);
+  if (!db) return null;
+  try {
+    if (!db.objectStoreNames.contains(storeName)) return [];
+    return await whenDone(db.transaction(storeName, 'readonly').objectStore(storeName).getAll());
+  } finally {
+    db.close();
+  }
+}
+
+// --- the store ---------------------------------------------------------------------------
+
+export class IdbStore {
+  constructor(db, name) {
+    this.name = name;
+    this._db = db;
+    this._closed = null;  // why the connection is gone: null, 'closed', 'upgraded', 'lost'
+    // What open() did about legacy data, as a JSON string: {"sessions": n, "skipped": k,
+    // "source": legacy db name or null if there was none} when the one-time migration ran
+    // now, {"error", "name"} when it failed (legacy data untouched; the next open retries),
+    // or null when it had already run (or legacyName was null).
+    this.legacyMigration = null;
+    db.onversionchange = () => {  // another tab wants to upgrade: let it
+      db.close();
+      this._closed = 'upgraded';
+    };
+    db.onclose = () => { this._closed = 'lost'; };  // the browser closed it (data cleared)
+  }
+
+  // Open (creating or upgrading) the database and migrate legacy data once.
+  // options: name, legacyName (null to skip legacy migration), legacyStore, and
+  // version (tests only: ask for a schema version other than DB_VERSION).
+  static async open({ name = DB_NAME, legacyName = LEGACY_DB_NAME, legacyStore = LEGACY_STORE,
+                      version = DB_VERSION } = {}) {
+    const db = await openDatabase(name, version);
+    const store = new IdbStore(db, name);
+    if (legacyName) {
+      try {
+        const result = await store._migrateLegacy(legacyName, legacyStore);
+        store.legacyMigration = result && JSON.stringify(result);
+      } catch (error) {
+        // Legacy data stays where it is; the app still works and the next open retries.
+        const mapped = toStorageError(error);
+        store.legacyMigration = JSON.stringify({ error: mapped.message, name: mapped.name });
+        console.warn('py-agent: legacy migration failed:', mapped.message);
+      }
+    }
+    return store;
+  }
+
+  // TEST HOOK (used by the e2e tests): make the next write transaction of any store in this
+  // JavaScript realm fail as if IndexedDB had raised a DOMException named `name` (e.g.
+  // 'QuotaExceededError'); the transaction is aborted, so nothing of it is written. Pass
+  // null to cancel. Not for production use.
+  static failNextWrite(name = 'QuotaExceededError') {
+    failNext = name || null;
+  }
+
+  close() {
+    if (!this._closed) this._closed = 'closed';
+    this._db.close();
+  }
+
+  // Run `body(tx)` in one transaction. body issues its requests synchronously and returns
+  // a function giving the result once the transaction completed. Resolves on complete;
+  // rejects with a mapped error on a request error or an abort.
+  _transaction(storeNames, mode, body, { testHook = true } = {}) {
+    return new Promise((resolve, reject) => {
+      if (this._closed) {
+        const [name, message] = {
+          upgraded: ['VersionError', UPGRADED_MESSAGE],
+          lost: ['StorageError', CLOSED_MESSAGE],
+        }[this._closed] || ['StorageError', 'IndexedDB failed (InvalidStateError): the store is closed'];
+        reject(namedError(name, message));
+        return;
+      }
+      let tx;
+      let failure = null;
+      try {
+        tx = this._db.transaction(storeNames, mode);
+      } catch (error) {
+        reject(toStorageError(error));
+        return;
+      }
+      let result = () => undefined;
+      tx.oncomplete = () => {
+        try { resolve(result()); } catch (error) { reject(toStorageError(error)); }
+      };
+      tx.onerror = (event) => { failure = failure || event.target.error; };
+      tx.onabort = () => {
+        reject(toStorageError(failure || tx.error || new DOMException('transaction aborted', 'AbortError')));
+      };
+      try {
+        result = body(tx) || result;
+        if (mode === 'readwrite' && testHook && failNext) {
+          failure = new DOMException(`simulated by IdbStore.failNextWrite`, failNext);
+          failNext = null;
+          tx.abort();
+        }
+      } catch (error) {
+        failure = failure || error;
+        try { tx.abort(); } catch { /* already finished */ }
+      }
+    });
+  }
+
+  // The saved state of a session as JSON, or null.
+  async load(sessionId) {
+    checkSessionId(sessionId);
+    return this._transaction('sessions', 'readonly', (tx) => {
+      const request = tx.objectStore('sessions').get(sessionId);
+      return () => (request.result === undefined ? null : JSON.stringify(request.result));
+    });
+  }
+
+  // Replace a session's state.
+  async save(stateJson) {
+    const state = checkState(parseJson(stateJson, 'stateJson'));
+    return this._transaction('sessions', 'readwrite', (tx) => {
+      tx.objectStore('sessions').put(state);
+    });
+  }
+
+  // Append turns to the archive (ids already there are kept as they are) and save the
+  // state, in one transaction.
+  async commitTurn(stateJson, turnsJson) {
+    const state = checkState(parseJson(stateJson, 'stateJson'));
+    const turns = parseJson(turnsJson, 'turnsJson');
+    if (!Array.isArray(turns)) throw invalid('turnsJson must be a JSON array');
+    for (const turn of turns) {
+      if (!turn || typeof turn !== 'object' || typeof turn.id !== 'number') throw invalid('every turn needs a numeric id');
+    }
+    return this._transaction(['sessions', 'archive'], 'readwrite', (tx) => {
+      const archive = tx.objectStore('archive');
+      for (const turn of turns) {
+        const request = archive.add({ ...turn, session_id: state.session_id });
+        request.onerror = (event) => {
+          if (request.error && request.error.name === 'ConstraintError') {
+            event.preventDefault();  // already archived: append-only, keep the first copy
+            event.stopPropagation();
+          }
+        };
+      }
+      tx.objectStore('sessions').put(state);
+    });
+  }
+
+  // Log a compression and, when stateJson is not null, save the state, in one transaction.
+  async commitCompaction(stateJsonOrNull, recordJson) {
+    const state = stateJsonOrNull == null ? null : checkState(parseJson(stateJsonOrNull, 'stateJson'));
+    const record = parseJson(recordJson, 'recordJson');
+    if (!record || typeof record !== 'object' || typeof record.session_id !== 'string') {
+      throw invalid('a compression record needs a session_id string');
+    }
+    const stores = state ? ['compressions', 'sessions'] : ['compressions'];
+    return this._transaction(stores, 'readwrite', (tx) => {
+      tx.objectStore('compressions').add(record);
+      if (state) tx.objectStore('sessions').put(state);
+    });
+  }
+
+  // Every archived turn of a session as a JSON array, oldest (lowest id) first.
+  async readArchive(sessionId) {
+    checkSessionId(sessionId);
+    return this._transaction('archive', 'readonly', (tx) => {
+      const request = tx.objectStore('archive').getAll(sessionRange(sessionId));
+      return () => JSON.stringify(request.result.map(({ session_id, ...turn }) => turn));
+    });
+  }
+
+  // The compression log of a session as a JSON array, in the order it was written.
+  async compressions(sessionId) {
+    checkSessionId(sessionId);
+    return this._transaction('compressions', 'readonly', (tx) => {
+      // Index order is (session_id, primary key); the key increments, so: insertion order.
+      const request = tx.objectStore('compressions').index('by_session').getAll(sessionId);
+      return () => JSON.stringify(request.result);
+    });
+  }
+
+  // [{session_id, title, updated_at, turns}] as JSON, most recently updated first;
+  // turns is the number of archived turns.
+  async listSessions() {
+    return this._transaction(['sessions', 'archive'], 'readonly', (tx) => {
+      const rows = [];
+      const byArchive = tx.objectStore('archive').index('by_session');
+      const request = tx.objectStore('sessions').getAll();
+      request.onsuccess = () => {
+        for (const state of request.result) {
+          const row = { session_id: state.session_id, title: state.title ?? '',
+                        updated_at: state.updated_at ?? 0, turns: 0 };
+          rows.push(row);
+          byArchive.count(state.session_id).onsuccess = (event) => { row.turns = event.target.result; };
+        }
+      };
+      return () => JSON.stringify(rows.sort((a, b) => (b.updated_at - a.updated_at)
+        || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0)));
+    });
+  }
+
+  // Remove a session's state, archive and compression log in one transaction. Resolves
+  // to whether the session (its state) existed.
+  async deleteSession(sessionId) {
+    checkSessionId(sessionId);
+    return this._transaction(['sessions', 'archive', 'compressions'], 'readwrite', (tx) => {
+      const sessions = tx.objectStore('sessions');
+      const existed = sessions.count(sessionId);
+      sessions.delete(sessionId);
+      tx.objectStore('archive').delete(sessionRange(sessionId));
+      const compressions = tx.objectStore('compressions');
+      compressions.index('by_session').getAllKeys(sessionId).onsuccess = (event) => {
+        for (const key of event.target.result) compressions.delete(key);
+      };
+      return () => existed.result > 0;
+    });
+  }
+
+  // Copy the reference design's data into this database, once. Reads the legacy records
+  // first (another database cannot join our transaction), then writes every session in one
+  // transaction that re-checks the meta marker and skips sessions this database already has.
+  async _migrateLegacy(legacyName, legacyStore) {
+    const done = await this._transaction('meta', 'readonly', (tx) => {
+      const request = tx.objectStore('meta').get(LEGACY_META_KEY);
+      return () => request.result !== undefined;
+    });
+    if (done) return null;
+    const records = await readLegacyRecords(legacyName, legacyStore);
+    const at = Date.now();
+    const seen = new Set();  // 1 and '1' are one session once the id is a string
+    const sessions = (records || []).map((record) => legacySession(record, at))
+      .filter((s) => s && !seen.has(s.state.session_id) && seen.add(s.state.session_id));
+    return this._transaction(['sessions', 'archive', 'meta'], 'readwrite', (tx) => {
+      const meta = tx.objectStore('meta');
+      const summary = { sessions: 0, skipped: 0, source: records ? legacyName : null };
+      const finish = () => meta.put({ key: LEGACY_META_KEY, at, ...summary });
+      meta.get(LEGACY_META_KEY).onsuccess = (event) => {
+        if (event.target.result !== undefined) { summary.already = true; return; }
+        if (!sessions.length) { finish(); return; }
+        const sessionStore = tx.objectStore('sessions');
+        const archive = tx.objectStore('archive');
+        let pending = sessions.length;
+        for (const { state, turns } of sessions) {
+          sessionStore.count(state.session_id).onsuccess = (counted) => {
+            if (counted.target.result > 0) {
+              summary.skipped += 1;  // never overwrite a session this database has
+            } else {
+              sessionStore.add(state);
+              for (const turn of turns) archive.put({ ...turn, session_id: state.session_id });
+              summary.sessions += 1;
+            }
+            if (--pending === 0) finish();
+          };
+        }
+      };
+      return () => (summary.already ? null : summary);
+    }, { testHook: false });
+  }
+}
+
+// Convenience for callers that prefer a function: same options as IdbStore.open.
+export function openStore(options = {}) {
+  return IdbStore.open(options);
+}
