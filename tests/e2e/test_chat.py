@@ -1,0 +1,492 @@
+"""The chat page end to end: boot, turns with live traces, memory, sessions, errors.
+
+Each test gets its own browser context (so its own IndexedDB and localStorage) on the
+app as serve.py serves it, with the fake LanguageModel installed before the page loads
+(except where the real headless Chromium, which has no Gemini Nano, is the point).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.e2e
+
+BOOT_TIMEOUT_MS = 90_000    # cold Pyodide start on a busy machine
+TURN_TIMEOUT_MS = 20_000
+
+MESSAGES = '[data-testid="message"]'
+USER = '[data-testid="message"][data-role="user"]'
+ASSISTANT = '[data-testid="message"][data-role="assistant"]'
+
+# Steps for "calculate (1200/8)+45": first a reply that is not JSON (a corrective step),
+# then the calculator, then (once the test releases it) the answer from the observation.
+TOOL_RESPONDER = r"""(() => {
+  let steps = 0;
+  return async (input, ctx) => {
+    const schema = ctx.responseConstraint;
+    if (!(schema && schema.properties && schema.properties.toolName)) {
+      return window.__fakeLM.defaultResponder(input, ctx);
+    }
+    steps += 1;
+    if (steps === 1) return 'Let me think about that.';
+    if (String(input).includes('(1200/8)+45 = 195')) {
+      await new Promise((resolve) => { window.__releaseAnswer = resolve; });
+      return JSON.stringify({thought: 'The calculator says 195.', toolName: 'none',
+                             toolInput: '', finalAnswer: 'The total is 195.'});
+    }
+    return JSON.stringify({thought: 'I should use the calculator.', toolName: 'calculate',
+                           toolInput: {expression: '(1200/8)+45'}, finalAnswer: ''});
+  };
+})()"""
+
+# Default replies, except for memory: the summarizer lists what the user said (after a
+# "Summary:" label, which the agent strips), and fact extraction finds one preference.
+# (The fake's default summary echoes the prompt's tail, which can include the prompt's
+# wrapper tags; the agent rightly rejects such a summary.)
+MEMORY_RESPONDER = r"""(input, ctx) => {
+  const schema = ctx.responseConstraint;
+  if (schema && schema.properties && schema.properties.facts) {
+    return JSON.stringify({facts: [{category: 'preference', text: 'The user is vegetarian.'}]});
+  }
+  if (!schema && String(input).includes('<turns>')) {
+    const said = [...String(input).matchAll(/^User: (.*)$/gm)].map((m) => m[1]);
+    return 'Summary: Earlier the user said: ' + said.join(' / ');
+  }
+  return window.__fakeLM.defaultResponder(input, ctx);
+}"""
+
+# The reference design's IndexedDB layout, as an older version of the app left it.
+LEGACY_DB_SCRIPT = r"""
+(() => {
+  if (location.pathname !== '/') return;
+  const request = indexedDB.open('AgentMemoryDB', 1);
+  request.onupgradeneeded = () => {
+    const store = request.result.createObjectStore('conversations', {keyPath: 'sessionId'});
+    store.put({sessionId: 'legacy-1', history: ['User: I am vegetarian\nAssistant: Noted!'],
+               summary: 'The user is vegetarian.'});
+  };
+  request.onsuccess = () => request.result.close();
+})();
+"""
+
+
+class Watch:
+    """Every request of the browser context (page and workers) and every uncaught page
+    exception or console error."""
+
+    def __init__(self, page: Page) -> None:
+        self.requests: list[str] = []
+        self.problems: list[str] = []
+        page.context.on("request", lambda request: self.requests.append(request.url))
+        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
+        page.on("console", self._on_console)
+
+    def _on_console(self, message) -> None:
+        if message.type == "error":
+            self.problems.append(f"console.error: {message.text}")
+
+
+def boot(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
+                                                            timeout=BOOT_TIMEOUT_MS)
+
+
+def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> Watch:
+    """The app with the fake model, booted and ready to chat."""
+    watch = Watch(page)
+    install_fake_lm(page, **config)
+    boot(page, app_server + "/")
+    expect(page.get_by_test_id("chat-input")).to_be_enabled()
+    return watch
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_test_id("chat-input").fill(text)
+    page.get_by_test_id("send-button").click()
+
+
+def chat(page: Page, text: str) -> None:
+    """Send a message and wait for the answer."""
+    before = page.locator(ASSISTANT).count()
+    send(page, text)
+    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
+    expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
+                                                           timeout=TURN_TIMEOUT_MS)
+    expect(page.get_by_test_id("send-button")).to_be_enabled()
+
+
+def texts(page: Page, selector: str = MESSAGES) -> list[str]:
+    return page.eval_on_selector_all(
+        selector, "nodes => nodes.map(n => n.dataset.role + ': ' + "
+                  "n.querySelector('.text').textContent)")
+
+
+def current_session(page: Page) -> str:
+    return page.get_by_test_id("session-list").locator('[aria-current="true"]') \
+        .get_attribute("data-session-id")
+
+
+def compact(page: Page) -> None:
+    page.get_by_test_id("compact-button").click()
+    expect(page.get_by_test_id("memory-summary")).not_to_have_text("", timeout=TURN_TIMEOUT_MS)
+    expect(page.get_by_test_id("compact-button")).to_be_enabled()
+
+
+# ------------------------------------------------------------------------------ tests
+
+def test_boot_then_chat(page: Page, app_server: str, install_fake_lm) -> None:
+    install_fake_lm(page)
+    watch = Watch(page)
+    page.goto(app_server + "/")
+    # Nothing can be sent before the agent is ready.
+    expect(page.get_by_test_id("send-button")).to_be_disabled()
+    expect(page.get_by_test_id("chat-input")).to_be_disabled()
+    status = page.get_by_test_id("status")
+    expect(status).to_have_attribute("data-state", "ready", timeout=BOOT_TIMEOUT_MS)
+    expect(status).to_contain_text("Ready")
+    expect(page.get_by_test_id("chat-input")).to_be_enabled()
+    expect(page.get_by_test_id("stop-button")).to_be_disabled()
+    expect(page.get_by_test_id("model-guide")).to_be_hidden()
+
+    # Enter sends.
+    page.get_by_test_id("chat-input").fill("Hello, agent!")
+    page.get_by_test_id("chat-input").press("Enter")
+    answer = page.locator(ASSISTANT)
+    expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    assert texts(page) == ["user: Hello, agent!", "assistant: You said: Hello, agent!"]
+    expect(page.get_by_test_id("chat-input")).to_have_value("")
+    expect(status).to_have_attribute("data-state", "ready")
+    expect(status).to_contain_text("Answered in")
+    expect(page.get_by_test_id("stop-button")).to_be_disabled()
+    expect(answer).to_have_attribute("data-saved", "true")
+    # The session now has a title in the list, and memory shows the turn.
+    current = page.get_by_test_id("session-list").locator('[aria-current="true"]')
+    expect(current).to_contain_text("Hello, agent!")
+    expect(current).to_contain_text("1 turn")
+    expect(page.get_by_test_id("memory-info")).to_contain_text("1 recent turn")
+    expect(page.get_by_test_id("memory-summary")).to_have_text("")
+
+    # Model and user text is shown as text, never parsed as HTML.
+    markup = '<b>bold</b> & <img src="/x.png" onerror="window.__pwned = 1">'
+    chat(page, markup)
+    expect(page.locator(USER).last.locator(".text")).to_have_text(markup)
+    expect(page.locator(ASSISTANT).last.locator(".text")).to_have_text("You said: " + markup)
+    assert page.locator("[data-testid=messages] b, [data-testid=messages] img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+    # The answer streams in word by word before the turn ends.
+    page.evaluate("__fakeLM.setChunkDelay(150)")
+    send(page, "Stream this answer to me slowly, word by word, please.")
+    streaming = page.locator(ASSISTANT).last
+    expect(streaming.locator(".text")).to_contain_text("You said: Stream")
+    assert streaming.get_attribute("data-state") == "pending"
+    expect(streaming).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(streaming.locator(".text")).to_have_text(
+        "You said: Stream this answer to me slowly, word by word, please.")
+    assert watch.problems == []
+
+
+def test_tool_call_shows_a_live_trace(page: Page, app_server: str, install_fake_lm) -> None:
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=TOOL_RESPONDER)
+    send(page, "Please calculate (1200/8)+45")
+    message = page.locator(ASSISTANT).last
+    steps = message.get_by_test_id("trace-step")
+
+    # While the model still works on the answer, the steps so far are on the page.
+    tool_step = steps.filter(has_text="calculate")
+    expect(tool_step).to_have_count(1, timeout=TURN_TIMEOUT_MS)
+    expect(tool_step).to_have_attribute("data-tool", "calculate")
+    expect(tool_step.locator('[data-part="observation"]')).to_have_text("(1200/8)+45 = 195")
+    expect(tool_step.locator('[data-part="action"]')).to_contain_text('"(1200/8)+45"')
+    expect(tool_step.locator('[data-part="thought"]')).to_have_text("I should use the calculator.")
+    expect(tool_step).to_have_attribute("data-kind", "tool")
+    expect(steps.first).to_have_attribute("data-kind", "corrective")
+    expect(steps.first.locator('[data-part="observation"]')).to_contain_text("not a usable step")
+    expect(message).to_have_attribute("data-state", "pending")
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "busy")
+    expect(page.get_by_test_id("stop-button")).to_be_enabled()
+    expect(page.get_by_test_id("send-button")).to_be_disabled()
+
+    page.wait_for_function("typeof window.__releaseAnswer === 'function'")
+    page.evaluate("window.__releaseAnswer()")
+    expect(message).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(message.locator(".text")).to_have_text("The total is 195.")
+    expect(steps).to_have_count(3)
+    expect(steps.nth(2)).to_have_attribute("data-kind", "answer")
+    # Timings from the run's result, and a one-line summary of the trace.
+    expect(tool_step.locator(".step-timing")).to_contain_text("model")
+    expect(tool_step.locator(".step-timing")).to_contain_text("tool")
+    expect(message.locator(".trace-summary")).to_have_text("3 steps · calculate · 1 corrected")
+    assert watch.problems == []
+
+
+def test_compaction_persists_and_no_request_leaves_localhost(
+        page: Page, app_server: str, install_fake_lm) -> None:
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=MEMORY_RESPONDER)
+    chat(page, "I am vegetarian and I cook for two people most evenings.")
+    chat(page, "Suggest a quick dinner idea for tonight, please.")
+    chat(page, "And what would be a good dessert after that?")
+    summary = page.get_by_test_id("memory-summary")
+    expect(summary).to_have_text("")
+
+    compact(page)
+    summary_text = summary.text_content()
+    assert len(summary_text) >= 30
+    assert not summary_text.lower().startswith("summary:")
+    facts = page.get_by_test_id("memory-facts").locator("li")
+    expect(facts).to_have_count(1)
+    expect(facts).to_contain_text("The user is vegetarian.")
+    expect(facts).to_have_attribute("data-category", "preference")
+    expect(page.get_by_test_id("memory-panel")).to_have_attribute("data-compactions", "1")
+    expect(page.get_by_test_id("memory-info")).to_contain_text("1 compaction")
+    expect(page.get_by_test_id("status")).to_contain_text("Compacted 1 turn")
+    # The oldest turn now lives in the summary; the newest two stay word for word.
+    answers = page.locator(ASSISTANT)
+    expect(answers.nth(0)).to_have_attribute("data-compacted", "true")
+    expect(answers.nth(1)).to_have_attribute("data-compacted", "false")
+    expect(answers.nth(2)).to_have_attribute("data-compacted", "false")
+
+    # Persisted: a fresh worker reads it back from IndexedDB.
+    session = current_session(page)
+    boot(page, app_server + "/")
+    assert current_session(page) == session
+    expect(summary).to_have_text(summary_text)
+    expect(facts).to_contain_text("The user is vegetarian.")
+    expect(page.locator(MESSAGES)).to_have_count(6)
+    expect(page.locator(ASSISTANT).nth(0)).to_have_attribute("data-compacted", "true")
+
+    # The whole chat (boots, turns, compaction, reload) stayed on this server, and the
+    # recorder did see the worker's own traffic.
+    origin = app_server.rstrip("/")
+    strays = [url for url in watch.requests
+              if not (url == origin or url.startswith(origin + "/"))]
+    assert strays == []
+    assert watch.problems == []
+    assert any(url.endswith("/worker/agent_worker.js") for url in watch.requests)
+    assert any(url.endswith("/pyodide.asm.wasm") for url in watch.requests)
+
+
+def test_reload_reopens_the_session(page: Page, app_server: str, install_fake_lm) -> None:
+    watch = open_chat(page, app_server, install_fake_lm)
+    chat(page, "My name is Ada.")
+    chat(page, "I live in Lisbon.")
+    session = current_session(page)
+    assert session.startswith("s-")
+    before = texts(page)
+
+    boot(page, app_server + "/")
+    assert current_session(page) == session
+    expect(page.locator(MESSAGES)).to_have_count(4)
+    assert texts(page) == before
+    expect(page.get_by_test_id("memory-info")).to_contain_text("2 recent turns")
+    # The conversation goes on where it was.
+    chat(page, "Where do I live?")
+    expect(page.locator(ASSISTANT).last).to_have_attribute("data-turn-id", "3")
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    assert "Lisbon" in prompt and "Ada" in prompt
+    assert watch.problems == []
+
+
+def test_two_sessions_stay_separate(page: Page, app_server: str, install_fake_lm) -> None:
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=MEMORY_RESPONDER)
+    chat(page, "alpha one: I like mountains.")
+    chat(page, "alpha two: and long walks.")
+    chat(page, "alpha three: and hot tea.")
+    compact(page)
+    session_a = current_session(page)
+    summary_a = page.get_by_test_id("memory-summary").text_content()
+    assert summary_a == "Earlier the user said: alpha one: I like mountains."
+    expect(page.get_by_test_id("memory-facts").locator("li")).to_have_count(1)
+
+    page.get_by_test_id("new-session-button").click()
+    expect(page.locator(MESSAGES)).to_have_count(0)
+    expect(page.get_by_test_id("memory-summary")).to_have_text("")
+    expect(page.get_by_test_id("memory-facts").locator("li")).to_have_count(0)
+    session_b = current_session(page)
+    assert session_b != session_a
+    chat(page, "beta one: what do you know about me?")
+    assert texts(page) == ["user: beta one: what do you know about me?",
+                           "assistant: You said: beta one: what do you know about me?"]
+    expect(page.get_by_test_id("memory-summary")).to_have_text("")
+    # The model saw nothing of session A either.
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    assert "beta one" in prompt and "alpha" not in prompt and "mountains" not in prompt
+
+    items = page.get_by_test_id("session-list").locator("[data-session-id]")
+    expect(items).to_have_count(2)
+    expect(items.first).to_have_attribute("data-session-id", session_b)   # newest first
+    page.get_by_test_id("session-list").locator(f'[data-session-id="{session_a}"]').click()
+    expect(page.locator(MESSAGES)).to_have_count(6)
+    assert all("alpha" in text for text in texts(page))
+    expect(page.get_by_test_id("memory-summary")).to_have_text(summary_a)
+    expect(page.get_by_test_id("memory-facts").locator("li")).to_have_count(1)
+    assert current_session(page) == session_a
+
+    page.get_by_test_id("session-list").locator(f'[data-session-id="{session_b}"]').click()
+    expect(page.locator(MESSAGES)).to_have_count(2)
+    assert not any("alpha" in text for text in texts(page))
+    expect(page.get_by_test_id("memory-summary")).to_have_text("")
+    expect(page.get_by_test_id("memory-facts").locator("li")).to_have_count(0)
+
+    # After a reload the last session shown (B) is shown again, A still in the list.
+    boot(page, app_server + "/")
+    assert current_session(page) == session_b
+    expect(page.locator(MESSAGES)).to_have_count(2)
+    expect(items).to_have_count(2)
+    assert watch.problems == []
+
+
+def test_stop_ends_a_turn_and_the_chat_goes_on(page: Page, app_server: str,
+                                               install_fake_lm) -> None:
+    watch = open_chat(page, app_server, install_fake_lm)
+    page.evaluate("__fakeLM.setLatency(5000)")
+    send(page, "Take your time with this one.")
+    stop = page.get_by_test_id("stop-button")
+    expect(stop).to_be_enabled()
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "busy")
+    # Wait until the model call is under way, then stop it.
+    page.wait_for_function("__fakeLM.callsOf('promptStreaming').length > 0",
+                           timeout=TURN_TIMEOUT_MS)
+    started = time.monotonic()
+    stop.click()
+    message = page.locator(ASSISTANT).last
+    expect(message).to_have_attribute("data-state", "aborted", timeout=2_000)
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready", timeout=2_000)
+    assert time.monotonic() - started < 2.5
+    expect(message.locator(".text")).to_have_text("Stopped before answering.")
+    expect(stop).to_be_disabled()
+    expect(page.get_by_test_id("chat-input")).to_be_editable()
+
+    page.evaluate("__fakeLM.setLatency(0)")
+    chat(page, "Are you still there?")
+    expect(page.locator(ASSISTANT).last.locator(".text")).to_have_text(
+        "You said: Are you still there?")
+    assert watch.problems == []
+
+
+GUIDE_TEXT = ["Chrome 138", "chrome://flags/#prompt-api-for-gemini-nano",
+              "chrome://flags/#optimization-guide-on-device-model",
+              "Enabled BypassPerfRequirement", "chrome://on-device-internals",
+              "chrome://components", "Optimization Guide On Device Model", "22 GB"]
+
+
+def check_model_guide(page: Page) -> None:
+    status = page.get_by_test_id("status")
+    expect(status).to_have_attribute("data-model", "unavailable")
+    expect(status).to_contain_text("not available")
+    guide = page.get_by_test_id("model-guide")
+    expect(guide).to_be_visible()
+    for text in GUIDE_TEXT:
+        expect(guide).to_contain_text(text)
+    expect(page.get_by_test_id("chat-input")).to_be_disabled()
+    expect(page.get_by_test_id("chat-input")).to_have_attribute("placeholder",
+                                                                re.compile("not available"))
+    expect(page.get_by_test_id("send-button")).to_be_disabled()
+    # The rest of the page still works: the (new, empty) session is listed.
+    expect(page.get_by_test_id("session-list").locator('[aria-current="true"]')).to_have_count(1)
+
+
+def test_model_unavailable_shows_the_guide(page: Page, app_server: str, install_fake_lm) -> None:
+    watch = Watch(page)
+    install_fake_lm(page, availability="unavailable")
+    boot(page, app_server + "/")
+    check_model_guide(page)
+    expect(page.get_by_test_id("status")).to_contain_text("unavailable on this device")
+    assert watch.problems == []
+
+
+def test_real_headless_chromium_shows_the_guide(page: Page, app_server: str) -> None:
+    # Headless Chromium has no Gemini Nano: depending on the build it lacks LanguageModel
+    # altogether or reports it 'unavailable'. Either way: the guide, and no crash.
+    watch = Watch(page)
+    boot(page, app_server + "/")
+    check_model_guide(page)
+    if page.evaluate("typeof LanguageModel") == "undefined":
+        expect(page.get_by_test_id("status")).to_contain_text("no Prompt API")
+    assert watch.problems == []
+
+
+def test_browser_without_prompt_api_shows_the_guide(page: Page, app_server: str,
+                                                    install_fake_lm) -> None:
+    watch = Watch(page)
+    install_fake_lm(page)
+    page.add_init_script(script="window.__fakeLM.uninstall();")
+    boot(page, app_server + "/")
+    assert page.evaluate("typeof LanguageModel") == "undefined"
+    check_model_guide(page)
+    expect(page.get_by_test_id("status")).to_contain_text("no Prompt API")
+    assert watch.problems == []
+
+
+def test_model_downloads_on_first_use(page: Page, app_server: str, install_fake_lm) -> None:
+    watch = open_chat(page, app_server, install_fake_lm, availability="downloadable",
+                      downloadSteps=5, downloadStepMs=300)
+    status = page.get_by_test_id("status")
+    expect(status).to_contain_text("will download on first use")
+    expect(page.get_by_test_id("model-guide")).to_be_hidden()
+    send(page, "Hello while you download")
+    expect(status).to_contain_text("Downloading the on-device model", timeout=TURN_TIMEOUT_MS)
+    expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
+                                                           timeout=TURN_TIMEOUT_MS)
+    expect(status).to_have_attribute("data-model", "available")
+    expect(status).not_to_contain_text("download")
+    assert watch.problems == []
+
+
+def test_errors_show_on_the_page(page: Page, app_server: str, install_fake_lm) -> None:
+    open_chat(page, app_server, install_fake_lm)
+    status = page.get_by_test_id("status")
+
+    # A turn the model fails: an error message, and the text stays for a retry.
+    page.evaluate("__fakeLM.failNext('OperationError', {message: 'The model crashed.'})")
+    send(page, "Will this work?")
+    message = page.locator(ASSISTANT).last
+    expect(message).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
+    expect(message.locator(".text")).to_contain_text("The model crashed.")
+    expect(message.get_by_test_id("message-error")).to_contain_text("OperationError")
+    expect(page.get_by_test_id("chat-input")).to_have_value("Will this work?")
+    expect(status).to_have_attribute("data-state", "ready")
+    page.get_by_test_id("send-button").click()   # retry
+    expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
+                                                           timeout=TURN_TIMEOUT_MS)
+
+    # A Python exception in the worker after boot (here: a page message Pyodide cannot
+    # convert) reaches the page as a readable error with its traceback.
+    page.evaluate("pyAgentWorker.worker.postMessage(new Map([[[1, 2], 'x']]))")
+    expect(status).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
+    expect(status).to_contain_text("Error in message:")
+    expect(status).to_contain_text("Cannot use key of type Array")
+    details = page.get_by_test_id("error-details")
+    expect(details).to_be_visible()
+    details.locator("summary").click()
+    expect(page.get_by_test_id("boot-error")).to_contain_text("Traceback (most recent call last)")
+    expect(page.get_by_test_id("boot-error")).to_be_visible()
+    # The agent itself is fine: the next turn works and clears the error.
+    chat(page, "Still there?")
+    expect(status).to_have_attribute("data-state", "ready")
+    expect(details).to_be_hidden()
+
+
+def test_legacy_sessions_are_migrated(page: Page, app_server: str, install_fake_lm) -> None:
+    page.add_init_script(script=LEGACY_DB_SCRIPT)
+    watch = open_chat(page, app_server, install_fake_lm)
+    # With no session remembered in this browser, the newest saved one opens: the
+    # migrated one.
+    legacy = page.get_by_test_id("session-list").locator('[data-session-id="legacy-1"]')
+    expect(legacy).to_contain_text("I am vegetarian")
+    expect(legacy).to_have_attribute("aria-current", "true")
+    expect(page.get_by_test_id("session-list").locator("[data-session-id]")).to_have_count(1)
+    expect(page.get_by_test_id("memory-summary")).to_have_text("The user is vegetarian.")
+    expect(page.locator(MESSAGES)).to_have_count(2)
+    assert texts(page) == ["user: I am vegetarian", "assistant: Noted!"]
+    # The migrated session carries on.
+    chat(page, "What should I eat tonight?")
+    expect(page.locator(ASSISTANT).last).to_have_attribute("data-turn-id", "2")
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    assert "The user is vegetarian." in prompt
+    assert watch.problems == []
