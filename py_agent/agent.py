@@ -87,6 +87,9 @@ class Agent:
         self._base_lock = asyncio.Lock()
         self._states: dict[str, SessionState] = {}
         self._unsaved: dict[str, list[Turn]] = {}
+        # Sessions whose stored state could not be read: they run in memory and are
+        # never written, so an unreadable state is not overwritten by a fresh one.
+        self._detached: set[str] = set()
         self._turn_locks: dict[str, asyncio.Lock] = {}
         self._state_locks: dict[str, asyncio.Lock] = {}
         self._compacting: dict[str, asyncio.Task] = {}
@@ -156,11 +159,12 @@ class Agent:
 
         try:
             state = await self._state(session_id, create=True)
-        except Exception as exc:  # the store could not be read: say so, lose nothing
-            text = f"Could not open this session from storage: {exc}"
-            await emit(AgentEvent("error", session_id, {"message": text, "kind": "storage"}))
-            return RunResult(answer=text, steps=[], session_id=session_id, turn_id=0,
-                             status="error", error=text)
+        except Exception as exc:  # the store could not be read: go on in memory
+            state = self._detach(session_id)
+            await emit(AgentEvent("storage_error", session_id, {
+                "message": f"Could not read this session from storage ({exc}). The "
+                           "conversation goes on in memory but is not saved; export it "
+                           "to keep it.", "kind": getattr(exc, "kind", "unknown")}))
         turn_id = max(state.next_turn_id, *(t.id + 1 for t in self._unsaved.get(session_id, [])),
                       1)
         await emit(AgentEvent("turn_started", session_id, {"turn_id": turn_id, "message": message}))
@@ -221,6 +225,10 @@ class Agent:
                                                            force=ctx.compact_requested)
         return result
 
+    def _detach(self, session_id: str) -> SessionState:
+        self._detached.add(session_id)
+        return self._states.setdefault(session_id, SessionState(session_id=session_id))
+
     async def _check_message_fits(self, message: str, offered: list) -> None:
         base = self._bases[Purpose.STEP]
         need = self.accountant.counter.count(first_prompt(message, offered, MemoryView()))
@@ -256,6 +264,8 @@ class Agent:
             self._states[session_id] = state
             pending = self._unsaved.setdefault(session_id, [])
             pending.append(turn)
+            if session_id in self._detached:
+                return False
             try:
                 await self.store.commit_turn(state, list(pending))
             except Exception as exc:
@@ -324,7 +334,7 @@ class Agent:
         state = self._states.get(session_id)
         if state is None:
             return CompactionReport(False, 0, error="the session is gone")
-        if self._unsaved.get(session_id):
+        if self._unsaved.get(session_id) and session_id not in self._detached:
             # The archive must hold every raw turn before any is compacted.
             async with self._lock(self._state_locks, session_id):
                 try:
@@ -376,7 +386,8 @@ class Agent:
             if session_id in self._states:
                 self._states[session_id].failed_compactions += 1
             try:
-                await self.store.commit_compaction(None, record)
+                if session_id not in self._detached:
+                    await self.store.commit_compaction(None, record)
             except Exception:
                 log.exception("could not log a failed compaction")
             await self._emit(AgentEvent("compaction_failed", session_id,
@@ -400,7 +411,8 @@ class Agent:
             record.tokens_after = after.summary + after.facts + after.turns
             record.duration_ms = (time.perf_counter() - clock) * 1000
             try:
-                await self.store.commit_compaction(updated, record)
+                if session_id not in self._detached:
+                    await self.store.commit_compaction(updated, record)
             except Exception as exc:
                 await self._emit(AgentEvent("storage_error", session_id, {
                     "message": f"Could not save the compacted memory ({exc}); the raw turns "
@@ -461,12 +473,13 @@ class Agent:
                            budget=budget, compactions=state.compactions,
                            failed_compactions=state.failed_compactions,
                            unsaved_turns=len(self._unsaved.get(session_id, [])),
+                           detached=session_id in self._detached,
                            compacting=bool(task and not task.done()))
 
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""
         await self._state(session_id, create=False)
-        archived = await self.store.read_archive(session_id)
+        archived = [] if session_id in self._detached else await self.store.read_archive(session_id)
         known = {t.id for t in archived}
         return archived + [t for t in self._unsaved.get(session_id, []) if t.id not in known]
 
@@ -486,6 +499,7 @@ class Agent:
         async with self._lock(self._state_locks, session_id):
             self._states.pop(session_id, None)
             self._unsaved.pop(session_id, None)
+            self._detached.discard(session_id)
             return await self.store.delete_session(session_id)
 
     async def close(self) -> None:

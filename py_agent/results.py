@@ -83,6 +83,7 @@ class MemoryState:
     failed_compactions: int
     unsaved_turns: int
     compacting: bool
+    detached: bool = False
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -96,7 +97,8 @@ class MemoryState:
                 "facts": [f.to_dict() for f in self.facts],
                 "recent_turns": [t.to_dict() for t in self.recent_turns], "budget": budget,
                 "compactions": self.compactions, "failed_compactions": self.failed_compactions,
-                "unsaved_turns": self.unsaved_turns, "compacting": self.compacting}
+                "unsaved_turns": self.unsaved_turns, "compacting": self.compacting,
+                "detached": self.detached}
 
 
 @dataclass

@@ -179,14 +179,23 @@ def test_storage_errors_lose_nothing(make_agent):
     assert run(agent.memory_state("s")).unsaved_turns == 0
 
 
-def test_storage_read_failure_is_reported_not_raised(make_agent):
+def test_unreadable_storage_keeps_the_chat_going_in_memory_without_overwriting(make_agent):
     class BrokenStore(InMemoryStore):
         async def load(self, session_id):
             raise StorageError("database blocked", kind="blocked")
 
-    agent, _, _ = make_agent(store=BrokenStore())
-    result = run(agent.run("hello", session_id="s"))
-    assert result.status == "error" and "database blocked" in result.answer
+    store = BrokenStore()
+    events = []
+    agent, _, _ = make_agent(store=store, on_event=events.append, **SMALL)
+    results = [run(agent.run(f"Message number {i}: {LONG}", session_id="s")) for i in range(10)]
+    run(agent.wait_idle())
+    assert all(r.status == "answered" and not r.saved for r in results)
+    warning = next(e for e in events if e.type == "storage_error")
+    assert warning.data["kind"] == "blocked" and "goes on in memory" in warning.data["message"]
+    state = run(agent.memory_state("s"))
+    assert state.detached and state.unsaved_turns == 10 and state.compactions >= 1
+    assert len(run(agent.transcript("s"))) == 10  # nothing lost: exportable from memory
+    assert store.writes == 0  # never overwrote what it could not read
 
 
 def test_unknown_sessions_raise_a_clear_error(make_agent):
