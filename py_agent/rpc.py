@@ -100,6 +100,11 @@ class BridgeSession:
             asyncio.ensure_future(self._model.transport("abort", [request_id]))
             raise
         self._update(value)
+        if value.get("overflowed"):
+            # Chrome evicted the oldest context (maybe the instructions) to fit this
+            # reply, so the reply cannot be trusted; the caller recovers as on a quota error.
+            raise QuotaExceededError("the session overflowed its context window and "
+                                     "dropped earlier context", quota=self._window)
         return str(value.get("text", ""))
 
     async def measure(self, text: str) -> int | None:

@@ -123,6 +123,25 @@ def test_quota_errors_from_the_host_reach_the_agent_typed():
     assert result.status == "error" and "too long" in result.answer
 
 
+def test_an_overflowed_reply_is_not_trusted_and_the_turn_restarts():
+    log = []
+    model = FunctionModel(make_responder(echo_agent_reply))
+    transport, _ = host_transport(model, log)
+    overflow = {"left": 1}
+
+    async def overflowing(method, args):
+        reply = await transport(method, args)
+        if method == "prompt" and args[2]["purpose"] == "step" and overflow["left"]:
+            overflow["left"] -= 1
+            reply["value"]["overflowed"] = True
+        return reply
+
+    agent = Agent(model=BridgeModel(overflowing), store=InMemoryStore())
+    result = run(agent.run("hello", session_id="a"))
+    assert result.answer == "You said: hello" and result.status == "answered"
+    assert [m for m, _ in log].count("clone") == 2  # the turn restarted on a fresh clone
+
+
 def test_cancelling_a_prompt_aborts_it_on_the_other_side():
     log = []
     model = FunctionModel(make_responder(echo_agent_reply), latency=5)
