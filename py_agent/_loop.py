@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ._tool_runner import ToolPolicy, cap_text, run_tool
+from ._tool_runner import ToolPolicy, run_tool
 from .events import AgentEvent
 from .model import ModelSession, Purpose, QuotaExceededError
 from .parsing import StepParseError, parse_step
@@ -207,5 +207,5 @@ def condensed_steps(steps: list[StepTrace], observation_chars: int) -> str:
     for s in steps:
         if s.kind in ("tool", "repeat", "compact"):
             lines.append(f"- {s.tool}({format_tool_input(s.tool_input)}) → "
-                         f"{cap_text(shorten(s.observation, observation_chars), observation_chars + 40)}")
+                         f"{shorten(s.observation, observation_chars)}")
     return ("Steps already taken this turn:\n" + "\n".join(lines)) if lines else ""

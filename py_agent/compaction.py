@@ -15,7 +15,7 @@ import re
 
 from .memory import MemoryPolicy
 from .model import Message
-from .parsing import _candidate_objects
+from .parsing import json_objects
 from .prompting import render_facts, render_turn
 from .state import FACT_CATEGORIES, Fact, Turn
 from .tokens import TokenCounter
@@ -164,7 +164,7 @@ def parse_facts(text: str, policy: MemoryPolicy, turn_id: int | None) -> list[Fa
         except ValueError:
             entries = []
     else:
-        for obj in _candidate_objects(stripped):
+        for obj in json_objects(stripped):
             if isinstance(obj.get("facts"), list):
                 entries = obj["facts"]
                 break

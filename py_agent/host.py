@@ -104,11 +104,10 @@ class AgentHost:
     async def _memory(self, message: dict[str, Any]) -> dict[str, Any]:
         session_id = self._session(message)
         state = (await self.agent.memory_state(session_id)).to_dict()
-        state["compressions"] = [
-            {k: r.to_dict()[k] for k in ("started_at", "duration_ms", "ok", "turn_ids",
-                                          "tokens_before", "tokens_after", "trigger", "error",
-                                          "focus", "model_calls")}
-            for r in await self.agent.compressions(session_id)]
+        shown = ("started_at", "duration_ms", "ok", "turn_ids", "tokens_before", "tokens_after",
+                 "trigger", "error", "focus", "model_calls")
+        state["compressions"] = [{k: getattr(r, k) for k in shown}
+                                 for r in await self.agent.compressions(session_id)]
         return state
 
     async def _compact(self, message: dict[str, Any]) -> dict[str, Any]:

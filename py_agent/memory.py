@@ -120,9 +120,15 @@ class MemoryAccountant:
         chars = self.policy.micro_compact_chars if micro else None
         return self.counter.count(render_turn(turn, observation_chars=chars)) + 4
 
-    def turns_tokens(self, turns: list[Turn]) -> int:
+    def _rendered(self, turns: list[Turn]) -> list[str]:
+        """Turns as prompts show them: observations cut except in the newest few."""
         keep = self.policy.micro_compact_keep_turns
-        return sum(self.turn_tokens(t, micro=i < len(turns) - keep) for i, t in enumerate(turns))
+        return [render_turn(t, observation_chars=(self.policy.micro_compact_chars
+                                                  if i < len(turns) - keep else None))
+                for i, t in enumerate(turns)]
+
+    def turns_tokens(self, turns: list[Turn]) -> int:
+        return sum(self.counter.count(text) + 4 for text in self._rendered(turns))
 
     def budget(self, state: SessionState, context_window: int, prefix: int) -> Budget:
         summary = self.counter.count(state.summary)
@@ -161,11 +167,7 @@ class MemoryAccountant:
         one prompt rather than overflow the window; they stay in the state and
         are compacted later. Returns the view and how many turns it left out.
         """
-        keep = self.policy.micro_compact_keep_turns
-        turns = state.recent_turns
-        rendered = [render_turn(t, observation_chars=(self.policy.micro_compact_chars
-                                                      if i < len(turns) - keep else None))
-                    for i, t in enumerate(turns)]
+        rendered = self._rendered(state.recent_turns)
         fixed = self.counter.count(state.summary) + self.counter.count(render_facts(state.facts))
         costs = [self.counter.count(text) + 4 for text in rendered]
         dropped = 0

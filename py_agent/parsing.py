@@ -35,7 +35,7 @@ class Step:
         return self.tool_name in ("", "none") and bool(self.final_answer.strip())
 
 
-def _candidate_objects(text: str):
+def json_objects(text: str):
     """Each JSON object embedded in ``text``, in order, trying a bounded number of starts."""
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -60,7 +60,7 @@ def parse_step(text: Any) -> Step:
         raise StepParseError("the reply was empty")
     body = text[:MAX_PARSE_CHARS]
     found_object = False
-    for obj in _candidate_objects(body):
+    for obj in json_objects(body):
         found_object = True
         if any(key in obj for key in STEP_KEYS):
             return _step_from_object(obj)

@@ -90,8 +90,8 @@ class BridgeSession:
                      purpose: Purpose = Purpose.STEP) -> str:
         request_id = self._model.next_request_id()
         options = {"responseConstraint": response_constraint, "purpose": Purpose(purpose).value,
-                   "requestId": request_id, "stream": self._model.stream_purposes and
-                   Purpose(purpose) in self._model.stream_purposes,
+                   "requestId": request_id,
+                   "stream": Purpose(purpose) in self._model.stream_purposes,
                    "conversationId": self._model.conversation_id}
         try:
             value = await self._model.call("prompt", [self.id, text, options])

@@ -538,20 +538,26 @@
 
     // ----- prompting
 
+    // What prompt and promptStreaming share: log, scripted failure, reserve, wait, reply.
+    async #generate(method, prepared, signal, options) {
+      const { messages, requested, inputText } = prepared;
+      record(method, this._fakeId, inputText, options);
+      const failure = takeFailure(method);
+      if (failure) throw failure;
+      this.#reserve(requested);
+      await sleep(state.config.latencyMs, signal);
+      return produceReply(this, method, inputText, messages, options);
+    }
+
     prompt(input, options = {}) {
       try { this.#ensureAlive(); } catch (e) { return Promise.reject(e); }
       const signal = this.#signalFor(options);
       if (signal.aborted) return Promise.reject(signal.reason ?? abortError());
       let prepared;
       try { prepared = this.#prepare('prompt', input, options); } catch (e) { return Promise.reject(e); }
-      const { messages, requested, inputText } = prepared;
+      const { messages, requested } = prepared;
       return this.#enqueue(signal, async () => {
-        record('prompt', this._fakeId, inputText, options);
-        const failure = takeFailure('prompt');
-        if (failure) throw failure;
-        this.#reserve(requested);
-        await sleep(state.config.latencyMs, signal);
-        const reply = await produceReply(this, 'prompt', inputText, messages, options);
+        const reply = await this.#generate('prompt', prepared, signal, options);
         if (signal.aborted) throw signal.reason ?? abortError();
         this.#commit(messages, requested, reply);
         return reply;
@@ -570,14 +576,9 @@
         start(controller) {
           if (early) { controller.error(early); return; }
           if (signal.aborted) { controller.error(signal.reason ?? abortError()); return; }
-          const { messages, requested, inputText } = prepared;
+          const { messages, requested } = prepared;
           session.#enqueue(signal, async () => {
-            record('promptStreaming', session._fakeId, inputText, options);
-            const failure = takeFailure('promptStreaming');
-            if (failure) throw failure;
-            session.#reserve(requested);
-            await sleep(state.config.latencyMs, signal);
-            const reply = await produceReply(session, 'promptStreaming', inputText, messages, options);
+            const reply = await session.#generate('promptStreaming', prepared, signal, options);
             const size = state.config.chunkSize;
             const chunks = size > 0
               ? reply.match(new RegExp(`[\\s\\S]{1,${size}}`, 'g')) || []
