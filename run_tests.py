@@ -4,6 +4,7 @@ Idempotent: each step checks before it installs. Usage:
     python run_tests.py            # everything
     python run_tests.py --unit     # CPython unit tests only (no browser needed)
     python run_tests.py -- -k loop # extra arguments after -- go to pytest
+    python run_tests.py -- tests/e2e/test_chat.py   # test paths replace the defaults
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ def main() -> int:
         say("preparing the browser runtime (python serve.py --prepare-only)")
         run([str(PYTHON), str(ROOT / "serve.py"), "--prepare-only"], cwd=ROOT)
         targets.append("tests/e2e")
-    say("running " + " and ".join(targets))
+    # Test paths among the extra arguments replace the default targets.
+    chosen = [a for a in args.pytest_args if a.startswith("tests")]
+    if chosen:
+        targets = []
+    say("running " + " and ".join(targets or chosen))
     return subprocess.run([str(PYTHON), "-m", "pytest", *targets, *args.pytest_args],
                           cwd=ROOT).returncode
 

@@ -412,17 +412,25 @@ def url_of(path: Path) -> str:
 
 
 def check_page_references(names: dict[str, str]) -> None:
-    """index.html names the versioned PyScript and MicroPython paths; say so if it
-    does not match what was just prepared (it is a static file, edited by hand)."""
-    index = WEB / "index.html"
-    if not index.exists():
+    """index.html and web/ui.json (the PyScript config) name the versioned PyScript and
+    MicroPython paths, and ui.json lists every module of web/ui/; say so if they do not
+    match (they are static files, edited by hand)."""
+    index, config_file = WEB / "index.html", WEB / "ui.json"
+    if not index.exists() or not config_file.exists():
         return
-    html = index.read_text()
-    for prefix in ("pyscript", "micropython"):
+    html, config_text = index.read_text(), config_file.read_text()
+    for prefix, text, where in (("pyscript", html, "web/index.html"),
+                                ("micropython", config_text, "web/ui.json")):
         wanted = f"/vendor/{names[prefix]}/"
-        if wanted not in html:
-            raise PrepareError(f"web/index.html does not load {wanted}: update its "
+        if wanted not in text:
+            raise PrepareError(f"{where} does not load {wanted}: update its "
                                f"{prefix} paths to the versions pinned in package-lock.json.")
+    listed = set(json.loads(config_text).get("files", {}))
+    unlisted = sorted(f"/ui/{path.name}" for path in (WEB / "ui").glob("*.py")
+                      if f"/ui/{path.name}" not in listed)
+    if unlisted:
+        raise PrepareError(f"web/ui.json does not list {', '.join(unlisted)} under "
+                           "\"files\": the page could not import them.")
 
 
 def prepare() -> dict:

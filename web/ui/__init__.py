@@ -1,0 +1,1 @@
+# The chat page's Python (MicroPython via PyScript), one module per part of the page.

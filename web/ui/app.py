@@ -1,0 +1,42 @@
+# The page's shared state and a tiny publish/subscribe hub, so the parts of the page
+# (status, chat, trace, memory, sessions) react to each other without importing each
+# other in circles.
+UNAVAILABLE = "unavailable"
+
+state = {
+    "booted": False, "failed": False, "watchdog": None, "last": "start",
+    "boot_ms": 0, "worker": None,
+    "model": None, "model_reason": None, "download": None,   # Prompt API availability
+    "session": None,        # the session shown
+    "sessions": [],         # rows of the session list, newest first
+    "turn": None,           # the running turn (see chat.send)
+    "compacting": False,    # a manual compaction was asked for and has not replied
+    "memory": None,         # the last memory state of the shown session
+    "note": "",             # the last turn's outcome, for the status line
+    "worker_error": None,   # an error the worker reported after boot: (where, message)
+}
+
+_hooks = {}
+
+
+def on(name, function):
+    """Call ``function`` whenever ``name`` is emitted."""
+    _hooks.setdefault(name, []).append(function)
+    return function
+
+
+def emit(name, *args):
+    for function in _hooks.get(name, ()):
+        function(*args)
+
+
+def model_usable():
+    return state["model"] is not None and state["model"] != UNAVAILABLE
+
+
+def running():
+    return state["turn"] is not None
+
+
+def can_send():
+    return state["booted"] and not state["failed"] and model_usable() and not running()

@@ -1,0 +1,94 @@
+# Small DOM helpers shared by every part of the page.
+#
+# Model and tool text only ever reaches the page through textContent (see make), never
+# as HTML: that is what keeps injected markup inert.
+import json
+
+from pyscript import document, window
+from pyscript.ffi import create_proxy, is_none
+
+_proxies = []   # event handlers stay alive as long as the page
+
+
+def by_id(testid):
+    return document.querySelector('[data-testid="%s"]' % testid)
+
+
+def missing(value):
+    """True for None and for JS null/undefined."""
+    return value is None or is_none(value)
+
+
+def now_ms():
+    return int(window.performance.now())
+
+
+def from_js(value):
+    """A JS value as plain Python (dicts, lists, str, numbers, None)."""
+    if missing(value):
+        return None
+    text = window.JSON.stringify(value)
+    if missing(text):
+        return None
+    return json.loads(text)
+
+
+def to_js(value):
+    return window.JSON.parse(json.dumps(value))
+
+
+def make(tag, cls=None, text=None, attrs=None, parent=None):
+    node = document.createElement(tag)
+    if cls:
+        node.className = cls
+    if text is not None:
+        node.textContent = text
+    if attrs:
+        for name in attrs:
+            node.setAttribute(name, str(attrs[name]))
+    if parent is not None:
+        parent.append(node)
+    return node
+
+
+def clear(node):
+    node.replaceChildren()
+
+
+def part(node, selector):
+    return node.querySelector(selector)
+
+
+def listen(target, name, function):
+    proxy = create_proxy(function)
+    _proxies.append(proxy)
+    target.addEventListener(name, proxy)
+    return proxy
+
+
+def keep(function):
+    """A JS-callable proxy that is never garbage collected."""
+    proxy = create_proxy(function)
+    _proxies.append(proxy)
+    return proxy
+
+
+def clip(text, limit):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def plural(count, word, words=None):
+    return "%d %s" % (count, word if count == 1 else (words or word + "s"))
+
+
+def seconds(ms):
+    if ms >= 1000:
+        return "%.1f s" % (ms / 1000)
+    return "%d ms" % int(ms) if ms >= 1 else "<1 ms"
+
+
+def format_input(value):
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)

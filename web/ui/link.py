@@ -1,0 +1,84 @@
+# Requests to the agent worker, matched to their replies by id.
+#
+# Every request gets exactly one reply ({type: 'reply', id, ok, value|error}); the
+# callback receives (ok, value_or_error). Events and boot phases are handed on.
+from pyscript import window
+
+from ui.app import emit, state
+from ui.dom import from_js, keep, missing, to_js
+
+_pending = {}            # request id -> callback(ok, value_or_error)
+_counter = [0]
+
+
+def request(kind, callback=None, **fields):
+    _counter[0] += 1
+    request_id = "ui%d" % _counter[0]
+    message = {"type": kind, "id": request_id}
+    message.update(fields)
+    _pending[request_id] = callback
+    state["worker"].postMessage(to_js(message))
+    return request_id
+
+
+def _on_reply(data):
+    callback = _pending.pop(data.get("id"), None)
+    if callback is None:
+        return
+    if data.get("ok"):
+        callback(True, data.get("value"))
+    else:
+        callback(False, data.get("error") or {"name": "Error", "message": "unknown error"})
+
+
+def _on_message(event):
+    data = from_js(event.data)
+    if not isinstance(data, dict):
+        return
+    kind = data.get("type")
+    if kind == "reply":
+        _on_reply(data)
+    elif kind == "event":
+        emit("agent_event", data.get("event") or {})
+    elif kind == "boot":
+        # The event's own time stamp: early events are handled later than they came.
+        emit("boot_phase", data, int(event.timeStamp))
+    elif kind == "error":
+        emit("worker_error", data.get("where") or "worker",
+             data.get("message") or "unknown error", data.get("traceback") or "")
+    elif kind in ("llm", "llm-result", "llm-event"):
+        pass   # the LLM host's business
+    else:
+        window.console.log("[page] worker message", event.data)
+
+
+def _on_worker_error(event):
+    # A module worker that cannot even load (404, CSP, syntax error) lands here,
+    # usually with no message of its own.
+    event.preventDefault()
+    # A bare Event has no .message (and MicroPython raises for missing JS attributes).
+    message = getattr(event, "message", None) or \
+        "the worker script failed to load (see the browser console)"
+    emit("worker_error", "worker-script", message, "")
+
+
+def take_over_worker():
+    """index.html started the worker before PyScript was up (to overlap the two
+    starts) and kept its events; handle those, then listen directly."""
+    glue = getattr(window, "pyAgentWorker", None)
+    if missing(glue):
+        emit("worker_error", "page", "index.html did not start the agent worker", "")
+        return None
+    worker = glue.worker
+    state["worker"] = worker
+    worker.onmessage = keep(_on_message)
+    worker.onerror = keep(_on_worker_error)
+    early = glue.early
+    for index in range(early.length):
+        event = early[index]
+        if event.type == "message":
+            _on_message(event)
+        else:
+            _on_worker_error(event)
+    early.length = 0
+    return worker
