@@ -14,12 +14,14 @@ from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
 from .store import InMemoryStore, StorageError, Store, UnknownSessionError
 from .tools import RetryableToolError, Tool, ToolArgumentError, ToolTimeoutError, tool
+from .transfer import SessionBundle, SessionImportError
 
 __all__ = [
     "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact", "InMemoryStore",
     "LanguageModel", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
     "ModelError", "ModelNetworkError", "ModelSession", "ModelUnavailableError", "Purpose",
-    "QuotaExceededError", "RetryableToolError", "RunResult", "SessionState", "StepTrace",
+    "QuotaExceededError", "RetryableToolError", "RunResult", "SessionBundle",
+    "SessionImportError", "SessionState", "StepTrace",
     "StorageError", "Store", "Tool", "ToolArgumentError", "ToolPolicy", "ToolTimeoutError",
     "Turn", "UnknownSessionError", "tool",
 ]

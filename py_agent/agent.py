@@ -18,7 +18,7 @@ from ._tool_runner import ToolPolicy
 from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, facts_prompt,
                          parse_facts, summary_messages, summary_prompt, validate_summary)
 from .events import AgentEvent, EventHandler, deliver, log
-from .memory import MemoryAccountant, MemoryPolicy, merge_facts
+from .memory import Budget, MemoryAccountant, MemoryPolicy, merge_facts
 from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
 from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
@@ -27,8 +27,14 @@ from .state import CompressionRecord, SessionState, Turn, now_ms
 from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool, tool
+from .transfer import SessionBundle, id_candidates, parse_session
 
 MAX_COMPACTIONS_PER_RUN = 4
+# The window assumed for the memory meter before any model session exists: Gemini
+# Nano's, as the Prompt API reports it in Chrome (``contextWindow``/``inputQuota``).
+DEFAULT_CONTEXT_WINDOW = 9216
+# Tokens a chat template adds around each initial prompt (role markers), roughly.
+MESSAGE_OVERHEAD_TOKENS = 4
 
 
 def compact_tool() -> Tool:
@@ -94,6 +100,7 @@ class Agent:
         self._state_locks: dict[str, asyncio.Lock] = {}
         self._compacting: dict[str, asyncio.Task] = {}
         self._compact_again: dict[str, tuple[str, str | None] | None] = {}
+        self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
 
     # ----------------------------------------------------------------- helpers
 
@@ -462,11 +469,18 @@ class Agent:
     # --------------------------------------------------------- sessions, memory
 
     async def memory_state(self, session_id: str) -> MemoryState:
-        """What the next prompt of ``session_id`` will carry; raises for unknown sessions."""
+        """What the next prompt of ``session_id`` will carry; raises for unknown sessions.
+
+        The budget is measured on the base session once one exists; before that it
+        is estimated (see :meth:`estimated_budget`), so the page can show a meter
+        right away without creating a session, which could start a model download.
+        """
         state = await self._state(session_id, create=False)
         base = self._bases.get(Purpose.STEP)
-        budget = (self.accountant.budget(state, base.context_window, base.context_usage)
-                  if base is not None else None)
+        if base is not None:
+            budget = self.accountant.budget(state, base.context_window, base.context_usage)
+        else:
+            budget = self.estimated_budget(state)
         task = self._compacting.get(session_id)
         return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
                            facts=list(state.facts), recent_turns=list(state.recent_turns),
@@ -474,7 +488,22 @@ class Agent:
                            failed_compactions=state.failed_compactions,
                            unsaved_turns=len(self._unsaved.get(session_id, [])),
                            detached=session_id in self._detached,
-                           compacting=bool(task and not task.done()))
+                           compacting=bool(task and not task.done()),
+                           budget_estimated=base is None)
+
+    def estimated_budget(self, state: SessionState) -> Budget:
+        """The budget as it would be, computed without any model session.
+
+        The prefix is the system instruction and few-shot prompts counted with the
+        agent's token counter; the window is the model's ``context_window`` if it
+        has one as a plain attribute, else :data:`DEFAULT_CONTEXT_WINDOW`.
+        """
+        window = getattr(self.model, "context_window", None)
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            window = DEFAULT_CONTEXT_WINDOW
+        prefix = sum(self.accountant.counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS
+                     for m in initial_prompts(self.system_instruction))
+        return self.accountant.budget(state, window, prefix)
 
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""
@@ -501,6 +530,67 @@ class Agent:
             self._unsaved.pop(session_id, None)
             self._detached.discard(session_id)
             return await self.store.delete_session(session_id)
+
+    # ------------------------------------------------------- export, import
+
+    async def export_bundle(self, session_id: str) -> SessionBundle:
+        """A consistent snapshot of a session: state, every raw turn, compression log.
+
+        Turns not saved yet are included, so a session whose storage failed can
+        still be exported. Raises :class:`UnknownSessionError` for unknown sessions.
+        """
+        async with self._lock(self._state_locks, session_id):
+            state = (await self._state(session_id, create=False)).copy()
+            turns = await self.transcript(session_id)
+            records = ([] if session_id in self._detached
+                       else await self.store.compressions(session_id))
+        return SessionBundle(state, turns, records)
+
+    async def export_session(self, session_id: str) -> str:
+        """The whole session as ``py-agent-session/1`` JSON Lines (see :mod:`py_agent.transfer`)."""
+        return (await self.export_bundle(session_id)).to_jsonl()
+
+    async def import_session(self, text: str, session_id: str | None = None) -> str:
+        """Import an exported session; returns its id here, which is never an existing one.
+
+        Raises :class:`~py_agent.transfer.SessionImportError` for a file that cannot
+        be read, and the store's error if writing fails (nothing is left behind then).
+        """
+        return await self.import_bundle(parse_session(text), session_id)
+
+    async def import_bundle(self, bundle: SessionBundle, session_id: str | None = None) -> str:
+        """Write ``bundle`` as a new session named ``session_id`` (default: its own id).
+
+        A taken id gets a suffix (``id-2``, ``id-3``, ...). Only the store API is
+        used: the compression log first (invisible without a state), then state and
+        archive in one ``commit_turn``, so ``list_sessions`` shows the session only
+        once it is complete. If a write fails, what was written is deleted again.
+        """
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise ValueError("session_id must be a non-empty string")
+        async with self._import_lock:
+            for candidate in id_candidates(session_id or bundle.session_id):
+                if not await self._session_taken(candidate):
+                    break
+            bundle = bundle.with_session_id(candidate)
+            try:
+                for record in bundle.compressions:
+                    await self.store.commit_compaction(None, record)
+                await self.store.commit_turn(bundle.state, list(bundle.turns))
+            except Exception:
+                try:
+                    await self.store.delete_session(candidate)
+                except Exception:
+                    log.exception("could not remove the half-imported session %s", candidate)
+                raise
+        return candidate
+
+    async def _session_taken(self, session_id: str) -> bool:
+        """True if the id has a state, here or stored, or leftover archive or log entries."""
+        if session_id in self._states or await self.store.load(session_id) is not None:
+            return True
+        return bool(await self.store.read_archive(session_id)
+                    or await self.store.compressions(session_id))
 
     async def close(self) -> None:
         """Wait for background work, then free the base sessions."""

@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable
 from .agent import Agent
 from .events import AgentEvent, log
 from .store import UnknownSessionError
+from .transfer import SessionImportError, export_filename, parse_session
 
 Post = Callable[[dict[str, Any]], None]
 
@@ -33,6 +34,7 @@ class AgentHost:
             "run": self._run, "stop": self._stop, "memory": self._memory,
             "compact": self._compact, "sessions": self._sessions, "transcript": self._transcript,
             "rename_session": self._rename, "delete_session": self._delete, "tools": self._tools,
+            "export": self._export, "import": self._import,
         }
 
     def _forward(self, event: AgentEvent) -> None:
@@ -56,6 +58,9 @@ class AgentHost:
         except UnknownSessionError as exc:
             self._reply(request_id, ok=False, error={"name": "UnknownSessionError",
                                                      "message": str(exc)})
+        except SessionImportError as exc:  # the user's file, not a bug: no traceback
+            self._reply(request_id, ok=False, error={"name": "SessionImportError",
+                                                     "message": str(exc), "line": exc.line})
         except Exception as exc:
             log.exception("request %s failed", kind)
             self._reply(request_id, ok=False, error={
@@ -132,3 +137,20 @@ class AgentHost:
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description, "signature": t.signature(),
                  "pinned": t.pinned} for t in self.agent.tools]
+
+    async def _export(self, message: dict[str, Any]) -> dict[str, Any]:
+        session_id = self._session(message)
+        bundle = await self.agent.export_bundle(session_id)
+        return {"filename": export_filename(bundle.state.title, session_id),
+                "text": bundle.to_jsonl(), "turns": len(bundle.turns)}
+
+    async def _import(self, message: dict[str, Any]) -> dict[str, Any]:
+        text = message.get("text")
+        if not isinstance(text, str):
+            raise ValueError("text must be the file's content as a string")
+        wanted = message.get("session_id") or None
+        if wanted is not None and not isinstance(wanted, str):
+            raise ValueError("session_id must be a string")
+        bundle = parse_session(text)
+        session_id = await self.agent.import_bundle(bundle, wanted)
+        return {"session_id": session_id, "title": bundle.state.title, "turns": len(bundle.turns)}

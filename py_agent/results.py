@@ -84,6 +84,7 @@ class MemoryState:
     unsaved_turns: int
     compacting: bool
     detached: bool = False
+    budget_estimated: bool = False  # no model session yet: prefix and window are estimates
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -92,7 +93,8 @@ class MemoryState:
         return grouped
 
     def to_dict(self) -> dict[str, Any]:
-        budget = None if self.budget is None else vars(self.budget)
+        budget = (None if self.budget is None
+                  else {**vars(self.budget), "estimated": self.budget_estimated})
         return {"session_id": self.session_id, "title": self.title, "summary": self.summary,
                 "facts": [f.to_dict() for f in self.facts],
                 "recent_turns": [t.to_dict() for t in self.recent_turns], "budget": budget,

@@ -241,3 +241,38 @@ def test_unavailable_model_is_reported(make_agent):
     model.set_availability("downloadable")
     result = run(agent.run("hello", session_id="s"))
     assert result.status == "error" and "not available" in result.answer
+
+
+def test_the_budget_is_estimated_before_any_model_session_exists(make_agent):
+    agent, model, store = make_agent()
+    run(agent.run("hello there", session_id="s"))
+    measured = run(agent.memory_state("s"))
+    assert measured.budget is not None and not measured.budget_estimated
+    assert measured.to_dict()["budget"]["estimated"] is False
+    assert measured.budget.prefix == agent._bases[Purpose.STEP].context_usage
+
+    reloaded, model2, _ = make_agent(store=store)  # a page reload: no model session yet
+    estimate = run(reloaded.memory_state("s"))
+    assert model2.created == 0 and not reloaded._bases  # no session, so no download
+    assert estimate.budget_estimated and estimate.to_dict()["budget"]["estimated"] is True
+    assert estimate.budget.context_window == model2.context_window == 9216
+    assert abs(estimate.budget.prefix - measured.budget.prefix) < 0.5 * measured.budget.prefix
+    assert estimate.budget.turns == measured.budget.turns > 0
+    assert not estimate.budget.due and estimate.budget.trigger > 0
+
+
+def test_the_estimate_falls_back_to_gemini_nanos_window(make_agent):
+    from py_agent.agent import DEFAULT_CONTEXT_WINDOW
+
+    class NoWindow:  # like the browser bridge: the window is known only from a session
+        async def availability(self):
+            return "available"
+
+        async def create(self, **kwargs):
+            raise AssertionError("memory_state must not create a session")
+
+    agent, _, store = make_agent()
+    run(agent.run("hello", session_id="s"))
+    bare = type(agent)(model=NoWindow(), store=store)
+    budget = run(bare.memory_state("s")).budget
+    assert budget.context_window == DEFAULT_CONTEXT_WINDOW == 9216 and budget.prefix > 0

@@ -217,3 +217,61 @@ def test_host_stop_aborts_the_running_turn():
     reply = next(p for p in posted if p.get("id") == 1)
     assert reply["value"]["status"] == "aborted"
     assert next(p for p in posted if p.get("id") == 2)["value"] is True
+
+
+def test_host_exports_and_imports_sessions():
+    posted = []
+    model = FunctionModel(make_responder(echo_agent_reply))
+    store = InMemoryStore()
+    host = AgentHost(Agent(model=model, store=store), posted.append)
+
+    async def ask(message):
+        await host.handle(message)
+        return next(p for p in reversed(posted) if p["type"] == "reply" and p["id"] == message["id"])
+
+    run(ask({"type": "run", "id": 1, "session_id": "a", "text": "Plans for Kyoto?"}))
+    run(ask({"type": "run", "id": 2, "session_id": "a", "text": "and Osaka"}))
+    exported = run(ask({"type": "export", "id": 3, "session_id": "a"}))["value"]
+    assert exported["filename"] == "Plans-for-Kyoto.jsonl" and exported["turns"] == 2
+    assert exported["text"].count("\n") == 3
+    imported = run(ask({"type": "import", "id": 4, "text": exported["text"]}))["value"]
+    assert imported == {"session_id": "a-2", "title": "Plans for Kyoto?", "turns": 2}
+    named = run(ask({"type": "import", "id": 5, "text": exported["text"], "session_id": "b"}))
+    assert named["value"]["session_id"] == "b"
+    memory = run(ask({"type": "memory", "id": 6, "session_id": "a-2"}))["value"]
+    assert [t["user"] for t in memory["recent_turns"]] == ["Plans for Kyoto?", "and Osaka"]
+    sessions = run(ask({"type": "sessions", "id": 7}))["value"]
+    assert sorted(s["session_id"] for s in sessions) == ["a", "a-2", "b"]
+
+    bad = run(ask({"type": "import", "id": 8, "text": exported["text"] + "{not json\n"}))
+    assert not bad["ok"] and bad["error"]["name"] == "SessionImportError"
+    assert bad["error"]["line"] == 4
+    assert bad["error"]["message"].startswith("line 4: not valid JSON")
+    assert "traceback" not in bad["error"]
+    empty = run(ask({"type": "import", "id": 9, "text": ""}))
+    assert empty["error"] == {"name": "SessionImportError", "message": "the file is empty",
+                              "line": None}
+    missing = run(ask({"type": "import", "id": 10}))
+    assert not missing["ok"] and "text must be" in missing["error"]["message"]
+    unknown = run(ask({"type": "export", "id": 11, "session_id": "zzz"}))
+    assert unknown["error"]["name"] == "UnknownSessionError"
+    assert len(run(store.list_sessions())) == 3  # failed imports left nothing behind
+
+
+def test_host_memory_has_an_estimated_budget_right_after_boot():
+    posted = []
+    store = InMemoryStore()
+    run(store.commit_turn(SessionState("a", title="t", recent_turns=[Turn(1, "hi", "hello")],
+                                       next_turn_id=2), [Turn(1, "hi", "hello")]))
+    model = FunctionModel(make_responder(echo_agent_reply))
+    host = AgentHost(Agent(model=model, store=store), posted.append)
+
+    async def ask():
+        await host.handle({"type": "memory", "id": 1, "session_id": "a"})
+
+    run(ask())
+    budget = posted[-1]["value"]["budget"]
+    assert budget["estimated"] is True and budget["context_window"] == 9216
+    assert budget["prefix"] > 0 and budget["turns"] > 0
+    assert budget["turn_budget"] > budget["trigger"] > 0
+    assert model.created == 0

@@ -1,0 +1,273 @@
+"""A whole session as JSON Lines, so it can leave the browser and come back.
+
+The memory inspector's Export and Import buttons move one session between
+profiles, machines or a bug report. Pure functions, no agent or store: the
+agent gathers a :class:`SessionBundle` and writes it through the store API.
+
+Format ``py-agent-session/1``, one JSON object per line (UTF-8, ``\\n`` ends each)::
+
+    {"type": "session", "format": "py-agent-session/1", "exported_at": 1718000000,
+     "turns": 12, "compressions": 2, "state": SessionState.to_dict()}
+    {"type": "turn", **Turn.to_dict()}                  one per archived turn, oldest first
+    {"type": "compression", **CompressionRecord.to_dict()}   one per log entry, oldest first
+
+The header carries the whole state (recent turns included), so an import is
+lossless even for turns the archive lacks; ``turns``/``compressions`` let a
+truncated file be caught. Blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Iterator
+
+from .state import CompressionRecord, SessionState, Turn
+
+FORMAT = "py-agent-session/1"
+FORMAT_FAMILY = "py-agent-session/"
+
+
+class SessionImportError(ValueError):
+    """A session file that cannot be imported; the message names the line and the problem."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {reason}" if line else reason)
+        self.reason = reason
+        self.line = line
+
+
+class _Invalid(Exception):
+    """A problem inside one record; the parser adds the line number."""
+
+
+@dataclass
+class SessionBundle:
+    """Everything one session holds: its state, its raw-turn archive, its compression log."""
+
+    state: SessionState
+    turns: list[Turn] = field(default_factory=list)
+    compressions: list[CompressionRecord] = field(default_factory=list)
+    exported_at: float | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.state.session_id
+
+    def with_session_id(self, session_id: str) -> "SessionBundle":
+        """The same session under another id (state and log records both carry it)."""
+        return replace(self, state=replace(self.state.copy(), session_id=session_id),
+                       compressions=[replace(r, session_id=session_id) for r in self.compressions])
+
+    def to_jsonl(self, exported_at: float | None = None) -> str:
+        """The bundle in the ``py-agent-session/1`` format; ``exported_at`` defaults to now."""
+        when = exported_at if exported_at is not None else int(time.time())
+        header = {"type": "session", "format": FORMAT, "exported_at": when,
+                  "turns": len(self.turns), "compressions": len(self.compressions),
+                  "state": self.state.to_dict()}
+        lines = [header]
+        lines += [{"type": "turn", **t.to_dict()} for t in self.turns]
+        lines += [{"type": "compression", **r.to_dict()} for r in self.compressions]
+        return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+# ------------------------------------------------------------------ validation
+
+Check = Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return _is_int(v) or (isinstance(v, float) and math.isfinite(v))
+
+
+_STR: tuple[Check, str] = (lambda v: isinstance(v, str), "a string")
+_OPT_STR: tuple[Check, str] = (lambda v: v is None or isinstance(v, str), "a string or null")
+_NUM: tuple[Check, str] = (_is_num, "a number")
+_BOOL: tuple[Check, str] = (lambda v: isinstance(v, bool), "true or false")
+_COUNT: tuple[Check, str] = (lambda v: _is_int(v) and v >= 0, "a non-negative integer")
+_TURN_ID: tuple[Check, str] = (lambda v: _is_int(v) and v >= 1, "a positive integer")
+_LIST: tuple[Check, str] = (lambda v: isinstance(v, list), "a list")
+
+
+def _one_of(*values: str) -> tuple[Check, str]:
+    return (lambda v: v in values), "one of " + ", ".join(repr(v) for v in values)
+
+
+# field -> (check, what it must be, required)
+_TURN = {"id": (*_TURN_ID, True), "user": (*_STR, True), "answer": (*_STR, True),
+         "steps": (*_LIST, False), "status": (*_one_of("answered", "incomplete", "error"), False),
+         "created_at": (*_NUM, False)}
+_STEP = {"thought": (*_STR, False), "tool": (*_STR, False), "observation": (*_STR, False),
+         "corrective": (*_BOOL, False)}
+_FACT = {"category": (*_STR, False), "text": (*_STR, True),
+         "turn_id": ((lambda v: v is None or _is_int(v)), "an integer or null", False)}
+_STATE = {"session_id": ((lambda v: isinstance(v, str) and v.strip() != ""),
+                         "a non-empty string", True),
+          "title": (*_STR, False), "summary": (*_STR, False), "facts": (*_LIST, False),
+          "recent_turns": (*_LIST, False), "next_turn_id": (*_TURN_ID, False),
+          "compactions": (*_COUNT, False), "failed_compactions": (*_COUNT, False),
+          "created_at": (*_NUM, False), "updated_at": (*_NUM, False)}
+_RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_BOOL, True),
+           "turn_ids": ((lambda v: isinstance(v, list) and all(map(_is_int, v))),
+                        "a list of integers", True),
+           "previous_summary": (*_STR, True), "summary_prompt": (*_STR, True),
+           "summary": (*_STR, True), "facts_added": (*_LIST, False),
+           "tokens_before": (*_COUNT, False), "tokens_after": (*_COUNT, False),
+           "model_calls": (*_COUNT, False), "focus": (*_OPT_STR, False),
+           "error": (*_OPT_STR, False), "trigger": (*_one_of("auto", "manual", "tool"), False),
+           "session_id": (*_STR, False)}
+
+
+def _check(data: Any, spec: dict[str, tuple[Check, str, bool]], what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _Invalid(f"{what} must be a JSON object")
+    for key, (ok, must_be, required) in spec.items():
+        if key not in data:
+            if required:
+                raise _Invalid(f"{what} has no {key!r}")
+        elif not ok(data[key]):
+            raise _Invalid(f"{what}: {key!r} must be {must_be}, not {_show(data[key])}")
+    return data
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _facts(items: list[Any], what: str) -> None:
+    for i, fact in enumerate(items):
+        _check(fact, _FACT, f"{what}[{i}]")
+
+
+def _turn(data: Any, what: str) -> Turn:
+    _check(data, _TURN, what)
+    for i, step in enumerate(data.get("steps", [])):
+        _check(step, _STEP, f"{what} step {i + 1}")
+    return Turn.from_dict(data)
+
+
+def _state(data: Any) -> SessionState:
+    _check(data, _STATE, "the session state")
+    _facts(data.get("facts", []), "the session state's facts")
+    seen: set[int] = set()
+    for i, turn in enumerate(data.get("recent_turns", [])):
+        turn_id = _turn(turn, f"the session state's recent turn {i + 1}").id
+        if turn_id in seen:
+            raise _Invalid(f"the session state repeats recent turn id {turn_id}")
+        seen.add(turn_id)
+    return SessionState.from_dict(data)
+
+
+def _record(data: Any, session_id: str) -> CompressionRecord:
+    _check(data, _RECORD, "the compression record")
+    _facts(data.get("facts_added", []), "the compression record's facts_added")
+    known = {f.name for f in fields(CompressionRecord)}
+    kept = {k: v for k, v in data.items() if k in known}  # newer fields are dropped
+    return CompressionRecord.from_dict({**kept, "session_id": session_id})
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line as (line number, object with a string ``type``)."""
+    for number, line in enumerate(text.removeprefix("\ufeff").split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise SessionImportError(f"not valid JSON ({exc})", number) from None
+        if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+            raise SessionImportError('each line must be a JSON object with a "type"', number)
+        yield number, value
+
+
+def parse_session(text: str) -> SessionBundle:
+    """Read a ``py-agent-session/1`` file; raise :class:`SessionImportError` on any problem.
+
+    Lenient only where it is safe: blank lines, a byte-order mark, unknown
+    extra keys. A ``next_turn_id`` at or below a turn in the file is raised, so
+    the next turn never reuses an archived id.
+    """
+    if not isinstance(text, str):
+        raise SessionImportError(f"expected the file's text, got {type(text).__name__}")
+    records = _records(text)
+    first = next(records, None)
+    if first is None:
+        raise SessionImportError("the file is empty")
+    number, header = first
+    if header["type"] != "session":
+        raise SessionImportError('missing header: the first line must be a {"type": "session"} '
+                                 f"record, not {header['type']!r}", number)
+    version = header.get("format")
+    if version != FORMAT:
+        if isinstance(version, str) and version.startswith(FORMAT_FAMILY):
+            reason = f"unsupported format version {version!r}; this py-agent reads {FORMAT!r}"
+        else:
+            reason = f"not a py-agent session file (format {_show(version)}, expected {FORMAT!r})"
+        raise SessionImportError(reason, number)
+    try:
+        state = _state(header.get("state"))
+    except _Invalid as exc:
+        raise SessionImportError(str(exc), number) from None
+
+    turns: list[Turn] = []
+    compressions: list[CompressionRecord] = []
+    first_seen: dict[int, int] = {}
+    for number, record in records:
+        kind = record["type"]
+        try:
+            if kind == "turn":
+                turn = _turn(record, "the turn")
+                if turn.id in first_seen:
+                    raise _Invalid(f"duplicate turn id {turn.id} (first on line "
+                                   f"{first_seen[turn.id]})")
+                first_seen[turn.id] = number
+                turns.append(turn)
+            elif kind == "compression":
+                compressions.append(_record(record, state.session_id))
+            elif kind == "session":
+                raise _Invalid("a second session header; a file holds one session")
+            else:
+                raise _Invalid(f"unknown record type {kind!r}")
+        except _Invalid as exc:
+            raise SessionImportError(str(exc), number) from None
+
+    for key, found in (("turns", len(turns)), ("compressions", len(compressions))):
+        promised = header.get(key)
+        if promised is not None and promised != found:
+            raise SessionImportError(f"the header lists {_show(promised)} {key} but the file "
+                                     f"holds {found}; is it truncated?", first[0])
+    ids = [t.id for t in turns] + [t.id for t in state.recent_turns]
+    state.next_turn_id = max([state.next_turn_id, *(i + 1 for i in ids)])
+    exported_at = header.get("exported_at")
+    return SessionBundle(state, turns, compressions,
+                         exported_at=exported_at if _is_num(exported_at) else None)
+
+
+def id_candidates(session_id: str) -> Iterator[str]:
+    """``id``, then ``id-2``, ``id-3``, ...: names to try until one is free."""
+    yield session_id
+    n = 2
+    while True:
+        yield f"{session_id}-{n}"
+        n += 1
+
+
+def export_filename(title: str, session_id: str, limit: int = 60) -> str:
+    """A file name safe on every OS: the title's letters and digits, else the id's."""
+    for source in (title, session_id):
+        words = "".join(ch if ch.isalnum() else " " for ch in source).split()
+        name = "-".join(words)[:limit].strip("-")
+        if name:
+            return name + ".jsonl"
+    return "session.jsonl"
