@@ -54,8 +54,9 @@ def storage_error(error: dict[str, Any]) -> StorageError:
     return StorageError(str(error.get("message", name)), kind=_STORAGE_KINDS.get(name, "unknown"))
 
 
-async def _call(transport: Transport, method: str, args: list[Any],
-                to_error: Callable[[dict[str, Any]], Exception]) -> Any:
+async def call_transport(transport: Transport, method: str, args: list[Any],
+                         to_error: Callable[[dict[str, Any]], Exception]) -> Any:
+    """Call ``method`` over ``transport``: its value, or ``to_error(error)`` raised."""
     reply = await transport(method, args)
     if not isinstance(reply, dict) or "ok" not in reply:
         raise to_error({"name": "ProtocolError", "message": f"malformed reply to {method}"})
@@ -134,7 +135,7 @@ class BridgeModel:
         return f"r{next(self._ids)}"
 
     async def call(self, method: str, args: list[Any]) -> Any:
-        return await _call(self.transport, method, args, model_error)
+        return await call_transport(self.transport, method, args, model_error)
 
     async def availability(self) -> Availability:
         value = await self.call("availability", [])
@@ -154,7 +155,7 @@ class RpcStore:
         self.transport = transport
 
     async def _call(self, method: str, *args: Any) -> Any:
-        return await _call(self.transport, method, list(args), storage_error)
+        return await call_transport(self.transport, method, list(args), storage_error)
 
     @staticmethod
     def _json(value: Any) -> Any:

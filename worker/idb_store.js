@@ -15,6 +15,8 @@
 //   compressions autoIncrement (out-of-line key)    CompressionRecord.to_dict(); append-only
 //                index by_session (session_id)
 //   meta         keyPath 'key'                      {key: 'legacy-migrated', at, sessions, ...}
+//   kv           out-of-line string keys (v2)       any JSON value: the demo tools' notes and
+//                                                   to-dos (py_agent.demo.kv.RpcKeyValueStore)
 //
 // Errors are Error objects whose `name` tells the Python side what happened
 // (py_agent.rpc maps it to StorageError.kind):
@@ -25,7 +27,7 @@
 //   StorageError         anything else; the message names the original error -> 'unknown'
 
 export const DB_NAME = 'py-agent';
-export const DB_VERSION = 1;
+export const DB_VERSION = 2;
 export const LEGACY_DB_NAME = 'AgentMemoryDB';
 export const LEGACY_STORE = 'conversations';
 const LEGACY_META_KEY = 'legacy-migrated';
@@ -35,6 +37,9 @@ export const STORE_METHODS = Object.freeze([
   'load', 'save', 'commitTurn', 'commitCompaction', 'readArchive', 'compressions',
   'listSessions', 'deleteSession',
 ]);
+
+// The key-value methods (py_agent.demo.kv.RpcKeyValueStore), over the same transport.
+export const KV_METHODS = Object.freeze(['kvGet', 'kvPut', 'kvDelete', 'kvList']);
 
 // Ordered schema migrations: [version, step(db, upgradeTransaction)]. onupgradeneeded runs
 // every step whose version is above the database's old version, oldest first. A future
@@ -47,6 +52,9 @@ const MIGRATIONS = [
     const compressions = db.createObjectStore('compressions', { autoIncrement: true });
     compressions.createIndex('by_session', 'session_id');
     db.createObjectStore('meta', { keyPath: 'key' });
+  }],
+  [2, (db) => {
+    db.createObjectStore('kv');  // key: a non-empty string; value: parsed JSON
   }],
 ];
 
@@ -91,7 +99,8 @@ export function toStorageError(error) {
 // --- the test hook --------------------------------------------------------------------------
 
 // TEST HOOK: the name of a DOMException the next write transaction (save, commitTurn,
-// commitCompaction, deleteSession) fails with, or null. See IdbStore.failNextWrite.
+// commitCompaction, deleteSession, kvPut, kvDelete) fails with, or null. See
+// IdbStore.failNextWrite.
 let failNext = null;
 
 // --- small IndexedDB helpers -------------------------------------------------------------
@@ -115,6 +124,11 @@ function checkState(state) {
   if (!state || typeof state !== 'object' || Array.isArray(state)) throw invalid('a session state must be an object');
   if (typeof state.session_id !== 'string' || !state.session_id) throw invalid('a session state needs a session_id string');
   return state;
+}
+
+function checkKey(key) {
+  if (typeof key !== 'string' || !key) throw invalid('a key must be a non-empty string');
+  return key;
 }
 
 function checkSessionId(sessionId) {
@@ -527,6 +541,55 @@ export class IdbStore {
         for (const key of event.target.result) compressions.delete(key);
       };
       return () => existed.result > 0;
+    });
+  }
+
+  // --- key-value data: JSON values under string keys ----------------------------------
+
+  // The value under `key` as JSON, or null.
+  async kvGet(key) {
+    checkKey(key);
+    return this._transaction('kv', 'readonly', (tx) => {
+      const request = tx.objectStore('kv').get(key);
+      return () => (request.result === undefined ? null : JSON.stringify(request.result));
+    });
+  }
+
+  // Store the value `valueJson` (JSON text) under `key`.
+  async kvPut(key, valueJson) {
+    checkKey(key);
+    const value = parseJson(valueJson, 'valueJson');
+    return this._transaction('kv', 'readwrite', (tx) => {
+      tx.objectStore('kv').put(value, key);
+    });
+  }
+
+  // Remove `key`; resolves to whether it was there.
+  async kvDelete(key) {
+    checkKey(key);
+    return this._transaction('kv', 'readwrite', (tx) => {
+      const store = tx.objectStore('kv');
+      const existed = store.count(key);
+      store.delete(key);
+      return () => existed.result > 0;
+    });
+  }
+
+  // Every [key, value] whose key starts with `prefix`, in key order, as JSON.
+  async kvList(prefix = '') {
+    if (typeof prefix !== 'string') throw invalid('prefix must be a string');
+    return this._transaction('kv', 'readonly', (tx) => {
+      const rows = [];
+      const range = prefix ? IDBKeyRange.lowerBound(prefix) : null;
+      const request = tx.objectStore('kv').openCursor(range);
+      request.onsuccess = () => {
+        const cursor = request.result;
+        // Keys sort as strings, so the keys with this prefix form one run from `prefix` on.
+        if (!cursor || typeof cursor.key !== 'string' || !cursor.key.startsWith(prefix)) return;
+        rows.push([cursor.key, cursor.value]);
+        cursor.continue();
+      };
+      return () => JSON.stringify(rows);
     });
   }
 

@@ -14,7 +14,7 @@ from typing import Any
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
 from ..agent import Agent
-from ..demo import BASIC_TOOLS
+from ..demo import InMemoryKeyValueStore, RpcKeyValueStore, demo_tools
 from ..host import AgentHost
 from ..model import Purpose
 from ..rpc import BridgeModel, RpcStore
@@ -108,7 +108,10 @@ async def main(boot: Any) -> None:
     link = PageLink(boot)
     model = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
     transport, storage_problem = await idb_transport_for(boot)
-    agent = Agent(model=model, store=RpcStore(transport), tools=list(BASIC_TOOLS))
+    # Notes and to-dos live in IndexedDB's kv store; without IndexedDB, in memory (the
+    # tools still work, for as long as this worker runs).
+    kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
+    agent = Agent(model=model, store=RpcStore(transport), tools=demo_tools(kv))
     host = AgentHost(agent, link.post)
 
     def on_message(data: Any) -> None:
@@ -118,7 +121,8 @@ async def main(boot: Any) -> None:
         host.handle(message)
 
     boot.onMessage(on_message)
-    details = {"tools": [t.name for t in agent.tools]}
+    details = {"tools": [t.name for t in agent.tools],
+               "tool_storage": "memory" if storage_problem else "indexeddb"}
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))

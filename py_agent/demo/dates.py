@@ -26,7 +26,7 @@ def _parse_date(text: str) -> dt.date:
 
 @tool
 def current_datetime() -> str:
-    """Tell the current local date, time and weekday."""
+    """Tell today's date, the current local time and the weekday (what day or time it is now)."""
     now = dt.datetime.now()
     return now.strftime("%A %Y-%m-%d %H:%M")
 

@@ -81,7 +81,8 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
 
 @tool
 def convert_units(value: float, from_unit: str, to_unit: str) -> str:
-    """Convert a quantity between units of length, weight, volume, temperature, speed, area or time.
+    """Convert a quantity between units of length, weight, volume, temperature, speed, area or
+    time, e.g. ounces to grams, miles to km, cups to liters, Fahrenheit to Celsius.
 
     Args:
         value: the amount to convert.

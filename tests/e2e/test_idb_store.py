@@ -142,7 +142,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     assert r["missing"] is None and r["saved"] is None
     assert r["typeofText"] == "string"
     assert SessionState.from_dict(json.loads(r["text"])) == s
-    assert r["info"] == {"name": "py-agent", "version": 1, "constant": 1}
+    assert r["info"] == {"name": "py-agent", "version": 2, "constant": 2}
     assert r["schema"] == {
         "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "archive": {"keyPath": ["session_id", "id"], "autoIncrement": False,
@@ -150,6 +150,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
         "compressions": {"keyPath": None, "autoIncrement": True,
                          "indexes": [["by_session", "session_id"]]},
         "meta": {"keyPath": "key", "autoIncrement": False, "indexes": []},
+        "kv": {"keyPath": None, "autoIncrement": False, "indexes": []},
     }
     assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
     assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
@@ -375,6 +376,144 @@ def test_legacy_migration_without_databases_api(store_page):
     assert len(json.loads(r["titles"])) == 2
 
 
+# --- key-value data (v2) -------------------------------------------------------------------
+
+def test_kv_get_put_delete_and_list_by_prefix(store_page):
+    r = store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        const out = { missing: await store.kvGet('note:000001') };
+        await store.kvPut('note:000002', JSON.stringify({ title: 'b', tags: ['x'], n: 1.5 }));
+        await store.kvPut('note:000001', JSON.stringify({ title: 'a' }));
+        await store.kvPut('notes', JSON.stringify('a key that only looks like the prefix'));
+        await store.kvPut('todo:000001', JSON.stringify({ task: 'milk', done: false }));
+        await store.kvPut('note:\\uffff', JSON.stringify('last possible note key'));
+        await store.kvPut('z', JSON.stringify(null));
+        out.typeofGet = typeof await store.kvGet('note:000002');
+        out.got = await store.kvGet('note:000002');
+        out.nullValue = await store.kvGet('z');
+        out.notes = await store.kvList('note:');
+        out.all = await store.kvList('');
+        out.defaultPrefix = await store.kvList();
+        out.none = await store.kvList('q');
+        await store.kvPut('note:000001', JSON.stringify({ title: 'a2' }));
+        out.replaced = await store.kvGet('note:000001');
+        out.deleted = await store.kvDelete('note:000001');
+        out.deletedAgain = await store.kvDelete('note:000001');
+        out.afterDelete = await store.kvList('note:');
+        out.emptyKey = await caught(store.kvPut('', '1'));
+        out.numberKey = await caught(store.kvGet(7));
+        out.badJson = await caught(store.kvPut('k', '{nope'));
+        out.notText = await caught(store.kvPut('k', { raw: 'object' }));
+        // a session's data and the kv data do not meet
+        out.sessions = await store.listSessions();
+        store.close();
+        return out;
+    }""")
+    assert r["missing"] is None and r["typeofGet"] == "string"
+    assert json.loads(r["got"]) == {"title": "b", "tags": ["x"], "n": 1.5}
+    assert r["nullValue"] == "null"
+    assert json.loads(r["notes"]) == [["note:000001", {"title": "a"}],
+                                      ["note:000002", {"title": "b", "tags": ["x"], "n": 1.5}],
+                                      ["note:\uffff", "last possible note key"]]
+    assert [k for k, _ in json.loads(r["all"])] == [
+        "note:000001", "note:000002", "note:\uffff", "notes", "todo:000001", "z"]
+    assert r["defaultPrefix"] == r["all"]
+    assert json.loads(r["none"]) == []
+    assert json.loads(r["replaced"]) == {"title": "a2"}
+    assert (r["deleted"], r["deletedAgain"]) == (True, False)
+    assert [k for k, _ in json.loads(r["afterDelete"])] == ["note:000002", "note:\uffff"]
+    for key in ("emptyKey", "numberKey"):
+        assert r[key]["name"] == "StorageError" and "non-empty string" in r[key]["message"]
+    assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
+    assert r["notText"]["name"] == "StorageError" and "JSON string" in r["notText"]["message"]
+    assert json.loads(r["sessions"]) == []
+
+
+def test_kv_write_failure_writes_nothing(store_page):
+    r = store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        await store.kvPut('todo:000001', JSON.stringify({ task: 'milk' }));
+        IdbStore.failNextWrite('QuotaExceededError');
+        const quota = await caught(store.kvPut('todo:000001', JSON.stringify({ task: 'bread' })));
+        IdbStore.failNextWrite('QuotaExceededError');
+        const del = await caught(store.kvDelete('todo:000001'));
+        const after = await store.kvGet('todo:000001');
+        store.close();
+        return { quota, del, after };
+    }""")
+    assert r["quota"]["name"] == "StorageQuotaError" and r["del"]["name"] == "StorageQuotaError"
+    assert storage_error(r["quota"]).kind == "quota"
+    assert json.loads(r["after"]) == {"task": "milk"}
+
+
+V1_DATABASE = r"""async ([state, turns, compression]) => {
+  // The py-agent database exactly as version 1 of this app created and filled it.
+  const db = await new Promise((resolve, reject) => {
+    const q = indexedDB.open('py-agent', 1);
+    q.onupgradeneeded = () => {
+      const db = q.result;
+      db.createObjectStore('sessions', { keyPath: 'session_id' });
+      const archive = db.createObjectStore('archive', { keyPath: ['session_id', 'id'] });
+      archive.createIndex('by_session', 'session_id');
+      const compressions = db.createObjectStore('compressions', { autoIncrement: true });
+      compressions.createIndex('by_session', 'session_id');
+      db.createObjectStore('meta', { keyPath: 'key' });
+    };
+    q.onsuccess = () => resolve(q.result);
+    q.onerror = () => reject(q.error);
+  });
+  await new Promise((resolve, reject) => {
+    const tx = db.transaction(['sessions', 'archive', 'compressions', 'meta'], 'readwrite');
+    const s = JSON.parse(state);
+    tx.objectStore('sessions').put(s);
+    for (const t of JSON.parse(turns)) tx.objectStore('archive').put({ ...t, session_id: s.session_id });
+    tx.objectStore('compressions').add(JSON.parse(compression));
+    tx.objectStore('meta').put({ key: 'legacy-migrated', at: 1, sessions: 0, skipped: 0, source: null });
+    tx.oncomplete = resolve;
+    tx.onerror = () => reject(tx.error);
+  });
+  const before = { version: db.version, stores: [...db.objectStoreNames] };
+  db.close();
+  return before;
+}"""
+
+
+def test_upgrade_from_version_1_keeps_every_record_and_adds_kv(store_page):
+    s = state("old", summary="Planned a trip to Lisbon.", recent_turns=[turn(1), turn(2)],
+              next_turn_id=3, facts=[Fact("preference", "vegetarian", 1)], compactions=1)
+    before = store_page.evaluate(V1_DATABASE, [dumps_state(s), dumps_turns([turn(1), turn(2)]),
+                                               json.dumps(record("old", 1).to_dict())])
+    assert before == {"version": 1, "stores": ["archive", "compressions", "meta", "sessions"]}
+    raw_before = {name: store_page.evaluate("(n) => rawRead('py-agent', n)", name)["rows"]
+                  for name in before["stores"]}
+
+    r = store_page.evaluate("""async () => {
+        const store = await IdbStore.open();
+        const out = { version: store._db.version, stores: [...store._db.objectStoreNames].sort(),
+                      migration: store.legacyMigration, list: await store.listSessions() };
+        await store.kvPut('note:000001', JSON.stringify({ title: 'Trip', text: 'Lisbon' }));
+        out.kv = await store.kvList('note:');
+        store.close();
+        return out;
+    }""")
+    assert r["version"] == 2
+    assert r["stores"] == ["archive", "compressions", "kv", "meta", "sessions"]
+    assert r["migration"] is None            # the v1 database had already migrated legacy data
+    assert json.loads(r["kv"]) == [["note:000001", {"title": "Trip", "text": "Lisbon"}]]
+    # Every v1 record is still there, unchanged, and reads back through the store.
+    for name, rows in raw_before.items():
+        after = store_page.evaluate("(n) => rawRead('py-agent', n)", name)
+        assert after["version"] == 2 and after["rows"] == rows, name
+    assert loaded(store_page, "old") == s
+    assert archive_of(store_page, "old") == [turn(1), turn(2)]
+    logged = store_page.evaluate("async () => (await IdbStore.open()).compressions('old')")
+    assert [CompressionRecord.from_dict(x) for x in json.loads(logged)] == [record("old", 1)]
+    assert [(x["session_id"], x["turns"]) for x in json.loads(r["list"])] == [("old", 2)]
+    # and the upgrade is done once: a second open keeps the kv data
+    again = store_page.evaluate("async () => (await IdbStore.open()).kvGet('note:000001')")
+    assert json.loads(again) == {"title": "Trip", "text": "Lisbon"}
+
+
 # --- versions, blocking, errors -----------------------------------------------------------
 
 def test_blocked_upgrade_and_version_changes(store_page):
@@ -404,12 +543,12 @@ def test_blocked_upgrade_and_version_changes(store_page):
         const afterUpgrade = await caught(mine.load('x'));
         // A database newer than this code.
         const newer = await caught(IdbStore.open({ name: 'app', legacyName: null }));
-        return { blocked, blockedMs, upgradedVersion, afterUpgrade, newer };
+        return { blocked, blockedMs, upgradedVersion, afterUpgrade, newer, current: M.DB_VERSION };
     }""")
     assert r["blocked"]["name"] == "StorageBlockedError"
     assert "close other tabs of this app" in r["blocked"]["message"].lower()
     assert r["blockedMs"] < 2000
-    assert r["upgradedVersion"] == 3
+    assert r["upgradedVersion"] == r["current"] + 2
     assert r["afterUpgrade"]["name"] == "VersionError"
     assert "reload" in r["afterUpgrade"]["message"].lower()
     assert r["newer"]["name"] == "VersionError" and "newer version" in r["newer"]["message"]
@@ -447,7 +586,7 @@ def test_fail_next_write_gives_quota_error_and_writes_nothing(store_page):
 
 
 WORKER_SOURCE = """
-import { IdbStore, STORE_METHODS } from '%(origin)s/worker/idb_store.js';
+import { IdbStore, STORE_METHODS, KV_METHODS } from '%(origin)s/worker/idb_store.js';
 self.onmessage = async ({ data: [state, turns] }) => {
   try {
     const store = await IdbStore.open();
@@ -456,7 +595,7 @@ self.onmessage = async ({ data: [state, turns] }) => {
     let error = null;
     try { await store.save(state); } catch (e) { error = e.name; }
     const out = { inWorker: typeof window === 'undefined' && typeof WorkerGlobalScope !== 'undefined',
-                  methods: STORE_METHODS, loaded: await store.load('w1'),
+                  methods: STORE_METHODS, kvMethods: KV_METHODS, loaded: await store.load('w1'),
                   archive: await store.readArchive('w1'), list: await store.listSessions(), error };
     store.close();
     self.postMessage(out);
@@ -485,6 +624,7 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert r["inWorker"] is True
     assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
                             "compressions", "listSessions", "deleteSession"]
+    assert r["kvMethods"] == ["kvGet", "kvPut", "kvDelete", "kvList"]
     assert SessionState.from_dict(json.loads(r["loaded"])) == s
     assert [Turn.from_dict(t) for t in json.loads(r["archive"])] == [turn(1)]
     assert json.loads(r["list"])[0]["turns"] == 1
