@@ -1,31 +1,83 @@
-# The conversation: messages, sending a turn, stopping it, and rendering the events
-# and streamed text of the running turn.
+# The conversation: messages, sending a turn, stopping or retrying it, rendering the
+# events and streamed text of the running turn, and keeping the newest message in view.
+#
+# Answers are Markdown, rendered by ui/markdown.py into DOM nodes (never as HTML); the
+# user's own messages, errors and tool output stay plain text.
 import json
 
 from pyscript import document, window
 
-from ui.app import can_send, emit, model_usable, on, running, state, UNAVAILABLE
-from ui.dom import by_id, clear, listen, make, missing, now_ms, part, seconds
+from ui.app import can_send, emit, model_usable, on, state, UNAVAILABLE
+from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, part, seconds,
+                    to_js)
 from ui.link import request
 from ui.memory import compacted_ids
 from ui.status import clear_worker_error, render_status, show_storage_warning
-from ui import trace
+from ui import markdown, trace
 
 messages_el = by_id("messages")
 form = by_id("composer")
 chat_input = by_id("chat-input")
 send_button = by_id("send-button")
 stop_button = by_id("stop-button")
+jump_button = by_id("jump-latest")
+announcer = by_id("answer-announcer")
+
+PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often
+BOTTOM_SLACK = 48    # px: this close to the end still counts as "at the latest message"
 
 
-def near_bottom():
-    page = document.documentElement
-    return window.innerHeight + window.scrollY >= page.scrollHeight - 160
+# ------------------------------------------------------------------ scrolling
+#
+# On wide screens the messages list scrolls itself (a chat pane between the status line
+# and the composer); on narrow ones the page scrolls, with the composer sticky at the
+# bottom (style.css decides; the list's computed overflow says which). New content
+# follows the end only when the user was already there; otherwise the view stays put
+# and "Jump to latest" appears.
+
+def pane_scrolls():
+    return str(window.getComputedStyle(messages_el).overflowY) in ("auto", "scroll")
 
 
-def scroll_down(force=False):
-    if force or near_bottom():
-        window.scrollTo(0, document.documentElement.scrollHeight)
+def distance_from_latest():
+    """How far (px) the end of the newest message is below what the user sees."""
+    if pane_scrolls():
+        return messages_el.scrollHeight - messages_el.scrollTop - messages_el.clientHeight
+    return messages_el.getBoundingClientRect().bottom - form.getBoundingClientRect().top
+
+
+def at_latest():
+    return distance_from_latest() <= BOTTOM_SLACK
+
+
+def scroll_to_latest(event=None):
+    if pane_scrolls():
+        messages_el.scrollTop = messages_el.scrollHeight
+    else:
+        gap = distance_from_latest()
+        if gap > 0:
+            window.scrollBy(0, gap + 12)
+    jump_button.hidden = True
+
+
+def after_change(was_at_latest):
+    """Call after adding content, with at_latest() as it was before the change."""
+    if was_at_latest:
+        scroll_to_latest()
+    elif not at_latest():
+        jump_button.hidden = False
+
+
+def on_scroll(event):
+    if not jump_button.hidden and at_latest():
+        jump_button.hidden = True
+
+
+def on_jump(event):
+    scroll_to_latest()
+    # The button hides: keep keyboard focus nearby (not in the textarea, which would
+    # pop up a phone's keyboard).
+    messages_el.focus(to_js({"preventScroll": True}))
 
 
 # ------------------------------------------------------------------ messages
@@ -56,8 +108,67 @@ def add_assistant_message(turn_id=None, open_trace=True):
     return node
 
 
-def set_answer(message, text):
-    part(message, ".text").textContent = text
+def set_answer(message, text, rich=True):
+    """The message's answer: Markdown rendered as DOM nodes, or (rich=False: errors,
+    notices) plain text."""
+    node = part(message, ".text")
+    if rich:
+        try:
+            markdown.render(text, node)
+            node.classList.add("markdown")
+            return
+        except Exception as error:   # never lose an answer to a rendering bug
+            window.console.warn("[page] Markdown rendering failed:", str(error))
+    node.textContent = text
+    node.classList.remove("markdown")
+
+
+def answer_text(message):
+    """What a screen reader should hear of the answer."""
+    node = part(message, ".text")
+    text = node.innerText
+    return str(node.textContent if missing(text) else text).strip()
+
+
+def announce(message):
+    """The finished answer, once, to the polite live region (streamed chunks are not
+    announced: the message list is not a live region)."""
+    role = "Agent"
+    if message.getAttribute("data-state") == "error":
+        role = "Agent, error"
+    make_p = make("p", text="%s: %s" % (role, answer_text(message)))
+    announcer.replaceChildren(make_p)
+
+
+def previous_user_text(message):
+    """The text of the user message this assistant message answers."""
+    node = message.previousElementSibling
+    while not missing(node) and node.getAttribute("data-role") != "user":
+        node = node.previousElementSibling
+    if missing(node):
+        return ""
+    return str(part(node, ".text").textContent or "")
+
+
+def add_retry(message, text=None):
+    """A Retry button that sends the same message again as a new turn."""
+    text = text if text is not None else previous_user_text(message)
+    if not text:
+        return None
+    actions = make("div", "message-actions", parent=message)
+    button = make("button", "retry", "Retry",
+                  attrs={"type": "button", "data-testid": "retry-button",
+                         "aria-label": "Retry: " + clip(text, 80),
+                         "title": "Send this message again"}, parent=actions)
+    button.disabled = not can_send()
+    return button
+
+
+def show_error(message, text, details=""):
+    message.setAttribute("data-state", "error")
+    set_answer(message, text, rich=False)
+    add_error_details(message, details)
+    add_retry(message)
 
 
 def render_past_turn(turn, compacted):
@@ -66,7 +177,11 @@ def render_past_turn(turn, compacted):
     trace.render_past_steps(message, turn.get("steps"))
     status_ = turn.get("status") or "answered"
     message.setAttribute("data-state", status_)
-    set_answer(message, turn.get("answer") or ("(no answer)" if status_ != "answered" else ""))
+    answer = turn.get("answer") or ("(no answer)" if status_ != "answered" else "")
+    if status_ == "error":
+        show_error(message, answer)
+    else:
+        set_answer(message, answer, rich=status_ == "answered")
     message.setAttribute("data-compacted", "true" if turn.get("id") in compacted else "false")
     return message
 
@@ -79,13 +194,14 @@ def show_transcript(session_id, turns, memory):
     for turn in turns or []:
         render_past_turn(turn, compacted)
     messages_el.setAttribute("data-loading", "false")
-    scroll_down(force=True)
+    scroll_to_latest()
 
 
 def on_session_opening(session_id):
     clear(messages_el)
     messages_el.setAttribute("data-session-id", session_id)
     messages_el.setAttribute("data-loading", "true")
+    jump_button.hidden = True
 
 
 def mark_compacted(memory):
@@ -98,80 +214,109 @@ def mark_compacted(memory):
 
 # ------------------------------------------------------------------ a turn
 
-def send(text):
+def send(text, from_input=True):
     text = text.strip()
     if not text or not can_send():
-        return
-    chat_input.value = ""
+        return False
+    if from_input:
+        chat_input.value = ""
     clear_worker_error()
     add_user_message(text)
     message = add_assistant_message()
+    message.setAttribute("aria-busy", "true")
     session_id = state["session"]
     turn = {"session": session_id, "text": text, "message": message, "step": 0,
-            "started": now_ms(), "phase": "Thinking…", "answered": False}
+            "started": now_ms(), "phase": "Thinking…", "answered": False,
+            "preview": None, "timer": None, "previewed": 0, "final": False}
     state["turn"] = turn
     state["note"] = ""
-    scroll_down(force=True)
+    scroll_to_latest()   # the user's own message: always shown
     render_status()
     emit("turn_started", turn)
     request("run", lambda ok, value: on_run_reply(turn, ok, value),
             session_id=session_id, text=text)
+    return True
+
+
+def finish_answer(turn, text, rich=True):
+    """The answer is final: no more previews of it."""
+    turn["final"] = True
+    if turn["timer"] is not None:
+        window.clearTimeout(turn["timer"])
+        turn["timer"] = None
+    if rich and turn.get("shown") == text:
+        return
+    turn["shown"] = text if rich else None
+    set_answer(turn["message"], text, rich)
 
 
 def on_run_reply(turn, ok, value):
     message = turn["message"]
     elapsed = now_ms() - turn["started"]
     state["turn"] = None
+    was_at_latest = at_latest()
+    message.removeAttribute("aria-busy")
     if ok:
         result = value
         result_status = result.get("status") or "answered"
         message.setAttribute("data-state", result_status)
         message.setAttribute("data-turn-id", str(result.get("turn_id")))
         if result_status == "aborted":
-            set_answer(message, "Stopped before answering.")
+            finish_answer(turn, "Stopped before answering.", rich=False)
             state["note"] = "Stopped after %s" % seconds(elapsed)
         else:
-            set_answer(message, result.get("answer") or "(no answer)")
-            trace.finish_trace(message, result.get("steps") or [])
+            trace.finish_trace(message, result.get("steps") or [],
+                               result.get("tools_offered") or [])
             if result_status == "error":
-                add_error_details(message, result.get("error") or "", "")
-                restore_input(turn["text"])
+                trace.mark_failed(message, result.get("steps") or [])
+                finish_answer(turn, "", rich=False)
+                show_error(message, result.get("answer") or "The agent could not answer.",
+                           result.get("error") or "")
                 state["note"] = "The agent could not answer"
-            elif result_status == "incomplete":
-                state["note"] = "Gave up after %d steps (%s)" % (len(result.get("steps") or []),
-                                                                  seconds(elapsed))
             else:
-                state["note"] = "Answered in %s" % seconds(elapsed)
+                finish_answer(turn, result.get("answer") or "(no answer)",
+                              rich=result_status == "answered")
+                if result_status == "incomplete":
+                    state["note"] = "Gave up after %d steps (%s)" % (
+                        len(result.get("steps") or []), seconds(elapsed))
+                else:
+                    state["note"] = "Answered in %s" % seconds(elapsed)
         if not result.get("saved") and result_status != "aborted":
             message.setAttribute("data-saved", "false")
     else:
         error = value
-        message.setAttribute("data-state", "error")
-        set_answer(message, "Something went wrong: %s: %s" % (
-            error.get("name", "Error"), error.get("message", "")))
-        add_error_details(message, error.get("message", ""), error.get("traceback") or "")
-        restore_input(turn["text"])
+        trace.mark_failed(message, [])
+        finish_answer(turn, "", rich=False)
+        show_error(message, "Something went wrong: %s: %s" % (
+            error.get("name", "Error"), error.get("message", "")),
+            error.get("traceback") or error.get("message", ""))
         state["note"] = "The request failed"
     trace.hide_if_empty(message)
+    announce(message)
     render_status()
     emit("turn_finished", turn, ok, value)
-    scroll_down()
+    after_change(was_at_latest)
     if ok and value.get("status") != "error":
         chat_input.focus()
 
 
-def add_error_details(message, summary_text, traceback):
-    if not summary_text and not traceback:
+def add_error_details(message, text):
+    if not text:
         return
     box = make("details", "error-trace", attrs={"data-testid": "message-error"}, parent=message)
     make("summary", None, "Details", parent=box)
-    make("pre", None, traceback or summary_text, parent=box)
+    make("pre", None, text, parent=box)
 
 
-def restore_input(text):
-    """Keep the failed message for a retry (unless the user typed something new)."""
-    if not chat_input.value.strip():
-        chat_input.value = text
+def on_messages_click(event):
+    button = event.target.closest('[data-testid="retry-button"]')
+    if missing(button) or button.disabled or not can_send():
+        return
+    message = button.closest('[data-testid="message"]')
+    text = previous_user_text(message)
+    if send(text, from_input=False):
+        message.setAttribute("data-retried", "true")
+        button.closest(".message-actions").remove()
 
 
 def on_stop(event):
@@ -194,6 +339,7 @@ def on_agent_event(event):
     if turn is None or turn["session"] != event.get("session_id"):
         return
     message = turn["message"]
+    was_at_latest = at_latest()
     if kind == "turn_started":
         message.setAttribute("data-turn-id", str(data.get("turn_id")))
     elif kind == "tools_retrieved":
@@ -207,7 +353,6 @@ def on_agent_event(event):
         turn["step_started"] = now_ms()
         turn["phase"] = "Thinking… (step %d)" % index
         render_status()
-        scroll_down()
     elif kind == "thought":
         step = trace.trace_step(message, data.get("index", turn["step"]))
         trace.set_part(step, ".thought", data.get("text") or "")
@@ -220,25 +365,30 @@ def on_agent_event(event):
     elif kind == "observation":
         step = trace.trace_step(message, data.get("index", turn["step"]))
         trace.set_observation(step, data.get("text") or "", data.get("ok", True),
-                              data.get("kind") or "tool", data.get("duration_ms") or 0)
+                              data.get("kind") or "tool", data.get("duration_ms") or 0,
+                              data.get("tool") or "")
         step.setAttribute("data-state", "done")
-        scroll_down()
     elif kind == "answer":
         turn["answered"] = True
-        if data.get("status") == "answered":
+        answer_status = data.get("status")
+        if answer_status == "answered":
             last = part(message, '.trace-step[data-state="running"]')
             if not missing(last):
                 last.setAttribute("data-kind", "answer")
                 last.setAttribute("data-state", "done")
-        if data.get("text"):
-            set_answer(message, data["text"])
+        if data.get("text") and answer_status in ("answered", "incomplete"):
+            finish_answer(turn, data["text"], rich=answer_status == "answered")
         turn["phase"] = "Saving…"
         render_status()
-        scroll_down()
     elif kind == "turn_saved":
         message.setAttribute("data-saved", "true")
+        return
     elif kind == "error":
         message.setAttribute("data-error-kind", data.get("kind") or "")
+        return
+    else:
+        return
+    after_change(was_at_latest)
 
 
 # ------------------------------------------------------------------ streaming
@@ -290,9 +440,39 @@ def escapes_at(text, index):
     return run % 2 == 0
 
 
-def on_chunk(event):
+def preview_answer(turn, text):
+    """Show the answer as it streams, re-rendering at most every PREVIEW_MS."""
+    turn["preview"] = text
+    if turn["timer"] is not None:
+        return
+    wait = PREVIEW_MS - (now_ms() - turn["previewed"])
+    if wait <= 0:
+        flush_preview()
+    else:
+        turn["timer"] = window.setTimeout(_flush_proxy, wait)
+
+
+def flush_preview():
     turn = state["turn"]
     if turn is None:
+        return
+    turn["timer"] = None
+    text = turn["preview"]
+    turn["preview"] = None
+    if text is None or turn["final"]:
+        return
+    turn["previewed"] = now_ms()
+    was_at_latest = at_latest()
+    set_answer(turn["message"], text)
+    after_change(was_at_latest)
+
+
+_flush_proxy = keep(flush_preview)
+
+
+def on_chunk(event):
+    turn = state["turn"]
+    if turn is None or turn["final"]:
         return
     detail = event.detail
     if str(getattr(detail, "purpose", "")) != "step":
@@ -300,15 +480,15 @@ def on_chunk(event):
     text = str(detail.text)
     message = turn["message"]
     index = turn.get("stream_step") or 1
-    step = trace.trace_step(message, index)
     thought = partial_string(text, "thought")
     if thought:
-        trace.set_part(step, ".thought", thought)
+        was_at_latest = at_latest()
+        trace.set_part(trace.trace_step(message, index), ".thought", thought)
+        after_change(was_at_latest)
     # Preview the answer only from a step that answers (not one that calls a tool).
     answer = partial_string(text, "finalAnswer")
     if answer and partial_string(text, "toolName") == "none":
-        set_answer(message, answer)
-    scroll_down()
+        preview_answer(turn, answer)
 
 
 # ------------------------------------------------------------------ controls
@@ -318,6 +498,8 @@ def on_controls():
     chat_input.disabled = not (state["booted"] and model_usable())
     send_button.disabled = not can_send()
     stop_button.disabled = turn is None or turn.get("stopping", False)
+    for button in messages_el.querySelectorAll('[data-testid="retry-button"]'):
+        button.disabled = not can_send()
     if state["failed"]:
         chat_input.placeholder = "The agent could not start; see the message above."
     elif not state["booted"]:
@@ -349,5 +531,9 @@ def start(llm_host):
     listen(form, "submit", on_submit)
     listen(chat_input, "keydown", on_key)
     listen(stop_button, "click", on_stop)
+    listen(messages_el, "click", on_messages_click)
+    listen(messages_el, "scroll", on_scroll)
+    listen(document, "scroll", on_scroll)   # the page's own scrolling (phones)
+    listen(jump_button, "click", on_jump)
     if llm_host is not None:
         listen(llm_host, "chunk", on_chunk)

@@ -1,14 +1,32 @@
-# The live trace under each answer: one entry per step of the ReAct loop (thought,
-# tool and input, observation, timings), filled in from the turn's events as they
-# arrive and completed from the final result.
+# The live trace under each answer: which tools the retriever offered (with their
+# scores), then one entry per step of the ReAct loop (thought, tool and input,
+# observation, timings, and a badge on corrective steps), filled in from the turn's
+# events as they arrive and completed from the final result.
+#
+# All model and tool text goes in through textContent (ui.dom.make / set_part).
+from pyscript import document
+
 from ui.dom import format_input, make, missing, part, seconds
+
+# Why a corrective step was needed, from the observation the agent sent back
+# (py_agent/_loop.py and py_agent/parsing.py word them; first match wins).
+REASONS = (
+    ("not valid JSON", "invalid JSON"),
+    ("with no JSON step", "invalid JSON"),
+    ("reply was empty", "empty reply"),
+    ("has none of the fields", "malformed step"),
+    ("must be a string", "malformed step"),
+    ("There is no tool named", "unknown tool"),
+    ('toolName was "none"', "missing answer"),
+    ("You already called", "repeated action"),
+)
 
 
 def add_trace(message, open_trace=True):
     trace = make("details", "trace", attrs={"data-testid": "trace"}, parent=message)
     trace.open = open_trace
     make("summary", "trace-summary", "Thinking…", parent=trace)
-    make("p", "tools-offered", parent=trace).hidden = True
+    make("p", "tools-offered", attrs={"data-testid": "tools-offered"}, parent=trace).hidden = True
     make("ol", "trace-steps", parent=trace)
     return trace
 
@@ -23,6 +41,8 @@ def trace_step(message, index, kind="pending"):
                                            "data-kind": kind}, parent=steps)
     head = make("div", "step-head", parent=node)
     make("span", "step-label", "Step %d" % index, parent=head)
+    badge = make("span", "step-badge", attrs={"data-testid": "step-badge"}, parent=head)
+    badge.hidden = True
     make("span", "step-timing", parent=head)
     make("p", "thought", attrs={"data-part": "thought"}, parent=node).hidden = True
     action = make("p", "action", attrs={"data-part": "action"}, parent=node)
@@ -48,11 +68,40 @@ def set_action(step, tool, tool_input):
     step.setAttribute("data-tool", tool)
 
 
-def set_observation(step, text, ok, kind, duration_ms):
+def badge_text(kind, observation):
+    """The badge of a step: why it was corrected, or what else was special about it."""
+    if kind in ("corrective", "repeat"):
+        if kind == "repeat":
+            return "corrected: repeated action"
+        for needle, reason in REASONS:
+            if needle in observation:
+                return "corrected: " + reason
+        return "corrected"
+    if kind == "compact":
+        return "memory compaction"
+    if kind == "error":
+        return "error"
+    return ""
+
+
+def set_badge(step, kind, observation):
+    badge = part(step, ".step-badge")
+    text = badge_text(kind, observation or "")
+    badge.textContent = text
+    badge.hidden = not text
+    badge.setAttribute("data-kind", kind or "")
+
+
+def set_observation(step, text, ok, kind, duration_ms, tool=""):
     node = set_part(step, ".observation", text)
     node.hidden = False
-    step.setAttribute("data-kind", kind or "tool")
+    kind = kind or "tool"
+    step.setAttribute("data-kind", kind)
     step.setAttribute("data-ok", "true" if ok else "false")
+    # A corrective step for an unknown tool has no action event: show what was asked.
+    if tool and part(step, ".action").hidden and tool != "none":
+        set_action(step, tool, "")
+    set_badge(step, kind, text)
     if duration_ms:
         set_timing(step, "tool %s" % seconds(duration_ms))
 
@@ -61,11 +110,34 @@ def set_timing(step, text):
     part(step, ".step-timing").textContent = text
 
 
+def score_text(score):
+    if not score:
+        return "0"
+    return "%.2f" % score if score < 0.1 else "%.1f" % score
+
+
 def show_offered(message, tools):
-    """Which tools the retriever offered the model for this turn."""
-    names = [t.get("name", "") for t in tools or []]
+    """Which tools the retriever offered the model for this turn, with their BM25
+    scores: "calculate 3.2 · convert_units 1.1 · pinned: compact"."""
     offered = part(message, ".tools-offered")
-    offered.textContent = "Tools offered: " + (", ".join(names) or "none")
+    offered.replaceChildren()
+    make("span", "offered-label", "Tools offered: ", parent=offered)
+    ranked = [t for t in tools or [] if not t.get("pinned")]
+    pinned = [t for t in tools or [] if t.get("pinned")]
+    for index, tool in enumerate(ranked + pinned):
+        if index:
+            offered.append(document.createTextNode(" · "))
+        if index == len(ranked):
+            make("span", "offered-pinned-label", "pinned: ", parent=offered)
+        name = tool.get("name", "")
+        score = tool.get("score") or 0
+        text = name if tool.get("pinned") and not score else "%s %s" % (name, score_text(score))
+        make("span", "offered-tool", text,
+             attrs={"data-tool": name, "data-score": score_text(score),
+                    "data-pinned": "true" if tool.get("pinned") else "false"}, parent=offered)
+    if not ranked and not pinned:
+        make("span", "offered-none", "none (the model answers on its own)", parent=offered)
+    offered.setAttribute("data-filled", "true")
     offered.hidden = False
 
 
@@ -89,21 +161,48 @@ def summarize_trace(message, steps):
     return tools
 
 
-def finish_trace(message, steps):
-    """Fill in what the events do not carry (model timings), and the summary line."""
+def finish_trace(message, steps, offered=None):
+    """Fill in what the events do not carry (model timings, an unknown tool's input),
+    and the summary line."""
+    listed = part(message, ".tools-offered")
+    if offered and listed.getAttribute("data-filled") != "true":
+        show_offered(message, [{"name": pair[0], "score": pair[1]} for pair in offered])
     for step in steps:
-        node = trace_step(message, step["index"], step.get("kind") or "tool")
-        node.setAttribute("data-kind", step.get("kind") or "tool")
+        kind = step.get("kind") or "tool"
+        node = trace_step(message, step["index"], kind)
+        node.setAttribute("data-kind", kind)
         node.setAttribute("data-state", "done")
+        if step.get("thought") and part(node, ".thought").hidden:
+            set_part(node, ".thought", step["thought"])
+        tool = step.get("tool") or ""
+        if tool and tool != "none" and kind != "answer":
+            if part(node, ".action").hidden or not part(node, ".tool-input").textContent:
+                set_action(node, tool, format_input(step.get("tool_input", "")))
+        if step.get("observation") and part(node, ".observation").hidden:
+            set_observation(node, step["observation"], step.get("ok", True), kind, 0)
+        set_badge(node, kind, step.get("observation") or "")
         timing = ["model %s" % seconds(step.get("model_ms") or 0)]
         if step.get("tool_ms"):
             timing.append("tool %s" % seconds(step["tool_ms"]))
         set_timing(node, " · ".join(timing))
-        if step.get("kind") == "answer":
+        if kind == "answer":
             node.setAttribute("data-tool", "none")
     tools = summarize_trace(message, steps)
     part(message, ".trace").open = bool(tools)
     hide_if_empty(message)
+
+
+def mark_failed(message, steps):
+    """The turn failed: a step still shown as running ended with the error."""
+    running = message.querySelectorAll('.trace-step[data-state="running"]')
+    for node in running:
+        node.setAttribute("data-kind", "error")
+        node.setAttribute("data-state", "done")
+        set_badge(node, "error", "")
+    shown = part(message, ".trace-steps").children.length
+    if shown > len(steps):
+        text = "%d step%s · failed" % (shown, "" if shown == 1 else "s")
+        part(message, ".trace-summary").textContent = text
 
 
 def hide_if_empty(message):
@@ -112,9 +211,11 @@ def hide_if_empty(message):
 
 
 def step_kind(record):
-    """The kind of an archived step (the archive keeps only `corrective`)."""
+    """The kind of an archived step (the archive keeps only a `corrective` flag, which
+    covers repeated actions too; their observation tells them apart)."""
     if record.get("corrective"):
-        return "corrective"
+        observation = record.get("observation") or ""
+        return "repeat" if observation.startswith("You already called") else "corrective"
     tool = record.get("tool") or ""
     return "answer" if tool in ("", "none") else "tool"
 
@@ -126,12 +227,14 @@ def render_past_steps(message, records):
         kind = step_kind(record)
         step = trace_step(message, index + 1, kind)
         set_part(step, ".thought", record.get("thought") or "")
-        if kind != "answer" or record.get("tool") not in ("", "none", None):
-            if record.get("tool"):
-                set_action(step, record.get("tool"), format_input(record.get("tool_input", "")))
+        tool = record.get("tool")
+        if kind != "answer" and tool and tool != "none":
+            set_action(step, tool, format_input(record.get("tool_input", "")))
         if record.get("observation"):
-            set_observation(step, record["observation"], kind != "corrective", kind, 0)
-        steps.append({"tool": record.get("tool"), "kind": kind})
+            set_observation(step, record["observation"], kind not in ("corrective",), kind, 0)
+        else:
+            set_badge(step, kind, "")
+        steps.append({"tool": tool, "kind": kind})
     if not steps:
         part(message, ".trace").hidden = True
     else:
