@@ -2,13 +2,13 @@
 # ui/ together and takes over the agent worker that index.html started.
 #
 # The agent itself runs in the worker; nothing here thinks. Each part of the page is a
-# module of its own (status, chat, trace, memory, sessions) and they talk through the
-# small hub in ui/app.py.
+# module of its own (status, chat, trace, memory, sessions, tools) and they talk through
+# the small hub in ui/app.py.
 import sys
 
 from pyscript import window
 
-from ui import chat, memory, sessions, status
+from ui import chat, layout, memory, sessions, status, tools_panel
 from ui.link import take_over_worker
 
 runtime = "%s %s" % (sys.implementation.name,
@@ -16,8 +16,10 @@ runtime = "%s %s" % (sys.implementation.name,
 status.status.setAttribute("data-ui-runtime", runtime)
 status.status.setAttribute("data-ui-ms", str(int(window.performance.now())))  # UI is up
 
+layout.start()
 status.start(runtime)
 memory.start()
 chat.start(status.llm_host())
 sessions.start()
+tools_panel.start()
 take_over_worker()

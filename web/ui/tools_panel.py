@@ -1,0 +1,64 @@
+# The tools panel: every tool the agent has (from the worker's `tools` request, after
+# boot), with its signature and description, and which of them the retriever offered
+# the model for the running or last turn.
+from ui.app import on, state
+from ui.dom import by_id, clear, make, plural
+from ui.link import request
+
+panel = by_id("tools-panel")
+tools_list = by_id("tools-list")
+tools_count = by_id("tools-count")
+
+
+def render_tools(tools):
+    clear(tools_list)
+    for tool in tools:
+        name = tool.get("name", "")
+        item = make("li", "tool", attrs={"data-testid": "tool", "data-tool-name": name,
+                                         "data-pinned": "true" if tool.get("pinned") else "false"},
+                    parent=tools_list)
+        head = make("div", "tool-head", parent=item)
+        make("code", "tool-signature", tool.get("signature") or name + "()", parent=head)
+        if tool.get("pinned"):
+            make("span", "tool-badge", "always offered", parent=head)
+        make("p", "tool-description", tool.get("description") or "", parent=item)
+    tools_count.textContent = "(%d)" % len(tools)
+    panel.setAttribute("data-state", "ready")
+    panel.setAttribute("data-count", str(len(tools)))
+
+
+def load_tools(details=None):
+    def done(ok, value):
+        if ok and isinstance(value, list):
+            render_tools(value)
+        else:
+            clear(tools_list)
+            message = value.get("message", "") if isinstance(value, dict) else str(value)
+            make("li", "tool-error", "Could not list the tools: %s" % message,
+                 parent=tools_list)
+            panel.setAttribute("data-state", "error")
+    request("tools", done)
+
+
+def mark_offered(names):
+    """Highlight the tools the retriever offered for this turn."""
+    for item in tools_list.querySelectorAll("[data-tool-name]"):
+        offered = item.getAttribute("data-tool-name") in names
+        item.setAttribute("data-offered", "true" if offered else "false")
+    panel.setAttribute("data-offered", plural(len(names), "tool"))
+
+
+def on_agent_event(event):
+    if event.get("type") != "tools_retrieved":
+        return
+    turn = state["turn"]
+    if turn is None or turn["session"] != event.get("session_id"):
+        return
+    data = event.get("data") or {}
+    mark_offered([tool.get("name", "") for tool in data.get("tools") or []])
+
+
+def start():
+    on("booted", load_tools)
+    on("agent_event", on_agent_event)
+    on("session_opening", lambda session_id: mark_offered([]))
