@@ -123,33 +123,53 @@ class BridgeSession:
 
 
 class BridgeModel:
-    """A LanguageModel whose sessions live with the LLM host, reached by ``transport``."""
+    """A LanguageModel whose sessions live with the LLM host, reached by ``transport``.
 
-    def __init__(self, transport: Transport, *, stream_purposes: frozenset[Purpose] = frozenset()) -> None:
+    ``languages`` are the languages of the text going in and out; ``availability()``
+    and ``create()`` both declare them (``expectedInputs``/``expectedOutputs``), as
+    Chrome asks. ``context_window`` is the window of the last session created (None
+    before the first), so the agent can estimate budgets without a session of its own.
+    """
+
+    def __init__(self, transport: Transport, *, stream_purposes: frozenset[Purpose] = frozenset(),
+                 languages: tuple[str, ...] = ("en",)) -> None:
         self.transport = transport
         self.stream_purposes = stream_purposes
         self.conversation_id = ""  # tags streamed chunks with the agent session they belong to
+        self.context_window: int | None = None
+        self.languages = tuple(languages)
         self._ids = itertools.count(1)
 
     def next_request_id(self) -> str:
         return f"r{next(self._ids)}"
 
+    def expected_io(self) -> dict[str, Any]:
+        """The ``expectedInputs``/``expectedOutputs`` options: text in ``languages``."""
+        return {key: [{"type": "text", "languages": list(self.languages)}]
+                for key in ("expectedInputs", "expectedOutputs")}
+
     async def call(self, method: str, args: list[Any]) -> Any:
         return await call_transport(self.transport, method, args, model_error)
 
     async def availability(self) -> Availability:
-        value = await self.call("availability", [])
+        value = await self.call("availability", [self.expected_io()])
         return value.get("availability", "unavailable") if isinstance(value, dict) else value
 
     async def create(self, *, initial_prompts: list[Message],
                      purpose: Purpose = Purpose.STEP) -> BridgeSession:
         info = await self.call("create", [{"initialPrompts": initial_prompts,
-                                           "purpose": Purpose(purpose).value}])
-        return BridgeSession(self, info, Purpose(purpose))
+                                           "purpose": Purpose(purpose).value,
+                                           **self.expected_io()}])
+        session = BridgeSession(self, info, Purpose(purpose))
+        if session.context_window > 0:
+            self.context_window = session.context_window
+        return session
 
 
-class RpcStore:
-    """The store protocol over a transport to the IndexedDB module (JSON strings both ways)."""
+class StorageClient:
+    """The client end of the IndexedDB module's transport, for :class:`RpcStore` and the
+    demo tools' key-value store: calls whose errors become :class:`StorageError`, and
+    replies that may come as JSON text."""
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
@@ -160,6 +180,10 @@ class RpcStore:
     @staticmethod
     def _json(value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value
+
+
+class RpcStore(StorageClient):
+    """The store protocol over a transport to the IndexedDB module (JSON strings both ways)."""
 
     async def load(self, session_id: str) -> SessionState | None:
         value = self._json(await self._call("load", session_id))

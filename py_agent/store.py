@@ -71,7 +71,22 @@ class Store(Protocol):
         ...
 
 
-class InMemoryStore:
+class FailNextWrite:
+    """A test hook for in-memory stores: ``fail_next`` makes the next write raise that
+    :class:`StorageError` (then it is cleared); ``writes`` counts the writes that went
+    through. A write calls :meth:`_check_failure` before it changes anything."""
+
+    fail_next: StorageError | None = None
+    writes: int = 0
+
+    def _check_failure(self) -> None:
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        self.writes += 1
+
+
+class InMemoryStore(FailNextWrite):
     """A store that lives in a dict: for tests, scripts and ephemeral sessions.
 
     It deep-copies on the way in and out so callers cannot change stored data by
@@ -84,14 +99,6 @@ class InMemoryStore:
         self._states: dict[str, SessionState] = {}
         self._archives: dict[str, list[Turn]] = {}
         self._logs: dict[str, list[CompressionRecord]] = {}
-        self.fail_next: StorageError | None = None
-        self.writes = 0
-
-    def _check_failure(self) -> None:
-        if self.fail_next is not None:
-            error, self.fail_next = self.fail_next, None
-            raise error
-        self.writes += 1
 
     async def load(self, session_id: str) -> SessionState | None:
         state = self._states.get(session_id)

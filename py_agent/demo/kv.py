@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-from ..rpc import Transport, call_transport, storage_error
-from ..store import StorageError
+from ..rpc import StorageClient
+from ..store import FailNextWrite
 
 
 @runtime_checkable
@@ -59,7 +59,7 @@ def to_json(value: Any) -> str:
         raise ValueError(f"the value cannot be stored as JSON: {exc}") from None
 
 
-class InMemoryKeyValueStore:
+class InMemoryKeyValueStore(FailNextWrite):
     """A :class:`KeyValueStore` in a dict of JSON texts (so values are copies, as in a db).
 
     ``fail_next`` makes the next write raise that :class:`StorageError`, to test how
@@ -68,14 +68,6 @@ class InMemoryKeyValueStore:
 
     def __init__(self) -> None:
         self._data: dict[str, str] = {}
-        self.fail_next: StorageError | None = None
-        self.writes = 0
-
-    def _check_failure(self) -> None:
-        if self.fail_next is not None:
-            error, self.fail_next = self.fail_next, None
-            raise error
-        self.writes += 1
 
     async def get(self, key: str) -> Any | None:
         text = self._data.get(check_key(key))
@@ -97,23 +89,13 @@ class InMemoryKeyValueStore:
                 for key in sorted(self._data) if key.startswith(prefix)]
 
 
-class RpcKeyValueStore:
+class RpcKeyValueStore(StorageClient):
     """The :class:`KeyValueStore` protocol over a transport to ``IdbStore``'s kv methods.
 
     Values cross as JSON text (``kvPut(key, json)``, ``kvGet(key) -> json | null``,
     ``kvList(prefix) -> json [[key, value], ...]``, ``kvDelete(key) -> bool``); errors the
     other side reports become :class:`StorageError`.
     """
-
-    def __init__(self, transport: Transport) -> None:
-        self.transport = transport
-
-    async def _call(self, method: str, *args: Any) -> Any:
-        return await call_transport(self.transport, method, list(args), storage_error)
-
-    @staticmethod
-    def _json(value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str) else value
 
     async def get(self, key: str) -> Any | None:
         return self._json(await self._call("kvGet", check_key(key)))

@@ -25,7 +25,10 @@
  * input too large for the window -> QuotaExceededError with `requested` and `quota`;
  * aborted signal or destroy() during a call -> AbortError (or the signal's reason);
  * any call on a destroyed session -> InvalidStateError; a system message anywhere but
- * first -> TypeError.
+ * first -> TypeError. expectedInputs/expectedOutputs are validated (known types, outputs
+ * only text, languages among config.languages, else 'unavailable'), kept in the
+ * call log (entry.expectedInputs/expectedOutputs), and, as in Chrome, a console warning
+ * says so when availability() or create() names no output language.
  *
  * Token counting (deterministic, deliberately unlike chars/4 so calibration matters):
  *   - each CJK ideograph, kana or hangul syllable = 1 token;
@@ -120,6 +123,12 @@
     };
     state.log.push(entry);
     return entry;
+  }
+
+  // availability() and create() entries also keep the declared expectedInputs/Outputs.
+  function recordExpected(entry, options) {
+    entry.expectedInputs = options.expectedInputs ?? null;
+    entry.expectedOutputs = options.expectedOutputs ?? null;
   }
 
   // ---------------------------------------------------------------- errors
@@ -367,7 +376,16 @@
     return result;
   }
 
+  // Chrome warns (on the console) when availability() or create() names no output language.
+  const NO_OUTPUT_LANGUAGE = 'No output language was specified in a LanguageModel API request. ' +
+    'An output language should be specified to ensure optimal output quality and properly ' +
+    'attest to output safety. Please specify a supported output language code: ';
+
   function optionsAvailability(options) {
+    const outputs = Array.isArray(options.expectedOutputs) ? options.expectedOutputs : [];
+    if (!outputs.some((e) => e && Array.isArray(e.languages) && e.languages.length)) {
+      console.warn(NO_OUTPUT_LANGUAGE + `[${state.config.languages.join(', ')}]`);
+    }
     const a = checkExpected(options.expectedInputs, 'expectedInputs');
     const b = checkExpected(options.expectedOutputs, 'expectedOutputs');
     if (a === 'unavailable' || b === 'unavailable') return 'unavailable';
@@ -396,7 +414,7 @@
     // ----- static API
 
     static async availability(options = {}) {
-      record('availability', null, '', {});
+      recordExpected(record('availability', null, '', {}), options);
       const failure = takeFailure('availability');
       if (failure) throw failure;
       return optionsAvailability(options);
@@ -413,7 +431,7 @@
       } catch (e) {
         return Promise.reject(e);
       }
-      record('create', null, options.initialPrompts ?? [], {});
+      recordExpected(record('create', null, options.initialPrompts ?? [], {}), options);
       const failure = takeFailure('create');
       if (failure) return Promise.reject(failure);
       if (availability === 'unavailable') {

@@ -13,35 +13,23 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, MESSAGES, TURN_TIMEOUT_MS, USER, Watch,
+                             boot, chat, current_session, failed_turn, open_chat, send,
+                             step_responder, texts)
+
 pytestmark = pytest.mark.e2e
-
-BOOT_TIMEOUT_MS = 90_000    # cold Pyodide start on a busy machine
-TURN_TIMEOUT_MS = 20_000
-
-MESSAGES = '[data-testid="message"]'
-USER = '[data-testid="message"][data-role="user"]'
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
 
 # Steps for "calculate (1200/8)+45": first a reply that is not JSON (a corrective step),
 # then the calculator, then (once the test releases it) the answer from the observation.
-TOOL_RESPONDER = r"""(() => {
-  let steps = 0;
-  return async (input, ctx) => {
-    const schema = ctx.responseConstraint;
-    if (!(schema && schema.properties && schema.properties.toolName)) {
-      return window.__fakeLM.defaultResponder(input, ctx);
-    }
+TOOL_RESPONDER = step_responder(setup="let steps = 0;", body=r"""
     steps += 1;
     if (steps === 1) return 'Let me think about that.';
-    if (String(input).includes('(1200/8)+45 = 195')) {
+    if (text.includes('(1200/8)+45 = 195')) {
       await new Promise((resolve) => { window.__releaseAnswer = resolve; });
-      return JSON.stringify({thought: 'The calculator says 195.', toolName: 'none',
-                             toolInput: '', finalAnswer: 'The total is 195.'});
+      return step({thought: 'The calculator says 195.', finalAnswer: 'The total is 195.'});
     }
-    return JSON.stringify({thought: 'I should use the calculator.', toolName: 'calculate',
-                           toolInput: {expression: '(1200/8)+45'}, finalAnswer: ''});
-  };
-})()"""
+    return step({thought: 'I should use the calculator.', toolName: 'calculate',
+                 toolInput: {expression: '(1200/8)+45'}});""")
 
 # Default replies, except for memory: the summarizer lists what the user said (after a
 # "Summary:" label, which the agent strips), and fact extraction finds one preference.
@@ -74,63 +62,6 @@ LEGACY_DB_SCRIPT = r"""
 """
 
 
-class Watch:
-    """Every request of the browser context (page and workers) and every uncaught page
-    exception or console error."""
-
-    def __init__(self, page: Page) -> None:
-        self.requests: list[str] = []
-        self.problems: list[str] = []
-        page.context.on("request", lambda request: self.requests.append(request.url))
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        page.on("console", self._on_console)
-
-    def _on_console(self, message) -> None:
-        if message.type == "error":
-            self.problems.append(f"console.error: {message.text}")
-
-
-def boot(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
-
-
-def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> Watch:
-    """The app with the fake model, booted and ready to chat."""
-    watch = Watch(page)
-    install_fake_lm(page, **config)
-    boot(page, app_server + "/")
-    expect(page.get_by_test_id("chat-input")).to_be_enabled()
-    return watch
-
-
-def send(page: Page, text: str) -> None:
-    page.get_by_test_id("chat-input").fill(text)
-    page.get_by_test_id("send-button").click()
-
-
-def chat(page: Page, text: str) -> None:
-    """Send a message and wait for the answer."""
-    before = page.locator(ASSISTANT).count()
-    send(page, text)
-    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
-    expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
-                                                           timeout=TURN_TIMEOUT_MS)
-    expect(page.get_by_test_id("send-button")).to_be_enabled()
-
-
-def texts(page: Page, selector: str = MESSAGES) -> list[str]:
-    return page.eval_on_selector_all(
-        selector, "nodes => nodes.map(n => n.dataset.role + ': ' + "
-                  "n.querySelector('.text').textContent)")
-
-
-def current_session(page: Page) -> str:
-    return page.get_by_test_id("session-list").locator('[aria-current="true"]') \
-        .get_attribute("data-session-id")
-
-
 def compact(page: Page) -> None:
     page.get_by_test_id("compact-button").click()
     expect(page.get_by_test_id("memory-summary")).not_to_have_text("", timeout=TURN_TIMEOUT_MS)
@@ -152,6 +83,11 @@ def test_boot_then_chat(page: Page, app_server: str, install_fake_lm) -> None:
     expect(page.get_by_test_id("chat-input")).to_be_enabled()
     expect(page.get_by_test_id("stop-button")).to_be_disabled()
     expect(page.get_by_test_id("model-guide")).to_be_hidden()
+    # An empty chat says what the agent can do, as text (screen readers read it too).
+    hint = page.get_by_test_id("chat-hint")
+    expect(hint).to_be_visible()
+    for words in ("notes", "to-do", "recipes", "convert units", "dates", "calculate"):
+        expect(hint).to_contain_text(words)
 
     # Enter sends.
     page.get_by_test_id("chat-input").fill("Hello, agent!")
@@ -159,6 +95,7 @@ def test_boot_then_chat(page: Page, app_server: str, install_fake_lm) -> None:
     answer = page.locator(ASSISTANT)
     expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
     assert texts(page) == ["user: Hello, agent!", "assistant: You said: Hello, agent!"]
+    expect(hint).to_be_hidden()
     expect(page.get_by_test_id("chat-input")).to_have_value("")
     expect(status).to_have_attribute("data-state", "ready")
     expect(status).to_contain_text("Answered in")
@@ -305,6 +242,7 @@ def test_two_sessions_stay_separate(page: Page, app_server: str, install_fake_lm
 
     page.get_by_test_id("new-session-button").click()
     expect(page.locator(MESSAGES)).to_have_count(0)
+    expect(page.get_by_test_id("chat-hint")).to_be_visible()
     expect(page.get_by_test_id("memory-summary")).to_have_text("")
     expect(page.get_by_test_id("memory-facts").locator("li")).to_have_count(0)
     session_b = current_session(page)
@@ -394,7 +332,7 @@ def check_model_guide(page: Page) -> None:
 def test_model_unavailable_shows_the_guide(page: Page, app_server: str, install_fake_lm) -> None:
     watch = Watch(page)
     install_fake_lm(page, availability="unavailable")
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     check_model_guide(page)
     expect(page.get_by_test_id("status")).to_contain_text("unavailable on this device")
     assert watch.problems == []
@@ -404,7 +342,7 @@ def test_real_headless_chromium_shows_the_guide(page: Page, app_server: str) -> 
     # Headless Chromium has no Gemini Nano: depending on the build it lacks LanguageModel
     # altogether or reports it 'unavailable'. Either way: the guide, and no crash.
     watch = Watch(page)
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     check_model_guide(page)
     if page.evaluate("typeof LanguageModel") == "undefined":
         expect(page.get_by_test_id("status")).to_contain_text("no Prompt API")
@@ -416,7 +354,7 @@ def test_browser_without_prompt_api_shows_the_guide(page: Page, app_server: str,
     watch = Watch(page)
     install_fake_lm(page)
     page.add_init_script(script="window.__fakeLM.uninstall();")
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     assert page.evaluate("typeof LanguageModel") == "undefined"
     check_model_guide(page)
     expect(page.get_by_test_id("status")).to_contain_text("no Prompt API")
@@ -444,12 +382,7 @@ def test_errors_show_on_the_page(page: Page, app_server: str, install_fake_lm) -
 
     # A turn the model fails: an error message, and a Retry button on it
     # (tests/e2e/test_chat_rendering.py covers Retry in depth).
-    page.evaluate("__fakeLM.failNext('OperationError', {message: 'The model crashed.'})")
-    send(page, "Will this work?")
-    message = page.locator(ASSISTANT).last
-    expect(message).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
-    expect(message.locator(".text")).to_contain_text("The model crashed.")
-    expect(message.get_by_test_id("message-error")).to_contain_text("OperationError")
+    message = failed_turn(page, "Will this work?")
     expect(status).to_have_attribute("data-state", "ready")
     message.get_by_test_id("retry-button").click()
     expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",

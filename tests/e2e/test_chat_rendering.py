@@ -16,27 +16,17 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, boot, chat, failed_turn,
+                             open_chat, send, step_responder)
+
 pytestmark = pytest.mark.e2e
-
-BOOT_TIMEOUT_MS = 90_000
-TURN_TIMEOUT_MS = 20_000
-
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
-USER = '[data-testid="message"][data-role="user"]'
 
 
 def answering(answer_js: str) -> str:
     """A responder whose step replies answer directly with the JS expression
     ``answer_js`` (it sees ``input``, the prompt text); everything else gets the fake's
     defaults."""
-    return r"""(input, ctx) => {
-      const schema = ctx.responseConstraint;
-      if (!(schema && schema.properties && schema.properties.toolName)) {
-        return window.__fakeLM.defaultResponder(input, ctx);
-      }
-      return JSON.stringify({thought: 'Answering.', toolName: 'none', toolInput: '',
-                             finalAnswer: %s});
-    }""" % answer_js
+    return step_responder("return step({thought: 'Answering.', finalAnswer: %s});" % answer_js)
 
 
 # Records every element added to the page's chat that model or tool text could have
@@ -69,39 +59,15 @@ WATCH_DOM = r"""() => {
 }"""
 
 
-class Watch:
-    def __init__(self, page: Page) -> None:
-        self.problems: list[str] = []
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-
-
-def boot(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
-    expect(page.get_by_test_id("chat-input")).to_be_enabled()
-
-
-def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> Watch:
-    watch = Watch(page)
-    install_fake_lm(page, **config)
-    boot(page, app_server + "/")
+def open_streaming_chat(page: Page, app_server: str, install_fake_lm, answer: str,
+                        chunk_delay_ms: int):
+    """The chat with a model that answers every message with ``answer``, streamed a word
+    every ``chunk_delay_ms``, and WATCH_DOM recording; the Watch."""
+    watch = open_chat(page, app_server, install_fake_lm,
+                      responderSource=answering(json.dumps(answer)))
+    page.evaluate(WATCH_DOM)
+    page.evaluate("__fakeLM.setChunkDelay(%d)" % chunk_delay_ms)
     return watch
-
-
-def send(page: Page, text: str) -> None:
-    page.get_by_test_id("chat-input").fill(text)
-    page.get_by_test_id("send-button").click()
-
-
-def chat(page: Page, text: str) -> None:
-    before = page.locator(ASSISTANT).count()
-    send(page, text)
-    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
-    expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
-                                                           timeout=TURN_TIMEOUT_MS)
-    expect(page.get_by_test_id("send-button")).to_be_enabled()
 
 
 # ------------------------------------------------------------------ Markdown
@@ -171,10 +137,7 @@ def check_markdown(answer) -> None:
 
 
 def test_answers_render_as_safe_markdown(page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm,
-                      responderSource=answering(json.dumps(MARKDOWN)))
-    page.evaluate(WATCH_DOM)
-    page.evaluate("__fakeLM.setChunkDelay(25)")
+    watch = open_streaming_chat(page, app_server, install_fake_lm, MARKDOWN, 25)
     send(page, "Show me **everything** you can format, <i>please</i>")
     answer = page.locator(ASSISTANT).last
     # The streamed preview is rendered as it comes in, already as Markdown.
@@ -203,10 +166,7 @@ PAYLOAD = ('Look: <img src=x onerror="window.__pwned=1"> then '
 
 def test_injected_markup_in_answers_stays_text(page: Page, app_server: str,
                                                install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm,
-                      responderSource=answering(json.dumps(PAYLOAD)))
-    page.evaluate(WATCH_DOM)
-    page.evaluate("__fakeLM.setChunkDelay(80)")
+    watch = open_streaming_chat(page, app_server, install_fake_lm, PAYLOAD, 80)
     send(page, "Say something dangerous")
     answer = page.locator(ASSISTANT).last
     text = answer.locator(".text")
@@ -274,12 +234,7 @@ def test_enter_sends_and_shift_enter_adds_a_line(page: Page, app_server: str,
 def test_failed_turn_offers_retry(page: Page, app_server: str, install_fake_lm) -> None:
     open_chat(page, app_server, install_fake_lm)
     page.evaluate(WATCH_DOM)
-    page.evaluate("__fakeLM.failNext('OperationError', {message: 'The model crashed.'})")
-    send(page, "Will this work?")
-    failed = page.locator(ASSISTANT).first
-    expect(failed).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
-    expect(failed.locator(".text")).to_contain_text("The model crashed.")
-    expect(failed.get_by_test_id("message-error")).to_contain_text("OperationError")
+    failed = failed_turn(page, "Will this work?")
     retry = failed.get_by_test_id("retry-button")
     expect(retry).to_be_visible()
     expect(retry).to_be_enabled()

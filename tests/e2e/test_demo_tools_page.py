@@ -13,73 +13,35 @@ import datetime as dt
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.pages import ASSISTANT, boot, chat, open_chat, step_responder
+
 pytestmark = pytest.mark.e2e
 
-BOOT_TIMEOUT_MS = 90_000    # cold Pyodide start on a busy machine
-TURN_TIMEOUT_MS = 20_000
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
-
 # message pattern -> the tool call the "model" makes; then the observation as the answer.
-TOOL_RESPONDER = r"""(input, ctx) => {
-  const schema = ctx.responseConstraint;
-  if (!(schema && schema.properties && schema.properties.toolName)) {
-    return window.__fakeLM.defaultResponder(input, ctx);
-  }
-  const text = String(input);
-  const step = (toolName, toolInput, finalAnswer = '') =>
-    JSON.stringify({thought: 'scripted', toolName, toolInput, finalAnswer});
-  const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
-  if (observed) return step('none', '', `${observed[1]} -> ${observed[2]}`);
-  const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
-  const offered = schema.properties.toolName.enum;
-  const rules = [
-    [/^Write down a note titled (.+?): (.+)$/i, (m) => ['add_note', {title: m[1], text: m[2]}]],
-    [/^What did I write down about the (\w+)\?$/i, (m) => ['search_notes', {query: m[1]}]],
-    [/^Remind me to (.+) (tomorrow)$/i, (m) => ['add_todo', {task: m[1], due: m[2]}]],
-    [/^What's on my to-do list\?$/i, () => ['list_todos', {}]],
-    [/^Tick (.+) off my to-do list$/i, (m) => ['complete_todo', {task: m[1]}]],
-    [/^I'm vegetarian, what can I cook with (\w+)\?$/i,
-     (m) => ['find_recipes', {ingredients: m[1], diet: 'vegetarian'}]],
-  ];
-  for (const [pattern, make] of rules) {
-    const match = pattern.exec(message);
-    if (!match) continue;
-    const [tool, args] = make(match);
-    if (!offered.includes(tool)) {
-      return step('none', '', `NOT OFFERED ${tool}: ${offered.join(', ')}`);
+TOOL_RESPONDER = step_responder(r"""
+    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
+    if (observed) return step({thought: 'scripted', finalAnswer: `${observed[1]} -> ${observed[2]}`});
+    const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
+    const offered = schema.properties.toolName.enum;
+    const rules = [
+      [/^Write down a note titled (.+?): (.+)$/i, (m) => ['add_note', {title: m[1], text: m[2]}]],
+      [/^What did I write down about the (\w+)\?$/i, (m) => ['search_notes', {query: m[1]}]],
+      [/^Remind me to (.+) (tomorrow)$/i, (m) => ['add_todo', {task: m[1], due: m[2]}]],
+      [/^What's on my to-do list\?$/i, () => ['list_todos', {}]],
+      [/^Tick (.+) off my to-do list$/i, (m) => ['complete_todo', {task: m[1]}]],
+      [/^I'm vegetarian, what can I cook with (\w+)\?$/i,
+       (m) => ['find_recipes', {ingredients: m[1], diet: 'vegetarian'}]],
+    ];
+    for (const [pattern, make] of rules) {
+      const match = pattern.exec(message);
+      if (!match) continue;
+      const [tool, args] = make(match);
+      if (!offered.includes(tool)) {
+        return step({thought: 'scripted', finalAnswer: `NOT OFFERED ${tool}: ${offered.join(', ')}`});
+      }
+      return step({thought: 'scripted', toolName: tool, toolInput: args});
     }
-    return step(tool, args);
-  }
-  return step('none', '', `You said: ${message}`);
-}"""
-
-
-class Watch:
-    """Uncaught page exceptions and console errors."""
-
-    def __init__(self, page: Page) -> None:
-        self.problems: list[str] = []
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-
-
-def boot(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
-    expect(page.get_by_test_id("chat-input")).to_be_enabled()
-
-
-def ask(page: Page, text: str) -> str:
-    """Send a message, wait for the answer, return its text."""
-    before = page.locator(ASSISTANT).count()
-    page.get_by_test_id("chat-input").fill(text)
-    page.get_by_test_id("send-button").click()
-    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
-    answer = page.locator(ASSISTANT).last
-    expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
-    expect(page.get_by_test_id("send-button")).to_be_enabled()
-    return answer.locator(".text").text_content()
+    return step({thought: 'scripted', finalAnswer: `You said: ${message}`});""")
 
 
 def tool_steps(page: Page) -> list[str]:
@@ -109,11 +71,9 @@ def kv_rows(page: Page) -> list:
 
 def test_a_note_survives_a_reload_and_is_found_in_a_new_session(
         page: Page, app_server: str, install_fake_lm) -> None:
-    watch = Watch(page)
-    install_fake_lm(page, responderSource=TOOL_RESPONDER)
-    boot(page, app_server + "/")
-    answer = ask(page, "Write down a note titled Lisbon trip: book the tram 28 tour "
-                       "and pack the blue suitcase")
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=TOOL_RESPONDER)
+    answer = chat(page, "Write down a note titled Lisbon trip: book the tram 28 tour "
+                        "and pack the blue suitcase")
     assert answer == 'add_note -> Saved note #1 "Lisbon trip".'
     assert tool_steps(page) == ["add_note"]
     rows = dict(kv_rows(page))
@@ -123,7 +83,7 @@ def test_a_note_survives_a_reload_and_is_found_in_a_new_session(
     boot(page, app_server + "/")
     page.get_by_test_id("new-session-button").click()
     expect(page.locator(ASSISTANT)).to_have_count(0)
-    answer = ask(page, "What did I write down about the trip?")
+    answer = chat(page, "What did I write down about the trip?")
     assert answer.startswith('search_notes -> 1 note about "trip":')
     assert "#1 Lisbon trip" in answer and "pack the blue suitcase" in answer
     observation = page.locator(ASSISTANT).last.get_by_test_id("trace-step") \
@@ -134,26 +94,24 @@ def test_a_note_survives_a_reload_and_is_found_in_a_new_session(
 
 def test_todo_round_trip_and_a_vegetarian_recipe_search(
         page: Page, app_server: str, install_fake_lm) -> None:
-    watch = Watch(page)
-    install_fake_lm(page, responderSource=TOOL_RESPONDER)
-    boot(page, app_server + "/")
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=TOOL_RESPONDER)
     tomorrow = (dt.date.today() + dt.timedelta(days=1)).strftime("%a %Y-%m-%d")
 
-    answer = ask(page, "Remind me to buy oat milk tomorrow")
+    answer = chat(page, "Remind me to buy oat milk tomorrow")
     assert answer == f"add_todo -> Added to-do [ ] #1 buy oat milk (due {tomorrow}). 1 open to-do."
-    answer = ask(page, "What's on my to-do list?")
+    answer = chat(page, "What's on my to-do list?")
     assert answer == f"list_todos -> 1 open to-do:\n[ ] #1 buy oat milk (due {tomorrow})"
     assert tool_steps(page) == ["list_todos"]
 
     boot(page, app_server + "/")   # the list is still there after a reload
-    answer = ask(page, "Tick oat milk off my to-do list")
+    answer = chat(page, "Tick oat milk off my to-do list")
     assert answer == "complete_todo -> Done: #1 buy oat milk. 0 open to-dos left."
-    answer = ask(page, "What's on my to-do list?")
+    answer = chat(page, "What's on my to-do list?")
     assert answer.startswith("list_todos -> No open to-dos: everything is done.")
     todo = dict(kv_rows(page))["todo:000001"]
     assert todo["done"] is True and todo["task"] == "buy oat milk"
 
-    answer = ask(page, "I'm vegetarian, what can I cook with chickpeas?")
+    answer = chat(page, "I'm vegetarian, what can I cook with chickpeas?")
     assert answer.startswith("find_recipes -> ") and "vegetarian recipes with chickpeas" in answer
     assert "Chickpea and spinach curry" in answer
     assert "chorizo" not in answer.lower() and "chicken" not in answer.lower()

@@ -13,7 +13,7 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_chat import ASSISTANT, TURN_TIMEOUT_MS, chat, open_chat
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, chat, open_chat
 
 pytestmark = pytest.mark.e2e
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, chat, open_chat
+
 pytestmark = pytest.mark.e2e
 
-BOOT_TIMEOUT_MS = 90_000
-TURN_TIMEOUT_MS = 20_000
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
 PHONE = {"width": 360, "height": 740}
 # Every visible text (and ::before/::after text, and placeholders) against what is
 # really behind it, opacity included; disabled controls are exempt (WCAG 1.4.3).
@@ -84,28 +83,6 @@ CONTRAST_JS = r"""() => {
 # Roles of controls that need an accessible name.
 CONTROL_ROLES = {"button", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
                  "slider", "spinbutton", "link", "menuitem", "tab", "listbox"}
-
-
-def boot(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
-
-
-def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> None:
-    install_fake_lm(page, **config)
-    boot(page, app_server + "/")
-    expect(page.get_by_test_id("chat-input")).to_be_enabled()
-
-
-def chat(page: Page, text: str) -> None:
-    before = page.locator(ASSISTANT).count()
-    page.get_by_test_id("chat-input").fill(text)
-    page.get_by_test_id("send-button").click()
-    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
-    expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
-                                                           timeout=TURN_TIMEOUT_MS)
-    expect(page.get_by_test_id("send-button")).to_be_enabled()
 
 
 def horizontal_overflow(page: Page) -> list:
@@ -177,7 +154,7 @@ def test_phone_width_with_the_model_guide(page: Page, app_server: str,
                                          install_fake_lm) -> None:
     page.set_viewport_size(PHONE)
     install_fake_lm(page, availability="unavailable")
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     expect(page.get_by_test_id("model-guide")).to_be_visible()
     assert_fits(page)
     expect(page.get_by_test_id("chat-input")).to_be_visible()

@@ -2,7 +2,7 @@
 token meter, the compaction history (with a focus, and a failure), and Export/Import.
 
 Real worker and IndexedDB, the fake LanguageModel scripted to summarize and to extract
-facts (see test_chat.py for the helpers).
+facts (tests/e2e/pages.py has the helpers).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_chat import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat,
-                                 current_session, open_chat, texts)
-from tests.e2e.test_sessions import row, session_ids, stored_sessions
+from tests.e2e.pages import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat, current_session,
+                             open_chat, row, session_ids, stored_sessions, texts)
 
 pytestmark = pytest.mark.e2e
 

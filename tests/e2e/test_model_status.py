@@ -13,11 +13,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-pytestmark = pytest.mark.e2e
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, send
 
-BOOT_TIMEOUT_MS = 90_000
-TURN_TIMEOUT_MS = 20_000
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
+pytestmark = pytest.mark.e2e
 
 # Records every value a progress bar takes. A MutationObserver may see several changes
 # at once (early boot phases are replayed together), so the sequence is rebuilt from the
@@ -58,12 +56,6 @@ document.addEventListener('DOMContentLoaded',
 """
 
 
-def boot(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
-
-
 def progress_log(page: Page, testid: str, label: str) -> dict:
     return page.evaluate("([t, l]) => window.__progressLog(t, l)", [testid, label])
 
@@ -79,7 +71,7 @@ def test_boot_progress_names_each_phase_then_hides(page: Page, app_server: str,
                                                    install_fake_lm) -> None:
     install_fake_lm(page)
     page.add_init_script(script=RECORD_BOOT)
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     log = progress_log(page, "boot-progress", "boot-progress-label")
     # The bar was on screen from the first paint (static HTML, before Python runs).
     assert log["firstVisible"] is True and 0 < log["firstValue"] < 0.2
@@ -105,7 +97,9 @@ def test_download_progress_on_first_send(page: Page, app_server: str,
                                          install_fake_lm) -> None:
     install_fake_lm(page, availability="downloadable", downloadSteps=6, downloadStepMs=250)
     page.add_init_script(script=RECORD_PROGRESS)
-    boot(page, app_server + "/")
+    warnings = []
+    page.on("console", lambda m: m.type == "warning" and warnings.append(m.text))
+    boot(page, app_server + "/", wait_for_chat=False)
     status = page.get_by_test_id("status")
     # Before: the page says the model is not here yet and that sending starts the download.
     expect(status).to_contain_text("will download on first use")
@@ -115,8 +109,7 @@ def test_download_progress_on_first_send(page: Page, app_server: str,
     expect(page.get_by_test_id("download-progress")).to_be_hidden()
     page.evaluate("window.__recordProgress('download-progress', 'download-progress-label')")
 
-    page.get_by_test_id("chat-input").fill("Hello while you download")
-    page.get_by_test_id("send-button").click()   # the user gesture Chrome wants
+    send(page, "Hello while you download")   # the click is the user gesture Chrome wants
     bar = page.get_by_test_id("download-progress")
     expect(bar).to_be_visible()
     expect(page.get_by_test_id("download-progress-label")).to_contain_text(
@@ -136,10 +129,20 @@ def test_download_progress_on_first_send(page: Page, app_server: str,
     assert any(re.search(r": [1-9]\d?%", text) for text in log["labels"]), log["labels"]
     assert page.evaluate("__fakeLM.callsOf('create').length") >= 1
 
+    # Every availability() and create(), the page's (status, download) and the worker's
+    # (the agent's sessions), said it works on English text, so Chrome had nothing to
+    # warn about.
+    english = [{"type": "text", "languages": ["en"]}]
+    calls = page.evaluate("[...__fakeLM.callsOf('availability'), ...__fakeLM.callsOf('create')]"
+                          ".map((c) => [c.method, c.expectedInputs, c.expectedOutputs])")
+    assert {method for method, _, _ in calls} == {"availability", "create"}
+    assert all(inputs == english and outputs == english for _, inputs, outputs in calls), calls
+    assert not [w for w in warnings if "output language" in w], warnings
+
 
 def test_download_now_button(page: Page, app_server: str, install_fake_lm) -> None:
     install_fake_lm(page, availability="downloadable", downloadSteps=4, downloadStepMs=250)
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     button = page.get_by_test_id("download-model-button")
     expect(button).to_be_visible()
     button.click()
@@ -151,8 +154,7 @@ def test_download_now_button(page: Page, app_server: str, install_fake_lm) -> No
     # The session made only to start the download is not kept.
     page.wait_for_function("__fakeLM.sessions().length === 0")
     # And chatting works at once, without another download.
-    page.get_by_test_id("chat-input").fill("Are you there?")
-    page.get_by_test_id("send-button").click()
+    send(page, "Are you there?")
     expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
                                                            timeout=TURN_TIMEOUT_MS)
     expect(page.get_by_test_id("download-progress")).to_be_hidden()
@@ -160,7 +162,7 @@ def test_download_now_button(page: Page, app_server: str, install_fake_lm) -> No
 
 def test_model_downloading_elsewhere(page: Page, app_server: str, install_fake_lm) -> None:
     install_fake_lm(page, availability="downloading")
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     expect(page.get_by_test_id("status")).to_contain_text("Chrome is downloading")
     expect(page.get_by_test_id("model-state")).to_have_attribute("data-model", "downloading")
     expect(page.get_by_test_id("download-note")).to_contain_text("Chrome is downloading")
@@ -170,7 +172,7 @@ def test_model_downloading_elsewhere(page: Page, app_server: str, install_fake_l
 
 def test_guide_when_the_model_is_unavailable(page: Page, app_server: str) -> None:
     # Headless Chromium's real LanguageModel (if any) has no model behind it.
-    boot(page, app_server + "/")
+    boot(page, app_server + "/", wait_for_chat=False)
     guide = page.get_by_test_id("model-guide")
     expect(guide).to_be_visible()
     expect(page.get_by_test_id("model-state")).to_have_attribute("data-model", "unavailable")

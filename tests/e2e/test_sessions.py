@@ -1,7 +1,7 @@
 """The sessions sidebar end to end: titles, inline rename, delete with an inline
 confirmation, keyboard use, and the last session reopening after a reload.
 
-Real worker and IndexedDB, the fake LanguageModel (see test_chat.py for the helpers).
+Real worker and IndexedDB, the fake LanguageModel (tests/e2e/pages.py has the helpers).
 """
 
 from __future__ import annotations
@@ -11,38 +11,13 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_chat import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat,
-                                 current_session, open_chat, send, texts)
+from tests.e2e.pages import (ASSISTANT, MESSAGES, SESSION_ROWS, TURN_TIMEOUT_MS, USER,
+                             boot, chat, current_session, open_chat, row, send, session_ids,
+                             stored_sessions, texts)
 
 pytestmark = pytest.mark.e2e
 
-ROWS = '[data-testid="session-list"] li[data-row]'
-USER_TEXT = '[data-testid="message"][data-role="user"] .text'
-
-
-def row(page: Page, session_id: str):
-    return page.locator(f'{ROWS}[data-row="{session_id}"]')
-
-
-def session_ids(page: Page) -> list[str]:
-    return page.eval_on_selector_all(
-        '[data-testid="session-list"] [data-session-id]',
-        "nodes => nodes.map(n => n.dataset.sessionId)")
-
-
-def stored_sessions(page: Page) -> list[dict]:
-    """The worker's list of saved sessions (IndexedDB), asked directly."""
-    return page.evaluate("""() => new Promise((resolve, reject) => {
-      const worker = pyAgentWorker.worker, id = 'test-' + Math.random();
-      const listen = (event) => {
-        if (event.data && event.data.type === 'reply' && event.data.id === id) {
-          worker.removeEventListener('message', listen);
-          event.data.ok ? resolve(event.data.value) : reject(new Error(event.data.error.message));
-        }
-      };
-      worker.addEventListener('message', listen);
-      worker.postMessage({type: 'sessions', id});
-    })""")
+USER_TEXT = USER + " .text"
 
 
 def no_dialogs(page: Page) -> list[str]:
@@ -146,7 +121,7 @@ def test_delete_asks_inline_then_removes_from_list_and_storage(
     chat(page, "second session message")
     third = new_session(page)
     chat(page, "third session message")
-    expect(page.locator(ROWS)).to_have_count(3)
+    expect(page.locator(SESSION_ROWS)).to_have_count(3)
     assert session_ids(page) == [third, second, first]   # newest first
 
     # Delete a session that is not shown: an inline question, "No" keeps it.
@@ -156,7 +131,7 @@ def test_delete_asks_inline_then_removes_from_list_and_storage(
     expect(row(page, first).get_by_test_id("cancel-delete")).to_be_focused()
     row(page, first).get_by_test_id("cancel-delete").click()
     expect(confirm).to_have_count(0)
-    expect(page.locator(ROWS)).to_have_count(3)
+    expect(page.locator(SESSION_ROWS)).to_have_count(3)
     # Escape cancels too.
     row(page, first).get_by_test_id("delete-session").click()
     page.keyboard.press("Escape")
@@ -167,7 +142,7 @@ def test_delete_asks_inline_then_removes_from_list_and_storage(
     row(page, first).get_by_test_id("delete-session").click()
     row(page, first).get_by_test_id("confirm-delete").click()
     expect(row(page, first)).to_have_count(0)
-    expect(page.locator(ROWS)).to_have_count(2)
+    expect(page.locator(SESSION_ROWS)).to_have_count(2)
     assert current_session(page) == third
     assert texts(page) == ["user: third session message",
                            "assistant: You said: third session message"]
@@ -195,7 +170,7 @@ def test_delete_asks_inline_then_removes_from_list_and_storage(
     expect(row(page, second).get_by_test_id("confirm-delete")).to_be_focused()
     page.keyboard.press("Enter")
     expect(row(page, second)).to_have_count(0)
-    expect(page.locator(ROWS)).to_have_count(1)
+    expect(page.locator(SESSION_ROWS)).to_have_count(1)
     assert current_session(page) not in (first, second, third)
     expect(page.locator(MESSAGES)).to_have_count(0)
     expect(page.get_by_test_id("memory-summary")).to_have_text("")

@@ -10,26 +10,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, ask_worker, boot, send
+
 pytestmark = pytest.mark.e2e
-
-BOOT_TIMEOUT_MS = 90_000
-TURN_TIMEOUT_MS = 20_000
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
-
-# Ask the worker directly, as the page does, and wait for the reply with that id (the
-# page's own handler ignores replies it did not ask for).
-ASK_WORKER = r"""() => new Promise((resolve, reject) => {
-  const worker = window.pyAgentWorker.worker;
-  const id = 'e2e-tools';
-  const onMessage = (event) => {
-    const data = event.data;
-    if (!data || data.type !== 'reply' || data.id !== id) return;
-    worker.removeEventListener('message', onMessage);
-    data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
-  };
-  worker.addEventListener('message', onMessage);
-  worker.postMessage({type: 'tools', id});
-})"""
 
 WATCH_OFFERED = r"""() => {
   window.__offered = null;
@@ -50,13 +33,11 @@ PANEL_ITEMS = r"""items => items.map(li => ({
 def test_tools_panel_lists_every_tool_the_worker_has(page: Page, app_server: str,
                                                      install_fake_lm) -> None:
     install_fake_lm(page)
-    page.goto(app_server + "/")
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
+    boot(page, app_server + "/", wait_for_chat=False)
     panel = page.get_by_test_id("tools-panel")
     expect(panel).to_have_attribute("data-state", "ready")
 
-    tools = page.evaluate(ASK_WORKER)
+    tools = ask_worker(page, "tools")
     assert len(tools) >= 3   # the demo's calculator, units, dates… and whatever came since
     shown = page.eval_on_selector_all('[data-testid="tools-panel"] [data-tool-name]',
                                       PANEL_ITEMS)
@@ -72,8 +53,7 @@ def test_tools_panel_lists_every_tool_the_worker_has(page: Page, app_server: str
     # A turn highlights the tools the retriever offered the model (the worker's
     # tools_retrieved event says which).
     page.evaluate(WATCH_OFFERED)
-    page.get_by_test_id("chat-input").fill("How many grams is 3 ounces?")
-    page.get_by_test_id("send-button").click()
+    send(page, "How many grams is 3 ounces?")
     expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",
                                                            timeout=TURN_TIMEOUT_MS)
     offered = page.evaluate("window.__offered")

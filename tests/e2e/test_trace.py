@@ -9,81 +9,36 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, open_chat, send, step_responder
+
 pytestmark = pytest.mark.e2e
-
-BOOT_TIMEOUT_MS = 90_000
-TURN_TIMEOUT_MS = 20_000
-
-ASSISTANT = '[data-testid="message"][data-role="assistant"]'
 
 # One turn that needs every guard: a reply that is not JSON, a tool that does not
 # exist, a real tool call, the same call again, then (once the test releases it) the
 # answer.
-CORRECTIVE_RESPONDER = r"""(() => {
-  let steps = 0;
-  return async (input, ctx) => {
-    const schema = ctx.responseConstraint;
-    if (!(schema && schema.properties && schema.properties.toolName)) {
-      return window.__fakeLM.defaultResponder(input, ctx);
-    }
+CORRECTIVE_RESPONDER = step_responder(setup="let steps = 0;", body=r"""
     steps += 1;
     if (steps === 1) return 'Sure, I can do that in my head.';
     if (steps === 2) {
-      return JSON.stringify({thought: 'Maybe the abacus.', toolName: 'abacus',
-                             toolInput: {beads: 42}, finalAnswer: ''});
+      return step({thought: 'Maybe the abacus.', toolName: 'abacus', toolInput: {beads: 42}});
     }
     if (steps === 3 || steps === 4) {
-      return JSON.stringify({thought: 'I should use the calculator.', toolName: 'calculate',
-                             toolInput: {expression: '6*7'}, finalAnswer: ''});
+      return step({thought: 'I should use the calculator.', toolName: 'calculate',
+                   toolInput: {expression: '6*7'}});
     }
     await new Promise((resolve) => { window.__releaseAnswer = resolve; });
-    return JSON.stringify({thought: 'The calculator said 42.', toolName: 'none',
-                           toolInput: '', finalAnswer: 'Six times seven is **42**.'});
-  };
-})()"""
+    return step({thought: 'The calculator said 42.', finalAnswer: 'Six times seven is **42**.'});""")
 
 # Tool output (and a tool name, and a thought) carrying markup.
 EVIL = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
-INJECTING_RESPONDER = r"""(() => {
-  let steps = 0;
-  const evil = %r;
-  return (input, ctx) => {
-    const schema = ctx.responseConstraint;
-    if (!(schema && schema.properties && schema.properties.toolName)) {
-      return window.__fakeLM.defaultResponder(input, ctx);
-    }
+INJECTING_RESPONDER = step_responder(setup="let steps = 0;\nconst evil = %r;" % EVIL, body=r"""
     steps += 1;
     if (steps === 1) {
-      return JSON.stringify({thought: 'Thinking <b>hard</b> ' + evil, toolName: 'calculate',
-                             toolInput: {expression: evil}, finalAnswer: ''});
+      return step({thought: 'Thinking <b>hard</b> ' + evil, toolName: 'calculate',
+                   toolInput: {expression: evil}});
     }
-    if (steps === 2) {
-      return JSON.stringify({thought: 'Another tool.', toolName: evil, toolInput: evil,
-                             finalAnswer: ''});
-    }
-    return JSON.stringify({thought: 'Done.', toolName: 'none', toolInput: '',
-                           finalAnswer: 'That expression is not arithmetic.'});
-  };
-})()""" % EVIL
-
-
-class Watch:
-    def __init__(self, page: Page) -> None:
-        self.problems: list[str] = []
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-
-
-def boot(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
-                                                            timeout=BOOT_TIMEOUT_MS)
-    expect(page.get_by_test_id("chat-input")).to_be_enabled()
-
-
-def send(page: Page, text: str) -> None:
-    page.get_by_test_id("chat-input").fill(text)
-    page.get_by_test_id("send-button").click()
+    if (steps === 2) return step({thought: 'Another tool.', toolName: evil, toolInput: evil});
+    return step({thought: 'Done.', finalAnswer: 'That expression is not arithmetic.'});""")
 
 
 def kinds(steps) -> list[str]:
@@ -115,9 +70,7 @@ def check_corrective_steps(steps) -> None:
 
 def test_trace_shows_scores_and_corrections(page: Page, app_server: str,
                                             install_fake_lm) -> None:
-    watch = Watch(page)
-    install_fake_lm(page, responderSource=CORRECTIVE_RESPONDER)
-    boot(page, app_server + "/")
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=CORRECTIVE_RESPONDER)
     send(page, "Please calculate 6*7 for me")
     message = page.locator(ASSISTANT).last
     steps = message.get_by_test_id("trace-step")
@@ -167,9 +120,7 @@ def test_trace_shows_scores_and_corrections(page: Page, app_server: str,
 
 def test_markup_in_tool_output_stays_text(page: Page, app_server: str,
                                           install_fake_lm) -> None:
-    watch = Watch(page)
-    install_fake_lm(page, responderSource=INJECTING_RESPONDER)
-    boot(page, app_server + "/")
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=INJECTING_RESPONDER)
     send(page, "Please calculate this expression for me")
     message = page.locator(ASSISTANT).last
     expect(message).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)

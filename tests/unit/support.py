@@ -87,6 +87,27 @@ def make_responder(step: Callable[[PromptCall], str] = echo_agent_reply,
 
 FAST_TOOLS = ToolPolicy(timeout_s=0.3, max_attempts=3, backoff_s=0.01)
 
+# A small window makes compaction come quickly; the policy fits it (make_agent(**SMALL)).
+SMALL = dict(window=3500, memory=MemoryPolicy(reserved_turn_tokens=900, summary_target_tokens=200,
+                                              summary_max_tokens=400))
+LONG = "and here are many more details about it " * 12
+PREFERENCE = "I'm vegetarian, please remember that."
+
+
+async def chat(agent, n: int, session_id: str = "s", start: int = 0, wait: bool = True) -> None:
+    """``n`` long turns ("Message number {i}: ..."), then (with ``wait``) the compactions."""
+    for i in range(start, start + n):
+        await agent.run(f"Message number {i}: {LONG}", session_id=session_id)
+    if wait:
+        await agent.wait_idle()
+
+
+async def preference_then_chat(agent, n: int, session_id: str = "s") -> None:
+    """Turn 1 says the user is vegetarian (facts_reply makes it a key fact once it is
+    compacted); then ``n`` long turns push it out of the raw turns."""
+    await agent.run(PREFERENCE, session_id=session_id)
+    await chat(agent, n, session_id, start=1)
+
 
 @pytest.fixture
 def make_agent():

@@ -2,23 +2,10 @@ import asyncio
 
 import pytest
 
-from py_agent import (InMemoryStore, MemoryPolicy, ModelUnavailableError,
-                      StorageError, UnknownSessionError)
+from py_agent import InMemoryStore, ModelUnavailableError, StorageError, UnknownSessionError
 from py_agent.model import Purpose
 from py_agent.testing import PromptCall, step_json, user_message
-from tests.unit.support import run, summarizer_reply
-
-# A small window makes compaction come quickly; the policy fits it.
-SMALL = dict(window=3500, memory=MemoryPolicy(reserved_turn_tokens=900, summary_target_tokens=200,
-                                              summary_max_tokens=400))
-LONG = "and here are many more details about it " * 12
-
-
-async def chat(agent, n: int, session_id: str = "s", start: int = 0, wait: bool = True):
-    for i in range(start, start + n):
-        await agent.run(f"Message number {i}: {LONG}", session_id=session_id)
-    if wait:
-        await agent.wait_idle()
+from tests.unit.support import LONG, SMALL, chat, preference_then_chat, run, summarizer_reply
 
 
 def test_compaction_triggers_on_tokens_and_folds_old_turns_into_summary(make_agent):
@@ -109,12 +96,7 @@ def test_failed_summary_keeps_raw_turns_and_is_retried_later(make_agent):
 
 def test_key_facts_survive_and_shape_later_prompts(make_agent):
     agent, model, _ = make_agent(**SMALL)
-
-    async def scenario():
-        await agent.run("I'm vegetarian, please remember that.", session_id="s")
-        await chat(agent, 14, start=1)
-
-    run(scenario())
+    run(preference_then_chat(agent, 14))
     state = run(agent.memory_state("s"))
     assert [f.text for f in state.facts] == ["The user is vegetarian"]
     assert state.facts_by_category() == {"preference": ["The user is vegetarian"]}

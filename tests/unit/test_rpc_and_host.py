@@ -111,6 +111,42 @@ def test_an_agent_over_the_bridge_runs_and_tracks_context_usage():
     assert agent._bases[Purpose.STEP].context_usage == base.context_usage > 0
 
 
+def test_bridge_model_declares_english_text_for_availability_and_create():
+    log = []
+    transport, _ = host_transport(FunctionModel(make_responder(echo_agent_reply)), log)
+    bridge = BridgeModel(transport)
+    assert run(bridge.availability()) == "available"
+    run(bridge.create(initial_prompts=[{"role": "system", "content": "Be brief."}]))
+    english = [{"type": "text", "languages": ["en"]}]
+    (_, [availability_options]), (_, [create_options]) = log
+    assert availability_options == {"expectedInputs": english, "expectedOutputs": english}
+    assert create_options["expectedInputs"] == english
+    assert create_options["expectedOutputs"] == english
+    assert create_options["initialPrompts"] == [{"role": "system", "content": "Be brief."}]
+    assert BridgeModel(transport, languages=("es", "en")).expected_io()["expectedOutputs"] == [
+        {"type": "text", "languages": ["es", "en"]}]
+
+
+def test_bridge_model_remembers_the_window_for_estimated_budgets():
+    log = []
+    transport, _ = host_transport(FunctionModel(make_responder(echo_agent_reply),
+                                                context_window=4096), log)
+    bridge = BridgeModel(transport)
+    state = SessionState("a", recent_turns=[Turn(1, "hi", "hello")], next_turn_id=2)
+    assert bridge.context_window is None   # no session yet: the agent's default
+    assert Agent(model=bridge, store=InMemoryStore()).estimated_budget(state) \
+        .context_window == 9216
+    run(bridge.create(initial_prompts=[]))
+    assert bridge.context_window == 4096
+    # A fresh agent on the same model (no session of its own yet) estimates with it.
+    agent = Agent(model=bridge, store=InMemoryStore())
+    assert agent.estimated_budget(state).context_window == 4096
+    # Only a plain positive int counts.
+    for odd in (4096.0, "4096", True, 0, -5):
+        bridge.context_window = odd
+        assert agent.estimated_budget(state).context_window == 9216, odd
+
+
 def test_quota_errors_from_the_host_reach_the_agent_typed():
     log = []
     model = FunctionModel(make_responder(echo_agent_reply), context_window=2600)

@@ -2,35 +2,19 @@ import json
 
 import pytest
 
-from py_agent import (InMemoryStore, MemoryPolicy, SessionImportError, StorageError,
-                      UnknownSessionError)
+from py_agent import InMemoryStore, SessionImportError, StorageError, UnknownSessionError
 from py_agent.model import Purpose
 from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
 from py_agent.testing import user_message
 from py_agent.transfer import (FORMAT, SessionBundle, export_filename, id_candidates,
                                parse_session)
-from tests.unit.support import run
-
-SMALL = dict(window=3500, memory=MemoryPolicy(reserved_turn_tokens=900, summary_target_tokens=200,
-                                              summary_max_tokens=400))
-LONG = "and here are many more details about it " * 12
-
-
-async def chat(agent, n: int, session_id: str = "s", start: int = 0) -> None:
-    for i in range(start, start + n):
-        await agent.run(f"Message number {i}: {LONG}", session_id=session_id)
-    await agent.wait_idle()
+from tests.unit.support import SMALL, preference_then_chat, run
 
 
 def compacted_session(make_agent):
     """An agent whose session "s" has a fact, a summary and compressions."""
     agent, model, store = make_agent(**SMALL)
-
-    async def scenario():
-        await agent.run("I'm vegetarian, please remember that.", session_id="s")
-        await chat(agent, 12, start=1)
-
-    run(scenario())
+    run(preference_then_chat(agent, 12))
     assert run(agent.memory_state("s")).compactions >= 1
     return agent, model, store
 

@@ -8,6 +8,11 @@ from pyscript import window
 from ui.app import UNAVAILABLE, can_send, emit, on, state
 from ui.dom import by_id, from_js, keep, listen, make, missing, to_js
 
+# What the page's own availability() and create() declare, as the worker's BridgeModel
+# does (py_agent/rpc.py): English text in and out (Chrome warns when no language is given).
+MODEL_IO = {"expectedInputs": [{"type": "text", "languages": ["en"]}],
+            "expectedOutputs": [{"type": "text", "languages": ["en"]}]}
+
 # Give up waiting when the worker says nothing for this long during boot.
 SILENCE_LIMIT_MS = 60_000
 # While Chrome downloads the model for another page, look again this often.
@@ -323,7 +328,9 @@ def start_download():
     state["download"] = 0
     state["model"] = "downloading"
     show_model_state()
-    host.create(to_js({"purpose": "download", "requestId": "page-model-download"})) \
+    options = {"purpose": "download", "requestId": "page-model-download"}
+    options.update(MODEL_IO)
+    host.create(to_js(options)) \
         .then(_download_done_proxy, _download_failed_proxy)
 
 
@@ -375,7 +382,7 @@ def check_model():
     if host is None:
         _on_availability_failed("the page's LLM host did not start")
         return
-    host.availability().then(_availability_proxy, _availability_failed_proxy)
+    host.availability(to_js(MODEL_IO)).then(_availability_proxy, _availability_failed_proxy)
 
 
 def start(runtime):

@@ -1,0 +1,157 @@
+"""Helpers the end-to-end tests share to drive the chat page: boot it with the fake
+LanguageModel, send messages and wait for answers, read the transcript and the sessions
+list, ask the agent worker directly, and script the fake model's agent steps.
+
+The fixtures (``app_server``, ``install_fake_lm``, ...) live in conftest.py; these are
+plain functions on a Playwright ``Page``.
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import Locator, Page, expect
+
+BOOT_TIMEOUT_MS = 90_000    # cold Pyodide start on a busy machine
+TURN_TIMEOUT_MS = 20_000
+
+MESSAGES = '[data-testid="message"]'
+USER = '[data-testid="message"][data-role="user"]'
+ASSISTANT = '[data-testid="message"][data-role="assistant"]'
+SESSION_ROWS = '[data-testid="session-list"] li[data-row]'
+
+
+class Watch:
+    """Every request of the browser context (page and workers) and every uncaught page
+    exception or console error."""
+
+    def __init__(self, page: Page) -> None:
+        self.requests: list[str] = []
+        self.problems: list[str] = []
+        page.context.on("request", lambda request: self.requests.append(request.url))
+        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
+        page.on("console", self._on_console)
+
+    def _on_console(self, message) -> None:
+        if message.type == "error":
+            self.problems.append(f"console.error: {message.text}")
+
+
+def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
+    """Load the page and wait until the agent is ready and, unless ``wait_for_chat`` is
+    False (no model: the guide instead), until the message box takes text."""
+    page.goto(url)
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
+                                                            timeout=BOOT_TIMEOUT_MS)
+    if wait_for_chat:
+        expect(page.get_by_test_id("chat-input")).to_be_enabled()
+
+
+def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> Watch:
+    """The app with the fake model (``config`` as for ``install_fake_lm``), booted and
+    ready to chat; the Watch started before the page loaded."""
+    watch = Watch(page)
+    install_fake_lm(page, **config)
+    boot(page, app_server + "/")
+    return watch
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_test_id("chat-input").fill(text)
+    page.get_by_test_id("send-button").click()
+
+
+def chat(page: Page, text: str) -> str:
+    """Send a message, wait for the answer; its text."""
+    before = page.locator(ASSISTANT).count()
+    send(page, text)
+    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
+    answer = page.locator(ASSISTANT).last
+    expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(page.get_by_test_id("send-button")).to_be_enabled()
+    return answer.locator(".text").text_content()
+
+
+def failed_turn(page: Page, text: str, error: str = "The model crashed.") -> Locator:
+    """Send ``text`` with the model set to fail its next call (an OperationError saying
+    ``error``); the turn's answer, once it shows the error."""
+    before = page.locator(ASSISTANT).count()
+    page.evaluate("(message) => __fakeLM.failNext('OperationError', {message})", error)
+    send(page, text)
+    failed = page.locator(ASSISTANT).nth(before)
+    expect(failed).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
+    expect(failed.locator(".text")).to_contain_text(error)
+    expect(failed.get_by_test_id("message-error")).to_contain_text("OperationError")
+    return failed
+
+
+def texts(page: Page, selector: str = MESSAGES) -> list[str]:
+    """The messages shown, as "role: text"."""
+    return page.eval_on_selector_all(
+        selector, "nodes => nodes.map(n => n.dataset.role + ': ' + "
+                  "n.querySelector('.text').textContent)")
+
+
+# ------------------------------------------------------------------ sessions
+
+def current_session(page: Page) -> str:
+    return page.get_by_test_id("session-list").locator('[aria-current="true"]') \
+        .get_attribute("data-session-id")
+
+
+def row(page: Page, session_id: str):
+    """The sessions list's row of ``session_id``."""
+    return page.locator(f'{SESSION_ROWS}[data-row="{session_id}"]')
+
+
+def session_ids(page: Page) -> list[str]:
+    """The sessions listed, in order."""
+    return page.eval_on_selector_all(
+        '[data-testid="session-list"] [data-session-id]',
+        "nodes => nodes.map(n => n.dataset.sessionId)")
+
+
+def ask_worker(page: Page, request_type: str):
+    """Ask the agent worker directly, as the page does (``{type, id}``), and return the
+    value of its reply (the page's own handler ignores replies it did not ask for)."""
+    return page.evaluate("""(type) => new Promise((resolve, reject) => {
+      const worker = window.pyAgentWorker.worker, id = 'e2e-' + type + '-' + Math.random();
+      const listen = (event) => {
+        const data = event.data;
+        if (!data || data.type !== 'reply' || data.id !== id) return;
+        worker.removeEventListener('message', listen);
+        data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
+      };
+      worker.addEventListener('message', listen);
+      worker.postMessage({type, id});
+    })""", request_type)
+
+
+def stored_sessions(page: Page) -> list[dict]:
+    """The worker's list of saved sessions (IndexedDB), asked directly."""
+    return ask_worker(page, "sessions")
+
+
+# ------------------------------------------------------------------ scripted model
+
+def step_responder(body: str, setup: str = "") -> str:
+    """JS source of a fake-model responder (``responderSource``) that scripts the agent's
+    steps.
+
+    Prompts under the agent's step schema (the ones with a ``toolName``) run ``body``:
+    JS statements that see ``input``, ``ctx``, ``schema``, ``text`` (``String(input)``)
+    and ``step({thought, toolName, toolInput, finalAnswer})``, which makes a step reply
+    (fields left out are empty, ``toolName`` 'none'), and return the reply or a Promise
+    of it. Every other prompt (summaries, facts) gets the fake's default reply.
+    ``setup`` runs once, for state kept across calls (``let steps = 0;``).
+    """
+    return ("(() => {\n  " + setup + """
+  const step = (fields) => JSON.stringify(Object.assign(
+      {thought: '', toolName: 'none', toolInput: '', finalAnswer: ''}, fields));
+  return async (input, ctx) => {
+    const schema = ctx.responseConstraint;
+    if (!(schema && schema.properties && schema.properties.toolName)) {
+      return window.__fakeLM.defaultResponder(input, ctx);
+    }
+    const text = String(input);
+""" + body + """
+  };
+})()""")
