@@ -190,7 +190,8 @@ def test_token_meter_adds_up_and_follows_the_turns(page: Page, app_server: str,
     assert tokens["memory"] == 0 and 0 < tokens["turns"] < 200
     # The numbers, as text for everyone (and as the bar's accessible name).
     used = first["window"] - tokens["free"]
-    assert f"{number(used)} of 9,216 tokens in use" in first["text"]
+    assert (f"{number(used)} of 9,216 tokens in use ({number(tokens['reserved'])} of them "
+            "kept free for the answer)") in first["text"]
     for value in tokens.values():
         assert number(value) in first["label"]
     assert "≈" not in first["text"]

@@ -95,7 +95,9 @@ def render_meter(budget):
                                                           else "ok"))
     meter.setAttribute("data-window", str(window))
     meter.setAttribute("data-estimated", "true" if estimated else "false")
-    summary = "%s%s of %s tokens in use" % (approx, number(min(used, total)), number(window))
+    reserved = dict(parts).get("reserved", 0)
+    summary = "%s%s of %s tokens in use (%s of them kept free for the answer)" % (
+        approx, number(min(used, total)), number(window), number(reserved))
     if trigger:
         summary += "; the recent turns (%s) are compacted once past %s" % (
             number(_int(budget, "turns")), number(trigger))
