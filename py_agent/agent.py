@@ -101,6 +101,8 @@ class Agent:
         self._compacting: dict[str, asyncio.Task] = {}
         self._compact_again: dict[str, tuple[str, str | None] | None] = {}
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
+        # The estimated step prefix, keyed by what it depends on (see _estimated_prefix).
+        self._prefix_estimate: tuple[tuple[str, float], int] | None = None
 
     # ----------------------------------------------------------------- helpers
 
@@ -501,9 +503,18 @@ class Agent:
         window = getattr(self.model, "context_window", None)
         if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
             window = DEFAULT_CONTEXT_WINDOW
-        prefix = sum(self.accountant.counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS
-                     for m in initial_prompts(self.system_instruction))
-        return self.accountant.budget(state, window, prefix)
+        return self.accountant.budget(state, window, self._estimated_prefix())
+
+    def _estimated_prefix(self) -> int:
+        """The step prefix's tokens, counted once per system instruction and counter ratio
+        (the memory panel asks for it on every refresh)."""
+        counter = self.accountant.counter
+        key = (self.system_instruction, counter.ratio)
+        if self._prefix_estimate is None or self._prefix_estimate[0] != key:
+            tokens = sum(counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS
+                         for m in initial_prompts(self.system_instruction))
+            self._prefix_estimate = (key, tokens)
+        return self._prefix_estimate[1]
 
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""
@@ -513,8 +524,10 @@ class Agent:
         return archived + [t for t in self._unsaved.get(session_id, []) if t.id not in known]
 
     async def compressions(self, session_id: str) -> list[CompressionRecord]:
+        """The session's compression log (empty for a session that runs detached from
+        storage: its compactions are never written)."""
         await self._state(session_id, create=False)
-        return await self.store.compressions(session_id)
+        return [] if session_id in self._detached else await self.store.compressions(session_id)
 
     async def rename_session(self, session_id: str, title: str) -> None:
         async with self._lock(self._state_locks, session_id):
@@ -542,8 +555,7 @@ class Agent:
         async with self._lock(self._state_locks, session_id):
             state = (await self._state(session_id, create=False)).copy()
             turns = await self.transcript(session_id)
-            records = ([] if session_id in self._detached
-                       else await self.store.compressions(session_id))
+            records = await self.compressions(session_id)
         return SessionBundle(state, turns, records)
 
     async def export_session(self, session_id: str) -> str:

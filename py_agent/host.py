@@ -148,9 +148,7 @@ class AgentHost:
         text = message.get("text")
         if not isinstance(text, str):
             raise ValueError("text must be the file's content as a string")
-        wanted = message.get("session_id") or None
-        if wanted is not None and not isinstance(wanted, str):
-            raise ValueError("session_id must be a string")
         bundle = parse_session(text)
-        session_id = await self.agent.import_bundle(bundle, wanted)
+        # Agent.import_bundle checks the wanted id (a non-empty string, if given).
+        session_id = await self.agent.import_bundle(bundle, message.get("session_id") or None)
         return {"session_id": session_id, "title": bundle.state.title, "turns": len(bundle.turns)}

@@ -174,11 +174,13 @@ class Demo:
                                timeout=BOOT_TIMEOUT_MS)
         return page
 
-    def save(self, name: str, target) -> None:
+    def save(self, name: str, target, **options) -> None:
+        """Screenshot ``target`` (a page or locator) as ``name``, if that one is wanted;
+        ``options`` go to its ``screenshot``."""
         if name not in self.wanted:
             return
         path = self.out / f"{name}.png"
-        target.screenshot(path=str(path), animations="disabled", caret="hide")
+        target.screenshot(path=str(path), animations="disabled", caret="hide", **options)
         self.made.append(path)
         print(f"[screenshots] {self.shown(path)}")
 
@@ -198,11 +200,7 @@ class Demo:
         clip = {"x": max(0, box["x"] - pad), "y": max(0, box["y"] - pad),
                 "width": box["width"] + 2 * pad,
                 "height": min(box["height"] + 2 * pad, max_height)}
-        path = self.out / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True, clip=clip, animations="disabled",
-                        caret="hide")
-        self.made.append(path)
-        print(f"[screenshots] {self.shown(path)}")
+        self.save(name, page, full_page=True, clip=clip)
         page.evaluate("document.getElementById('sidebar').removeAttribute('style')")
 
     @staticmethod

@@ -214,19 +214,17 @@ class Notebook:
         if not query or (not terms and not scored):
             lines = [self._note_line(n) for n in newest[:RECENT_NOTES]]
             more = f" (showing the newest {RECENT_NOTES})" if len(notes) > RECENT_NOTES else ""
-            return f"{len(notes)} note{'s' if len(notes) != 1 else ''}, newest first{more}:\n" \
-                + "\n".join(lines)
+            return f"{_count(len(notes), 'note')}, newest first{more}:\n" + "\n".join(lines)
         if not scored:
             titles = "; ".join(f"#{n['id']} {n['title']}" for n in newest[:RECENT_NOTES])
             return f"No note mentions \"{query}\". The notes are: {titles}."
         scored.sort(key=lambda s: -s[0])  # stable: the newest first among equals
         limit = FULL_CHARS if len(scored) == 1 else PREVIEW_CHARS
         lines = [self._note_line(n, limit) for _, n in scored[:RECENT_NOTES]]
-        return f"{len(scored)} note{'s' if len(scored) != 1 else ''} about \"{query}\":\n" \
-            + "\n".join(lines)
+        return f"{_count(len(scored), 'note')} about \"{query}\":\n" + "\n".join(lines)
 
-    def _pick(self, records: list[dict[str, Any]], query: str, field: str
-                    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    def _pick(self, records: list[dict[str, Any]], query: str,
+              field: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The one record ``query`` names (by number, exact text or words), or candidates."""
         number = _NUMBER.match(query)
         if number:
@@ -301,7 +299,7 @@ class Notebook:
             return "The to-do list is empty."
         parts = []
         if pending:
-            parts.append(f"{len(pending)} open to-do{'s' if len(pending) != 1 else ''}:\n"
+            parts.append(f"{_count(len(pending), 'open to-do')}:\n"
                          + "\n".join(self._todo_line(t) for t in pending))
         else:
             parts.append("No open to-dos: everything is done.")

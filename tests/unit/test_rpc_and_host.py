@@ -212,14 +212,22 @@ def test_rpc_store_round_trips_and_maps_storage_errors():
     assert run(store.delete_session("x")) is True and run(store.load("x")) is None
 
 
-def test_host_routes_requests_streams_events_and_reports_errors():
+def host_for(agent: Agent):
+    """An AgentHost posting into a list; ``ask(message)`` handles one request and returns
+    the reply to it."""
     posted = []
-    model = FunctionModel(make_responder(echo_agent_reply))
-    host = AgentHost(Agent(model=model, store=InMemoryStore()), posted.append)
+    host = AgentHost(agent, posted.append)
 
     async def ask(message):
         await host.handle(message)
         return next(p for p in reversed(posted) if p["type"] == "reply" and p["id"] == message["id"])
+
+    return host, posted, ask
+
+
+def test_host_routes_requests_streams_events_and_reports_errors():
+    model = FunctionModel(make_responder(echo_agent_reply))
+    _, posted, ask = host_for(Agent(model=model, store=InMemoryStore()))
 
     reply = run(ask({"type": "run", "id": 1, "session_id": "a", "text": "hi"}))
     assert reply["ok"] and reply["value"]["answer"] == "You said: hi"
@@ -239,9 +247,8 @@ def test_host_routes_requests_streams_events_and_reports_errors():
 
 
 def test_host_stop_aborts_the_running_turn():
-    posted = []
     model = FunctionModel(make_responder(echo_agent_reply), latency=5)
-    host = AgentHost(Agent(model=model, store=InMemoryStore()), posted.append)
+    host, posted, _ = host_for(Agent(model=model, store=InMemoryStore()))
 
     async def scenario():
         running = host.handle({"type": "run", "id": 1, "session_id": "a", "text": "slow"})
@@ -256,14 +263,9 @@ def test_host_stop_aborts_the_running_turn():
 
 
 def test_host_exports_and_imports_sessions():
-    posted = []
     model = FunctionModel(make_responder(echo_agent_reply))
     store = InMemoryStore()
-    host = AgentHost(Agent(model=model, store=store), posted.append)
-
-    async def ask(message):
-        await host.handle(message)
-        return next(p for p in reversed(posted) if p["type"] == "reply" and p["id"] == message["id"])
+    _, _, ask = host_for(Agent(model=model, store=store))
 
     run(ask({"type": "run", "id": 1, "session_id": "a", "text": "Plans for Kyoto?"}))
     run(ask({"type": "run", "id": 2, "session_id": "a", "text": "and Osaka"}))
@@ -295,18 +297,12 @@ def test_host_exports_and_imports_sessions():
 
 
 def test_host_memory_has_an_estimated_budget_right_after_boot():
-    posted = []
     store = InMemoryStore()
     run(store.commit_turn(SessionState("a", title="t", recent_turns=[Turn(1, "hi", "hello")],
                                        next_turn_id=2), [Turn(1, "hi", "hello")]))
     model = FunctionModel(make_responder(echo_agent_reply))
-    host = AgentHost(Agent(model=model, store=store), posted.append)
-
-    async def ask():
-        await host.handle({"type": "memory", "id": 1, "session_id": "a"})
-
-    run(ask())
-    budget = posted[-1]["value"]["budget"]
+    _, _, ask = host_for(Agent(model=model, store=store))
+    budget = run(ask({"type": "memory", "id": 1, "session_id": "a"}))["value"]["budget"]
     assert budget["estimated"] is True and budget["context_window"] == 9216
     assert budget["prefix"] > 0 and budget["turns"] > 0
     assert budget["turn_budget"] > budget["trigger"] > 0
