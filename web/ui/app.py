@@ -10,7 +10,7 @@ state = {
     "session": None,        # the session shown
     "sessions": [],         # rows of the session list, newest first
     "turn": None,           # the running turn (see chat.send)
-    "compacting": False,    # a manual compaction was asked for and has not replied
+    "compacting": None,     # the session of a manual compaction that has not replied
     "memory": None,         # the last memory state of the shown session
     "note": "",             # the last turn's outcome, for the status line
     "worker_error": None,   # an error the worker reported after boot: (where, message)
@@ -36,6 +36,14 @@ def model_usable():
 
 def running():
     return state["turn"] is not None
+
+
+def turn_of(event):
+    """The running turn if the agent event ``event`` belongs to it, else None."""
+    turn = state["turn"]
+    if turn is None or turn["session"] != event.get("session_id"):
+        return None
+    return turn
 
 
 def can_send():

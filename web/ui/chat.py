@@ -7,7 +7,7 @@ import json
 
 from pyscript import document, window
 
-from ui.app import can_send, emit, model_usable, on, state, UNAVAILABLE
+from ui.app import can_send, emit, model_usable, on, state, turn_of, UNAVAILABLE
 from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, part, seconds,
                     to_js)
 from ui.link import request
@@ -83,11 +83,9 @@ def on_jump(event):
 # ------------------------------------------------------------------ messages
 
 def add_message(role, attrs=None):
-    node = make("li", "message", attrs={"data-testid": "message", "data-role": role},
-                parent=messages_el)
-    if attrs:
-        for name in attrs:
-            node.setAttribute(name, str(attrs[name]))
+    fields = {"data-testid": "message", "data-role": role}
+    fields.update(attrs or {})
+    node = make("li", "message", attrs=fields, parent=messages_el)
     make("div", "role", "You" if role == "user" else "Agent", parent=node)
     return node
 
@@ -136,8 +134,7 @@ def announce(message):
     role = "Agent"
     if message.getAttribute("data-state") == "error":
         role = "Agent, error"
-    make_p = make("p", text="%s: %s" % (role, answer_text(message)))
-    announcer.replaceChildren(make_p)
+    announcer.replaceChildren(make("p", text="%s: %s" % (role, answer_text(message))))
 
 
 def previous_user_text(message):
@@ -226,8 +223,9 @@ def send(text, from_input=True):
     message.setAttribute("aria-busy", "true")
     session_id = state["session"]
     turn = {"session": session_id, "text": text, "message": message, "step": 0,
-            "started": now_ms(), "phase": "Thinking…", "answered": False,
-            "preview": None, "timer": None, "previewed": 0, "final": False}
+            "started": now_ms(), "phase": "Thinking…",
+            "preview": None, "timer": None, "previewed": 0, "final": False,
+            "streamed": None}
     state["turn"] = turn
     state["note"] = ""
     scroll_to_latest()   # the user's own message: always shown
@@ -335,8 +333,8 @@ def on_agent_event(event):
     if kind == "storage_error":
         show_storage_warning(data.get("message") or "Could not save to this browser's storage.")
         return
-    turn = state["turn"]
-    if turn is None or turn["session"] != event.get("session_id"):
+    turn = turn_of(event)
+    if turn is None:
         return
     message = turn["message"]
     was_at_latest = at_latest()
@@ -347,10 +345,8 @@ def on_agent_event(event):
     elif kind == "step_started":
         index = data.get("index", 1)
         turn["step"] = index
-        turn["stream_step"] = index
         step = trace.trace_step(message, index)
         step.setAttribute("data-state", "running")
-        turn["step_started"] = now_ms()
         turn["phase"] = "Thinking… (step %d)" % index
         render_status()
     elif kind == "thought":
@@ -369,7 +365,6 @@ def on_agent_event(event):
                               data.get("tool") or "")
         step.setAttribute("data-state", "done")
     elif kind == "answer":
-        turn["answered"] = True
         answer_status = data.get("status")
         if answer_status == "answered":
             last = part(message, '.trace-step[data-state="running"]')
@@ -470,6 +465,24 @@ def flush_preview():
 _flush_proxy = keep(flush_preview)
 
 
+def show_streamed_thought(turn, thought):
+    """The thought of the step streaming now, as far as it has arrived. Its trace line
+    is looked up once per step (chunks come fast), and written only when it changed."""
+    index = turn["step"] or 1
+    streamed = turn["streamed"]   # (step index, its thought line, the text shown)
+    if streamed is None or streamed[0] != index:
+        node = part(trace.trace_step(turn["message"], index), ".thought")
+    elif streamed[2] == thought:
+        return
+    else:
+        node = streamed[1]
+    turn["streamed"] = (index, node, thought)
+    was_at_latest = at_latest()
+    node.textContent = thought
+    node.hidden = False
+    after_change(was_at_latest)
+
+
 def on_chunk(event):
     turn = state["turn"]
     if turn is None or turn["final"]:
@@ -478,13 +491,9 @@ def on_chunk(event):
     if str(getattr(detail, "purpose", "")) != "step":
         return
     text = str(detail.text)
-    message = turn["message"]
-    index = turn.get("stream_step") or 1
     thought = partial_string(text, "thought")
     if thought:
-        was_at_latest = at_latest()
-        trace.set_part(trace.trace_step(message, index), ".thought", thought)
-        after_change(was_at_latest)
+        show_streamed_thought(turn, thought)
     # Preview the answer only from a step that answers (not one that calls a tool).
     answer = partial_string(text, "finalAnswer")
     if answer and partial_string(text, "toolName") == "none":

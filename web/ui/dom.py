@@ -82,6 +82,20 @@ def plural(count, word, words=None):
     return "%d %s" % (count, word if count == 1 else (words or word + "s"))
 
 
+def number(value):
+    """An int with thousands separators (MicroPython's format has no ',')."""
+    text = str(int(value))
+    sign = ""
+    if text.startswith("-"):
+        sign, text = "-", text[1:]
+    groups = []
+    while len(text) > 3:
+        groups.insert(0, text[-3:])
+        text = text[:-3]
+    groups.insert(0, text)
+    return sign + ",".join(groups)
+
+
 def seconds(ms):
     if ms >= 1000:
         return "%.1f s" % (ms / 1000)

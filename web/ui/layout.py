@@ -2,7 +2,7 @@
 # drawer the header's button opens, so that the chat fills the screen.
 from pyscript import document, window
 
-from ui.dom import by_id, listen, missing
+from ui.dom import by_id, listen, missing, to_js
 
 NARROW = "(max-width: 760px)"   # keep in step with style.css
 
@@ -79,7 +79,7 @@ def skip_to_chat(event):
     close_drawer()
     target = chat_input if not chat_input.disabled else status_line
     target.focus()
-    target.scrollIntoView(window.JSON.parse('{"block": "nearest"}'))
+    target.scrollIntoView(to_js({"block": "nearest"}))
 
 
 def start():

@@ -7,6 +7,9 @@ from pyscript import window
 from ui.app import emit, state
 from ui.dom import from_js, keep, missing, to_js
 
+# What the worker sends the page's LLM host (web/llm_host.js), which answers it itself.
+LLM_MESSAGES = ("llm", "llm-result", "llm-event")
+
 _pending = {}            # request id -> callback(ok, value_or_error)
 _counter = [0]
 
@@ -32,6 +35,8 @@ def _on_reply(data):
 
 
 def _on_message(event):
+    if getattr(event.data, "type", None) in LLM_MESSAGES:
+        return   # the LLM host's business (left unconverted: they carry whole prompts)
     data = from_js(event.data)
     if not isinstance(data, dict):
         return
@@ -46,8 +51,6 @@ def _on_message(event):
     elif kind == "error":
         emit("worker_error", data.get("where") or "worker",
              data.get("message") or "unknown error", data.get("traceback") or "")
-    elif kind in ("llm", "llm-result", "llm-event"):
-        pass   # the LLM host's business
     else:
         window.console.log("[page] worker message", event.data)
 

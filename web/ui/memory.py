@@ -4,9 +4,9 @@
 from pyscript import window
 
 from ui.app import emit, model_usable, on, running, state
-from ui.dom import by_id, clear, clip, listen, make, plural, seconds, to_js
+from ui.dom import by_id, clear, clip, listen, make, number, plural, seconds, to_js
 from ui.link import request
-from ui.meter import number, render_meter
+from ui.meter import render_meter
 from ui.status import render_status, update_controls
 
 memory_panel = by_id("memory-panel")
@@ -146,31 +146,23 @@ def render_history(records):
 def render_memory(memory):
     """Everything the inspector shows for the memory reply ``memory`` (None: nothing yet)."""
     state["memory"] = memory
+    shown = memory or {}
+    memory_summary.textContent = shown.get("summary") or ""
+    render_facts(shown.get("facts"))
+    render_turns(shown.get("recent_turns"))
+    render_history(shown.get("compressions"))
+    render_meter(shown.get("budget"))
+    memory_info.textContent = memory_line(shown)
     if memory is None:
-        render_facts([])
-        render_turns([])
-        render_history([])
-        render_meter(None)
-        memory_summary.textContent = ""
-        memory_info.textContent = "Nothing remembered yet: send a message to start."
-        memory_panel.setAttribute("data-state", "empty")
-        memory_panel.setAttribute("data-compactions", "0")
-        update_controls()
-        return
-    memory_summary.textContent = memory.get("summary") or ""
-    render_facts(memory.get("facts"))
-    render_turns(memory.get("recent_turns"))
-    render_history(memory.get("compressions"))
-    render_meter(memory.get("budget"))
-    memory_info.textContent = memory_line(memory)
-    if memory.get("compacting"):
+        panel_state = "empty"
+    elif memory.get("compacting"):
         panel_state = "compacting"
     elif last_failure(memory) is not None:
         panel_state = "failed"
     else:
         panel_state = "idle"
     memory_panel.setAttribute("data-state", panel_state)
-    memory_panel.setAttribute("data-compactions", str(memory.get("compactions", 0)))
+    memory_panel.setAttribute("data-compactions", str(shown.get("compactions", 0)))
     update_controls()
 
 
@@ -188,11 +180,10 @@ def memory_line(memory):
     if not recent and not memory.get("compactions"):
         return "Nothing remembered yet: send a message to start."
     if isinstance(recent, list):
-        parts.append("%d recent turn%s kept word for word" % (len(recent),
-                                                              "" if len(recent) == 1 else "s"))
+        parts.append(plural(len(recent), "recent turn") + " kept word for word")
     compactions = memory.get("compactions", 0)
     if compactions:
-        parts.append("%d compaction%s" % (compactions, "" if compactions == 1 else "s"))
+        parts.append(plural(compactions, "compaction"))
     if memory.get("failed_compactions"):
         parts.append("%d failed" % memory["failed_compactions"])
     failure = last_failure(memory)
@@ -238,21 +229,21 @@ def on_compact(event):
     if state["compacting"] or running() or compact_button.disabled:
         return
     focus = " ".join(str(compact_focus.value or "").split())
-    state["compacting"] = True
+    state["compacting"] = session_id
     compact_button.textContent = "Compacting…"
     memory_panel.setAttribute("data-state", "compacting")
     update_controls()
 
     def done(ok, value):
-        state["compacting"] = False
+        state["compacting"] = None
         compact_button.textContent = "Compact now"
         if state["session"] != session_id:
             update_controls()
             return
         if ok and value.get("ok"):
             compact_focus.value = ""   # used: the next compaction starts without one
-            state["note"] = "Compacted %d turn%s (%d → %d tokens)" % (
-                value["compacted_turns"], "" if value["compacted_turns"] == 1 else "s",
+            state["note"] = "Compacted %s (%d → %d tokens)" % (
+                plural(value["compacted_turns"], "turn"),
                 value.get("tokens_before", 0), value.get("tokens_after", 0))
         elif ok:
             state["note"] = "Nothing compacted: %s" % (value.get("error") or "no reason given")
@@ -260,7 +251,7 @@ def on_compact(event):
             state["note"] = "Nothing to compact yet: this session has no turns"
         else:
             state["note"] = "Compaction failed: %s" % value.get("message", "")
-        refresh_memory()
+        refresh_memory()   # (its events did not: see on_memory_event)
         render_status()
     fields = {"session_id": session_id}
     if focus:
@@ -273,29 +264,34 @@ def on_memory_event(event):
     if kind not in ("compaction_started", "memory_updated", "compaction_failed"):
         return
     data = event.get("data") or {}
-    if event.get("session_id") != state["session"]:
+    session_id = event.get("session_id")
+    if session_id != state["session"]:
         return
     if kind == "compaction_started":
-        count = len(data.get("turn_ids") or [])
         memory_panel.setAttribute("data-state", "compacting")
-        memory_info.textContent = "Compacting %d older turn%s into the summary…" % (
-            count, "" if count == 1 else "s")
-    elif kind == "memory_updated":
+        memory_info.textContent = "Compacting %s into the summary…" % plural(
+            len(data.get("turn_ids") or []), "older turn")
+        return
+    if kind == "memory_updated":
         memory_summary.textContent = data.get("summary") or ""
         render_facts(data.get("facts"))
         memory_panel.setAttribute("data-state", "idle")
-        refresh_memory()   # the counters, budget, history, and which turns are compacted now
-    elif kind == "compaction_failed":
+    else:
         memory_panel.setAttribute("data-state", "failed")
         memory_info.textContent = ("Compaction failed (%s); the raw turns are kept and it "
                                    "will be retried." % (data.get("error") or "unknown error"))
-        refresh_memory()   # the failure is in the history now (and stays shown)
+    # The counters, budget, history (a failure stays shown there) and which turns are
+    # compacted now: from a fresh memory reply, unless "Compact now" is waiting for its
+    # own reply, which asks for one anyway.
+    if state["compacting"] != session_id:
+        refresh_memory()
 
 
 def on_controls():
-    compact_button.disabled = (running() or state["compacting"] or not state["booted"]
+    compacting = state["compacting"] is not None
+    compact_button.disabled = (running() or compacting or not state["booted"]
                                or not model_usable() or state["memory"] is None)
-    compact_focus.disabled = state["compacting"]
+    compact_focus.disabled = compacting
 
 
 def start():

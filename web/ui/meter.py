@@ -1,38 +1,23 @@
 # The token meter of the memory inspector: how the next prompt of the shown session
 # fills the model's context window (fixed prefix, memory, recent turns, the room kept
 # for the turn's own work and answer, and what is free), with the numbers as text too.
-from ui.dom import by_id, clear, make
+from ui.dom import by_id, clear, make, number
 
 meter = by_id("token-meter")
 bar = meter.querySelector(".meter-bar")
 meter_text = meter.querySelector(".meter-text")
 legend = meter.querySelector(".meter-legend")
 
-# (segment, label) in the order the bar shows them: the free space sits before the
-# reserved room, because that is where the raw turns grow until compaction.
-SEGMENTS = (
-    ("prefix", "Fixed prefix"),
-    ("memory", "Memory (summary + facts)"),
-    ("turns", "Recent turns"),
-    ("free", "Free"),
-    ("reserved", "Reserved for the answer"),
-)
+# Each segment's label (segments() below gives the order the bar shows them in).
+LABELS = {
+    "prefix": "Fixed prefix",
+    "memory": "Memory (summary + facts)",
+    "turns": "Recent turns",
+    "free": "Free",
+    "reserved": "Reserved for the answer",
+}
 SHORT = {"prefix": "prefix", "memory": "memory", "turns": "turns", "free": "free",
          "reserved": "answer room"}
-
-
-def number(value):
-    """An int with thousands separators (MicroPython's format has no ',')."""
-    text = str(int(value))
-    sign = ""
-    if text.startswith("-"):
-        sign, text = "-", text[1:]
-    groups = []
-    while len(text) > 3:
-        groups.insert(0, text[-3:])
-        text = text[:-3]
-    groups.insert(0, text)
-    return sign + ",".join(groups)
 
 
 def _int(budget, name):
@@ -44,8 +29,9 @@ def _int(budget, name):
 
 
 def segments(budget):
-    """[(segment, tokens)] for a budget from the worker; they add up to the window
-    (or to more, when the raw turns overflow it)."""
+    """[(segment, tokens)] for a budget from the worker, in the bar's order; they add up
+    to the window (or to more, when the raw turns overflow it). The free space sits
+    before the reserved room, because that is where the raw turns grow until compaction."""
     window = _int(budget, "context_window")
     parts = [("prefix", _int(budget, "prefix")),
              ("memory", _int(budget, "summary") + _int(budget, "facts")),
@@ -71,21 +57,22 @@ def render_meter(budget):
     window = _int(budget, "context_window")
     estimated = bool(budget.get("estimated"))
     parts = segments(budget)
-    total = max(window, sum(tokens for _, tokens in parts))
+    sizes = dict(parts)
+    total = max(window, sum(sizes.values()))
     approx = "≈ " if estimated else ""
     used = sum(tokens for name, tokens in parts if name != "free")
     for name, tokens in parts:
         node = make("div", "meter-segment", attrs={"data-segment": name, "data-tokens": tokens},
                     parent=bar)
         node.style.width = "%.3f%%" % (100.0 * tokens / total)
-        node.title = "%s: %s%s tokens" % (dict(SEGMENTS)[name], approx, number(tokens))
+        node.title = "%s: %s%s tokens" % (LABELS[name], approx, number(tokens))
         item = make("li", attrs={"data-segment": name}, parent=legend)
         make("span", "swatch", attrs={"data-segment": name}, parent=item)
         make("span", "legend-label", SHORT[name], parent=item)
         make("span", "legend-value", number(tokens), parent=item)
     # Where automatic compaction starts: when the raw turns pass the trigger.
     trigger = _int(budget, "trigger")
-    start = dict(parts)["prefix"] + dict(parts)["memory"]
+    start = sizes["prefix"] + sizes["memory"]
     if trigger and total:
         mark = make("div", "meter-trigger", attrs={"data-tokens": start + trigger}, parent=bar)
         mark.style.left = "%.3f%%" % min(100.0, 100.0 * (start + trigger) / total)
@@ -95,9 +82,8 @@ def render_meter(budget):
                                                           else "ok"))
     meter.setAttribute("data-window", str(window))
     meter.setAttribute("data-estimated", "true" if estimated else "false")
-    reserved = dict(parts).get("reserved", 0)
     summary = "%s%s of %s tokens in use (%s of them kept free for the answer)" % (
-        approx, number(min(used, total)), number(window), number(reserved))
+        approx, number(min(used, total)), number(window), number(sizes["reserved"]))
     if trigger:
         summary += "; the recent turns (%s) are compacted once past %s" % (
             number(_int(budget, "turns")), number(trigger))
@@ -108,5 +94,5 @@ def render_meter(budget):
     meter_text.textContent = summary
     bar.setAttribute("aria-label", "Context window of %s%s tokens: %s." % (
         approx, number(window),
-        ", ".join("%s %s" % (dict(SEGMENTS)[name].lower(), number(tokens))
+        ", ".join("%s %s" % (LABELS[name].lower(), number(tokens))
                   for name, tokens in parts)) + (" Estimated." if estimated else ""))

@@ -7,7 +7,7 @@
 from pyscript import document, window
 
 from ui.app import emit, on, running, state
-from ui.dom import by_id, clear, listen, make, missing
+from ui.dom import by_id, clear, listen, make, missing, plural
 from ui.link import request
 from ui.memory import render_memory
 from ui.status import render_status, show_storage_warning, storage_problem, update_controls
@@ -36,7 +36,8 @@ def new_session_id():
 
 
 def title_from(message):
-    """The title the agent will give a session from its first message (as in py_agent)."""
+    """The title the agent will give a session from its first message: the page's one
+    copy of py_agent/agent.py's _title_from (keep the two in step)."""
     text = " ".join(str(message).split())
     return text if len(text) <= 60 else text[:57].rstrip() + "…"
 
@@ -110,8 +111,8 @@ def shown_rows():
     return rows
 
 
-def title_of(row):
-    return row.get("title") or _pending_titles.get(row["session_id"]) or "New session"
+def title_of(row, untitled="New session"):
+    return row.get("title") or _pending_titles.get(row["session_id"]) or untitled
 
 
 def row_node(session_id):
@@ -180,13 +181,10 @@ def render_row(item, row, current, busy):
     button = make("button", "session", attrs={"type": "button", "data-session-id": session_id,
                                               "data-action": "open"}, parent=item)
     make("span", "session-title", title, parent=button)
-    turns = row.get("turns") or 0
-    make("span", "session-meta", "%d turn%s" % (turns, "" if turns == 1 else "s"),
-         parent=button)
+    make("span", "session-meta", plural(row.get("turns") or 0, "turn"), parent=button)
     button.title = "%s (%s)" % (title, session_id)
     if current:
         button.setAttribute("aria-current", "true")
-        item.setAttribute("data-current", "true")
     button.disabled = busy
     if row.get("unsaved"):
         return   # nothing stored to rename or delete yet
@@ -208,7 +206,7 @@ def render_rename(item, row):
             "type": "text", "data-action": "rename-field", "data-testid": "rename-field",
             "maxlength": TITLE_CHARS, "aria-label": "New title for “%s”" % title_of(row),
             "title": "Enter saves, Escape cancels"})
-        field.value = row.get("title") or _pending_titles.get(row["session_id"]) or ""
+        field.value = title_of(row, "")
         _edit["field"] = field
         item.append(field)
         field.focus()
@@ -232,10 +230,15 @@ def render_confirm(item, row, busy):
 
 # ------------------------------------------------------------------ actions
 
+def set_edit(mode, session_id=None):
+    """Rename or delete (``mode``) ``session_id`` in the list, or (None) neither."""
+    _edit["mode"], _edit["session"], _edit["field"] = mode, session_id, None
+
+
 def start_edit(mode, session_id):
     if running() or find_row(session_id) is None:
         return
-    _edit["mode"], _edit["session"], _edit["field"] = mode, session_id, None
+    set_edit(mode, session_id)
     render_sessions()
     if mode == "delete":
         focus_control(session_id, "cancel-delete")   # the safe choice has the focus
@@ -243,7 +246,7 @@ def start_edit(mode, session_id):
 
 def end_edit(focus_action=None):
     session_id = _edit["session"]
-    _edit["mode"], _edit["session"], _edit["field"] = None, None, None
+    set_edit(None)
     render_sessions()
     if focus_action and session_id:
         focus_control(session_id, focus_action)
@@ -284,7 +287,7 @@ def delete_session(session_id):
     # After deletion, the focus (and, for the shown session, the page) goes to the next
     # session in the list, else the previous one.
     after = others[min(index, len(others) - 1)] if others else None
-    _edit["mode"], _edit["session"], _edit["field"] = None, None, None
+    set_edit(None)
 
     def done(ok, value):
         if not ok:
@@ -402,7 +405,7 @@ def on_field_blur(event):
 def on_new_session(event):
     if running():
         return
-    _edit["mode"], _edit["session"], _edit["field"] = None, None, None
+    set_edit(None)
     open_session(new_session_id())
     render_sessions()
     chat.chat_input.focus()
@@ -416,6 +419,10 @@ def open_session(session_id):
     remember_session(session_id)
     emit("session_opening", session_id)
 
+    # Both are asked for at once; the transcript is shown once both are in (it needs the
+    # memory to mark compacted turns, and falls back to its recent turns).
+    replies = {}
+
     def got_memory(ok, value):
         if state["session"] != session_id:
             return
@@ -423,12 +430,18 @@ def open_session(session_id):
             render_memory(value)
         else:
             storage_problem("Could not read this session's memory", value)
-        request("transcript", lambda ok2, turns: got_transcript(ok2, turns, value if ok else None),
-                session_id=session_id)
+        replies["memory"] = value if ok else None
+        show_transcript()
 
-    def got_transcript(ok, turns, memory):
-        if state["session"] != session_id:
+    def got_transcript(ok, turns):
+        replies["transcript"] = (ok, turns)
+        show_transcript()
+
+    def show_transcript():
+        if state["session"] != session_id or len(replies) < 2:
             return
+        ok, turns = replies["transcript"]
+        memory = replies["memory"]
         if not ok:
             # Unknown session: nothing yet. Another failure: fall back to the memory's turns.
             storage_problem("Could not read this session's transcript", turns)
@@ -437,6 +450,7 @@ def open_session(session_id):
         render_status()
 
     request("memory", got_memory, session_id=session_id)
+    request("transcript", got_transcript, session_id=session_id)
     update_controls()
 
 
@@ -455,13 +469,8 @@ def on_turn_started(turn):
     if not (row and row.get("title")) and session_id not in _pending_titles:
         _pending_titles[session_id] = title_from(turn["text"])
     if _edit["mode"] == "rename":
-        _edit["mode"], _edit["session"], _edit["field"] = None, None, None
+        set_edit(None)
     render_sessions()
-
-
-def on_agent_event(event):
-    if event.get("type") == "memory_updated":
-        refresh_sessions()
 
 
 def start():
@@ -469,7 +478,6 @@ def start():
     on("booted", start_session)
     on("turn_started", on_turn_started)
     on("turn_finished", lambda *args: refresh_sessions())
-    on("agent_event", on_agent_event)
     listen(new_session_button, "click", on_new_session)
     listen(session_list, "click", on_list_click)
     listen(session_list, "keydown", on_list_key)

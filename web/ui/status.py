@@ -47,7 +47,7 @@ BOOT_STEPS = [
     ("agent-imported", 0.92, "Opening this browser's storage and starting the agent…", 5),
     ("ready", 1.0, "Ready", 5),
 ]
-BOOT_STEP_COUNT = 5
+BOOT_STEP_COUNT = BOOT_STEPS[-1][3]   # index.html says "step 1 of 5" too
 _boot = {"value": 0.04}
 
 # The page's own model download: whether this page started one, and how far it got
@@ -97,8 +97,14 @@ def model_clause():
 
 
 def render_status():
-    if state["failed"] or not state["booted"]:
-        return
+    """The status line once booted (before that, the boot steps have it), and what can
+    be used now."""
+    if state["booted"] and not state["failed"]:
+        _render_ready_status()
+    update_controls()
+
+
+def _render_ready_status():
     turn = state["turn"]
     if turn is not None:
         text = turn["phase"]
@@ -116,7 +122,6 @@ def render_status():
             text = "%s. %s" % (state["note"] or head, model_clause())
         set_status("ready", text)
     status.setAttribute("data-model", state["model"] or "unknown")
-    update_controls()
 
 
 def update_controls():
@@ -263,7 +268,6 @@ def show_model_state():
     if model == "downloading" and state["download"] is None and _download["poll"] is None:
         _download["poll"] = window.setTimeout(_poll_proxy, DOWNLOAD_POLL_MS)
     render_status()
-    update_controls()
 
 
 def render_download():

@@ -1,7 +1,7 @@
 # The tools panel: every tool the agent has (from the worker's `tools` request, after
 # boot), with its signature and description, and which of them the retriever offered
 # the model for the running or last turn.
-from ui.app import on, state
+from ui.app import on, turn_of
 from ui.dom import by_id, clear, make, plural
 from ui.link import request
 
@@ -49,10 +49,7 @@ def mark_offered(names):
 
 
 def on_agent_event(event):
-    if event.get("type") != "tools_retrieved":
-        return
-    turn = state["turn"]
-    if turn is None or turn["session"] != event.get("session_id"):
+    if event.get("type") != "tools_retrieved" or turn_of(event) is None:
         return
     data = event.get("data") or {}
     mark_offered([tool.get("name", "") for tool in data.get("tools") or []])

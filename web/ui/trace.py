@@ -6,7 +6,7 @@
 # All model and tool text goes in through textContent (ui.dom.make / set_part).
 from pyscript import document
 
-from ui.dom import format_input, make, missing, part, seconds
+from ui.dom import clear, format_input, make, missing, part, plural, seconds
 
 # Why a corrective step was needed, from the observation the agent sent back
 # (py_agent/_loop.py and py_agent/parsing.py word them; first match wins).
@@ -120,7 +120,7 @@ def show_offered(message, tools):
     """Which tools the retriever offered the model for this turn, with their BM25
     scores: "calculate 3.2 · convert_units 1.1 · pinned: compact"."""
     offered = part(message, ".tools-offered")
-    offered.replaceChildren()
+    clear(offered)
     make("span", "offered-label", "Tools offered: ", parent=offered)
     ranked = [t for t in tools or [] if not t.get("pinned")]
     pinned = [t for t in tools or [] if t.get("pinned")]
@@ -149,7 +149,7 @@ def summarize_trace(message, steps):
         if tool and tool != "none" and step.get("kind", "tool") in ("tool", "repeat", "compact") \
                 and tool not in tools:
             tools.append(tool)
-    text = "%d step%s" % (len(steps), "" if len(steps) == 1 else "s")
+    text = plural(len(steps), "step")
     if len(steps) == 1 and steps[0].get("kind") == "answer":
         text += " · answered directly"
     if tools:
@@ -201,8 +201,7 @@ def mark_failed(message, steps):
         set_badge(node, "error", "")
     shown = part(message, ".trace-steps").children.length
     if shown > len(steps):
-        text = "%d step%s · failed" % (shown, "" if shown == 1 else "s")
-        part(message, ".trace-summary").textContent = text
+        part(message, ".trace-summary").textContent = plural(shown, "step") + " · failed"
 
 
 def hide_if_empty(message):

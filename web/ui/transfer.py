@@ -4,7 +4,7 @@
 from pyscript import document, window
 
 from ui.app import on, running, state
-from ui.dom import by_id, keep, listen, missing, to_js
+from ui.dom import by_id, keep, listen, missing, plural, to_js
 from ui.link import request
 from ui import sessions
 
@@ -64,9 +64,8 @@ def on_export(event):
                 value.get("name", "Error"), value.get("message", "")), "error")
             return
         download(value.get("filename") or "%s.jsonl" % session_id, value.get("text") or "")
-        turns = int(value.get("turns") or 0)
-        say("Exported %d turn%s as %s." % (turns, "" if turns == 1 else "s",
-                                           value.get("filename")))
+        say("Exported %s as %s." % (plural(int(value.get("turns") or 0), "turn"),
+                                    value.get("filename")))
     request("export", done, session_id=session_id)
 
 
@@ -89,7 +88,7 @@ def _file_read(text):
         turns = int(value.get("turns") or 0)
         title = value.get("title") or session_id
         sessions.show_imported(session_id, title, turns)   # (clears the message)
-        say("Imported “%s” (%d turn%s)." % (title, turns, "" if turns == 1 else "s"))
+        say("Imported “%s” (%s)." % (title, plural(turns, "turn")))
     request("import", done, text=str(text))
 
 
