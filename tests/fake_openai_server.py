@@ -53,6 +53,8 @@ class ChatRequest:
     @property
     def schema(self) -> dict[str, Any] | None:
         fmt = self.body.get("response_format") or {}
+        if fmt.get("type") == "json_object":
+            return fmt.get("schema")
         return (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" \
             else None
 
@@ -124,14 +126,17 @@ class FakeServer:
 
     def __init__(self, responder: Responder = echo_responder, *, models: tuple[str, ...] = ("fake-model",),
                  api_key: str | None = None, context_window: int | None = None,
-                 flavor: str = "openai", response_format: bool = True,
+                 flavor: str = "openai",
+                 response_formats: tuple[str, ...] = ("json_schema", "json_object"),
+                 refusal_status: int = 400,
                  stream_options: bool = True, host: str = "127.0.0.1", port: int = 0) -> None:
         self.responder = responder
         self.models = models
         self.api_key = api_key
         self.context_window = context_window
         self.flavor = flavor  # "openai", "llama.cpp", "vllm", "ollama"
-        self.response_format = response_format
+        self.response_formats = response_formats  # the response_format types it accepts
+        self.refusal_status = refusal_status  # llama-cpp-python refuses json_schema with a 500
         self.stream_options = stream_options
         self.requests: list[dict[str, Any]] = []
         self.queued: list[Action] = []
@@ -139,7 +144,8 @@ class FakeServer:
         self.httpd = ThreadingHTTPServer((host, port), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.fake = self  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
         self.thread.start()
 
     @property
@@ -277,9 +283,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(Fail(404, f"The model `{body.get('model')}` does not exist or you do not "
                                  "have access to it.", code="model_not_found"))
             return
-        if "response_format" in body and not fake.response_format:
-            self._fail(Fail(400, "response_format of type json_schema is not supported by this "
-                                 "server", param="response_format"))
+        kind = (body.get("response_format") or {}).get("type")
+        if kind and kind not in fake.response_formats:
+            self._fail(Fail(fake.refusal_status, f"response_format.type: input should be one of "
+                                                 f"{', '.join(fake.response_formats) or 'text'}, "
+                                                 f"not {kind!r}", param="response_format"))
             return
         if "stream_options" in body and not fake.stream_options:
             self._fail(Fail(400, "Unrecognized request argument supplied: stream_options"))

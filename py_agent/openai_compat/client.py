@@ -45,6 +45,10 @@ def normalize_base_url(url: str) -> tuple[str, str]:
     return origin + path, root.rstrip("/")
 
 
+class EmptyStreamError(ServerFailureError):
+    """A stream that ended before its first event: the request is re-sent unstreamed."""
+
+
 @dataclass
 class Timeouts:
     """Seconds. ``read`` bounds each silence while a reply streams in (the first token
@@ -148,6 +152,13 @@ class ChatClient:
             try:
                 return await asyncio.wait_for(self._complete_once(body, deliver),
                                               self.timeouts.call)
+            except EmptyStreamError:
+                # llama-cpp-python, for one, answers 200 and closes an empty stream when
+                # the request fails (a prompt too long for the window); asked again
+                # without streaming, it says what is wrong.
+                body = {k: v for k, v in body.items() if k != "stream_options"}
+                body["stream"] = False
+                continue
             except asyncio.TimeoutError:
                 raise ServerTimeoutError(
                     f"The model server at {self.base_url} took longer than "
@@ -209,12 +220,16 @@ class ChatClient:
                 await deliver(reply.content)
             return reply
         stream = StreamAccumulator(url=self.base_url, model=self.model)
+        events = 0
         async for data in sse_data(response.chunks()):
+            events += 1
             text = stream.feed(data)
             if text:
                 await deliver(text)
             if stream.done:
                 break
+        if events == 0:
+            raise EmptyStreamError(f"The model server at {self.base_url} sent an empty stream.")
         if not stream.complete:
             raise ServerFailureError(f"The model server at {self.base_url} ended the stream "
                                      "before the reply was complete; try again.")

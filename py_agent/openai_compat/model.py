@@ -26,9 +26,9 @@ from ..model import Availability, Message, ModelUnavailableError, Purpose, Quota
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
-from .errors import BadRequestError, ServerError, unsupported_feature
+from .errors import BadRequestError, ServerError, ServerFailureError, unsupported_feature
 from .transport import HttpTransport
-from .wire import Reply, chat_body
+from .wire import SCHEMA_MODES, Reply, chat_body
 
 log = logging.getLogger("py_agent.openai_compat")
 
@@ -123,8 +123,10 @@ class OpenAIModel:
         context_window: tokens per conversation; asked from the server when None
             (see :mod:`.discovery`), else :data:`DEFAULT_CONTEXT_WINDOW`.
         max_tokens: the longest reply asked for (less when the window is nearly full).
-        structured_output: send the step's JSON schema as ``response_format``: None tries
-            it and turns it off for good when the server refuses it; False never sends it.
+        structured_output: how the step's JSON schema goes as ``response_format``: None
+            tries ``json_schema``, then llama-cpp-python's ``json_object`` + schema, then
+            nothing, stepping down for good each time the server refuses one;
+            ``"json_schema"`` or ``"json_object"`` uses only that; False never sends one.
         stream: stream replies (server-sent events); ``on_chunk`` sees each piece.
         options: extra body fields for every request (``temperature``, ``seed``...).
         transport: how HTTP is spoken: :class:`StdlibTransport` in CPython, ``fetch``
@@ -134,7 +136,7 @@ class OpenAIModel:
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
                  context_window: int | None = None, max_tokens: int = 1024,
-                 structured_output: bool | None = None, stream: bool = True,
+                 structured_output: bool | str | None = None, stream: bool = True,
                  on_chunk: ChunkHandler | None = None, options: dict[str, Any] | None = None,
                  transport: HttpTransport | None = None, timeouts: Timeouts | None = None,
                  max_retries: int = 2, max_retry_wait: float = 30.0) -> None:
@@ -142,6 +144,8 @@ class OpenAIModel:
             raise ValueError("a model name is required")
         if context_window is not None and context_window < 256:
             raise ValueError("context_window must be at least 256 tokens")
+        if structured_output not in (None, False, *SCHEMA_MODES):
+            raise ValueError(f"structured_output must be None, False or one of {SCHEMA_MODES}")
         if transport is None:
             from .transport import StdlibTransport
             transport = StdlibTransport()
@@ -149,7 +153,9 @@ class OpenAIModel:
                                  max_retries=max_retries, max_retry_wait=max_retry_wait)
         self.name = model
         self.max_tokens = max_tokens
-        self.structured_output = structured_output
+        self.schema_fallback = structured_output is None
+        self.schema_mode: str | None = (SCHEMA_MODES[0] if structured_output is None
+                                        else structured_output or None)
         self.stream = stream
         self.on_chunk = on_chunk
         self.options = dict(options or {})
@@ -212,7 +218,7 @@ class OpenAIModel:
         """Which model answers, for a status line."""
         return {"backend": "openai-compatible", "model": self.name, "base_url": self.base_url,
                 "context_window": self.window, "window_source": self.window_source,
-                "structured_output": self.structured_output is not False}
+                "structured_output": self.schema_mode}
 
     async def measure(self, text: str) -> int | None:
         """Exact tokens of ``text`` where the server has a tokenizer endpoint, else None."""
@@ -228,27 +234,34 @@ class OpenAIModel:
 
     async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
                        purpose: Purpose, *, max_tokens: int) -> Reply:
-        """One completion, dropping ``response_format`` or ``stream_options`` for good when
-        the server refuses them; streamed pieces go to ``on_chunk``."""
+        """One completion, stepping down from a ``response_format`` or ``stream_options``
+        the server refuses (for good); streamed pieces go to ``on_chunk``."""
         request_id = f"o{next(self._ids)}"
         while True:
-            use_schema = schema is not None and self.structured_output is not False
-            body = chat_body(self.name, messages, stream=self.stream,
-                             schema=schema if use_schema else None, schema_name=purpose.value,
-                             max_tokens=max_tokens, include_usage=self.include_usage,
+            mode = self.schema_mode if schema is not None else None
+            body = chat_body(self.name, messages, stream=self.stream, schema=schema if mode else None,
+                             schema_name=purpose.value, max_tokens=max_tokens,
+                             include_usage=self.include_usage, schema_mode=mode or SCHEMA_MODES[0],
                              options=self.options)
             try:
                 return await self.client.complete(body, self._chunk_sink(purpose, request_id))
-            except BadRequestError as exc:
+            except (BadRequestError, ServerFailureError) as exc:
                 feature = unsupported_feature(exc.detail, exc.code)
                 if "stream_options" in body and feature == "stream_options":
                     self.include_usage = False
-                elif use_schema and self.structured_output is None:
-                    log.warning("%s refused response_format (%s); steps go unconstrained from "
-                                "now on and are parsed and corrected as text", self.base_url, exc)
-                    self.structured_output = False
+                elif mode and self.schema_fallback and (feature == "response_format" or (
+                        isinstance(exc, BadRequestError) and feature is None)):
+                    self.schema_mode = self._next_schema_mode(mode)
+                    log.warning("%s refused response_format %s (%s); now using %s",
+                                self.base_url, mode, exc.detail or exc,
+                                self.schema_mode or "plain text, parsed and corrected")
                 else:
                     raise
+
+    @staticmethod
+    def _next_schema_mode(mode: str) -> str | None:
+        index = SCHEMA_MODES.index(mode) + 1
+        return SCHEMA_MODES[index] if index < len(SCHEMA_MODES) else None
 
     def _chunk_sink(self, purpose: Purpose, request_id: str):
         handler = self.on_chunk

@@ -19,13 +19,20 @@ DONE = "[DONE]"
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def response_format(schema: dict[str, Any], name: str) -> dict[str, Any]:
+SCHEMA_MODES = ("json_schema", "json_object")
+
+
+def response_format(schema: dict[str, Any], name: str, mode: str = "json_schema") -> dict[str, Any]:
     """``response_format`` asking for JSON that follows ``schema``.
 
-    Not ``strict``: OpenAI's strict mode refuses free-form objects such as a
-    tool's ``toolInput``; llama.cpp, vLLM, Ollama and LM Studio constrain
-    decoding to the schema either way.
+    ``json_schema`` is the API's own form. Not ``strict``: OpenAI's strict mode refuses
+    free-form objects such as a tool's ``toolInput``; llama.cpp, vLLM, Ollama and LM
+    Studio constrain decoding to the schema either way. ``json_object`` with a
+    ``schema`` beside it is llama-cpp-python's dialect (its server refuses
+    ``json_schema``); elsewhere it still asks for JSON.
     """
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
     return {"type": "json_schema",
             "json_schema": {"name": _SCHEMA_NAME.sub("_", name)[:64] or "reply",
                             "schema": schema}}
@@ -33,13 +40,14 @@ def response_format(schema: dict[str, Any], name: str) -> dict[str, Any]:
 
 def chat_body(model: str, messages: list[dict[str, str]], *, stream: bool,
               schema: dict[str, Any] | None, schema_name: str, max_tokens: int | None,
-              include_usage: bool, options: dict[str, Any] | None = None) -> dict[str, Any]:
+              include_usage: bool, schema_mode: str = "json_schema",
+              options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON body of one ``POST /chat/completions``."""
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream}
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     if schema is not None:
-        body["response_format"] = response_format(schema, schema_name)
+        body["response_format"] = response_format(schema, schema_name, schema_mode)
     if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
     for key, value in (options or {}).items():

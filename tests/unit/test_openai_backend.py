@@ -12,7 +12,7 @@ import pytest
 from py_agent import Agent, InMemoryStore, QuotaExceededError
 from py_agent.demo import calculate
 from py_agent.model import Purpose
-from py_agent.openai_compat import (AuthenticationError, ContextLengthError, MalformedReplyError,
+from py_agent.openai_compat import (AuthenticationError, BadRequestError, ContextLengthError, MalformedReplyError,
                                     ModelNotFoundError, OpenAIModel, RateLimitError,
                                     ServerFailureError, ServerTimeoutError, ServerUnreachableError,
                                     Timeouts)
@@ -96,22 +96,29 @@ def test_the_step_schema_goes_as_response_format(server):
     assert fmt == {"type": "json_schema", "json_schema": {"name": "step", "schema": schema}}
 
 
-def test_a_server_without_response_format_falls_back_to_text_for_good():
-    with FakeServer(agent_responder, response_format=False) as server:
+@pytest.mark.parametrize("accepted,status,sent", [
+    ((), 400, ["json_schema", "json_object", None, None]),
+    (("json_object",), 500, ["json_schema", "json_object", "json_object"]),  # llama-cpp-python
+])
+def test_a_refused_response_format_steps_down_for_good(accepted, status, sent):
+    with FakeServer(agent_responder, response_formats=accepted, refusal_status=status) as server:
         model = model_for(server, context_window=4000)
         schema = step_schema(["calculate"])
         first = run(one_prompt(model, "User: hi", schema))
         run(one_prompt(model, "User: again", schema))
         bodies = server.chat_requests()
     assert json.loads(first)["finalAnswer"] == "You said: hi"
-    assert ["response_format" in b for b in bodies] == [True, False, False]
-    assert model.structured_output is False and model.describe()["structured_output"] is False
+    assert [(b.get("response_format") or {}).get("type") for b in bodies] == sent
+    if "json_object" in accepted:
+        assert bodies[-1]["response_format"]["schema"] == schema
+    assert model.describe()["structured_output"] == sent[-1]
 
 
-def test_structured_output_can_be_switched_off_by_configuration(server):
-    model = model_for(server, context_window=4000, structured_output=False)
-    run(one_prompt(model, "User: hi", step_schema([])))
-    assert "response_format" not in server.chat_requests()[0]
+def test_a_configured_mode_does_not_step_down():
+    with FakeServer(agent_responder, response_formats=()) as server:
+        model = model_for(server, context_window=4000, structured_output="json_schema")
+        with pytest.raises(BadRequestError, match="response_format"):
+            run(one_prompt(model, "User: hi", step_schema([])))
 
 
 def test_a_server_refusing_stream_options_still_streams():
@@ -249,6 +256,20 @@ def test_the_servers_context_length_error_is_a_quota_error():
         with pytest.raises(ContextLengthError) as caught:
             run(one_prompt(model, "word " * 100))
     assert isinstance(caught.value, QuotaExceededError)
+
+
+def test_an_empty_stream_is_asked_again_unstreamed_to_learn_why(server):
+    model = model_for(server, context_window=4000)
+    server.push(Raw(b"", content_type="text/event-stream"),  # llama-cpp-python's way
+                Fail(400, "This model's maximum context length is 4096 tokens.",
+                     code="context_length_exceeded"))
+    with pytest.raises(ContextLengthError):
+        run(one_prompt(model))
+    assert [b["stream"] for b in server.chat_requests()] == [True, False]
+    assert "stream_options" not in server.chat_requests()[1]
+    server.push(Raw(b"", content_type="text/event-stream"))
+    assert run(one_prompt(model, "User: hi")) == '{"thought": "I can answer directly.", ' \
+        '"toolName": "none", "toolInput": "", "finalAnswer": "You said: hi"}'
 
 
 def test_a_prompt_that_cannot_fit_is_refused_before_any_request(server):
