@@ -26,7 +26,8 @@ from ..model import Availability, Message, ModelUnavailableError, Purpose, Quota
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
-from .errors import BadRequestError, ServerError, ServerFailureError, unsupported_feature
+from .errors import (BadRequestError, ModelNotFoundError, ServerError, ServerFailureError,
+                     unsupported_feature)
 from .transport import HttpTransport
 from .wire import SCHEMA_MODES, Reply, chat_body
 
@@ -245,6 +246,13 @@ class OpenAIModel:
                              options=self.options)
             try:
                 return await self.client.complete(body, self._chunk_sink(purpose, request_id))
+            except ModelNotFoundError as exc:
+                served = ", ".join(self.facts.models) if self.facts and self.facts.models else ""
+                if served:
+                    raise ModelNotFoundError(f"{exc} Models this server has: {served}.",
+                                             status=exc.status, code=exc.code,
+                                             detail=exc.detail) from None
+                raise
             except (BadRequestError, ServerFailureError) as exc:
                 feature = unsupported_feature(exc.detail, exc.code)
                 if "stream_options" in body and feature == "stream_options":

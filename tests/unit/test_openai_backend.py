@@ -175,6 +175,7 @@ def test_an_unknown_model_is_a_404_naming_it(server):
     model = OpenAIModel(server.url, "no-such-model", context_window=4000, timeouts=FAST)
     with pytest.raises(ModelNotFoundError, match="no model 'no-such-model'") as caught:
         run(one_prompt(model))
+    assert str(caught.value).endswith("Models this server has: fake-model.")
     assert caught.value.code == "model_not_found"
 
 
