@@ -146,23 +146,43 @@ class Terminal:
             self.note(f"  · compaction failed ({data.get('error')}); the raw turns are kept")
 
 
-def _read_lines(queue: asyncio.Queue, loop: asyncio.AbstractEventLoop, interactive: bool) -> None:
-    """On a daemon thread: stdin lines into ``queue``, then None at the end."""
-    while True:
-        try:
-            line = input("you> ") if interactive else sys.stdin.readline()
-        except (EOFError, KeyboardInterrupt):
-            line = ""
-        if not interactive and line == "":
-            line = None  # end of piped input
-        elif interactive and line == "" and not sys.stdin.isatty():
-            line = None
-        try:
-            loop.call_soon_threadsafe(queue.put_nowait, line if line is None else line.rstrip("\n"))
-        except RuntimeError:
-            return
-        if line is None:
-            return
+class LineReader:
+    """Lines from stdin, read on a daemon thread one at a time, when asked for.
+
+    Asking first keeps the ``you>`` prompt from showing while a turn still prints; a
+    daemon thread, unlike the loop's executor, never keeps the process from exiting.
+    """
+
+    def __init__(self, interactive: bool) -> None:
+        self.interactive = interactive
+        self._loop = asyncio.get_running_loop()
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._wanted = threading.Semaphore(0)
+        threading.Thread(target=self._run, name="py-agent-stdin", daemon=True).start()
+
+    async def next(self) -> str | None:
+        """The next line without its newline, or None at the end of input."""
+        self._wanted.release()
+        return await self._lines.get()
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.acquire()
+            try:
+                line: str | None = input("you> ") if self.interactive else sys.stdin.readline()
+            except (EOFError, KeyboardInterrupt):
+                line = None
+                if self.interactive:
+                    print(file=sys.stderr)  # end the prompt's line
+            if line == "" and not self.interactive:
+                line = None  # the end of piped input
+            try:
+                self._loop.call_soon_threadsafe(self._lines.put_nowait,
+                                                None if line is None else line.rstrip("\n"))
+            except RuntimeError:  # the loop is gone
+                return
+            if line is None:
+                return
 
 
 async def _command(line: str, agent: Agent, session_id: str, ui: Terminal) -> bool:
@@ -222,11 +242,10 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
     if interactive or options.trace:
         ui.note(_banner(model, options, problem))
     loop = asyncio.get_running_loop()
-    lines: asyncio.Queue = asyncio.Queue()
-    threading.Thread(target=_read_lines, args=(lines, loop, interactive), daemon=True).start()
+    reader = LineReader(interactive)
     failed = False
     try:
-        while (line := await lines.get()) is not None:
+        while (line := await reader.next()) is not None:
             text = line.strip()
             if not text:
                 continue
