@@ -1,6 +1,6 @@
 """Server-sent events from a byte stream, for ``"stream": true`` chat completions.
 
-Parsing is done by `assel <https://pypi.org/project/assel/>`_, a small sans-I/O
+Parsing is done by ``assel`` (a package on PyPI), a small sans-I/O
 parser that follows the WHATWG event-stream rules (CR/LF/CRLF line ends, multi-line
 ``data``, comments, events split across network chunks anywhere, even inside a
 UTF-8 character). Sans-I/O matters here: the same code runs over the CPython
