@@ -298,11 +298,14 @@ def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | Non
 
 
 async def _finish(agent: Agent, store: SqliteStore, ui: Terminal) -> None:
-    busy = any(not task.done() for task in agent._compacting.values())
-    if busy and ui.trace:
-        ui.note("  · waiting for the memory compaction to finish…")
+    idle = asyncio.ensure_future(agent.wait_idle())
     try:
-        await asyncio.wait_for(agent.wait_idle(), COMPACTION_WAIT_S)
+        try:
+            await asyncio.wait_for(asyncio.shield(idle), 0.5)
+        except asyncio.TimeoutError:
+            if ui.trace:
+                ui.note("  · waiting for the memory compaction to finish…")
+            await asyncio.wait_for(idle, COMPACTION_WAIT_S)
     except asyncio.TimeoutError:
         ui.note("warning: a memory compaction did not finish in time; the raw turns are "
                 "saved and it is retried next time")

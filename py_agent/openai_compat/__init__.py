@@ -38,7 +38,16 @@ from .errors import (AuthenticationError, BadRequestError, ContextLengthError,
                      ServerFailureError, ServerTimeoutError, ServerUnreachableError,
                      UnsupportedFeatureError)
 from .model import DEFAULT_CONTEXT_WINDOW, OpenAIModel, OpenAISession, StreamChunk
-from .transport import HttpRequest, HttpResponse, HttpTransport, StdlibTransport
+from .transport import HttpRequest, HttpResponse, HttpTransport
+
+
+def __getattr__(name: str):
+    # Imported on demand: it needs threads and ssl, which Pyodide does not have.
+    if name == "StdlibTransport":
+        from .stdlib_transport import StdlibTransport
+        return StdlibTransport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AuthenticationError", "BadRequestError", "ChatClient", "ContextLengthError",

@@ -148,7 +148,7 @@ class OpenAIModel:
         if structured_output not in (None, False, *SCHEMA_MODES):
             raise ValueError(f"structured_output must be None, False or one of {SCHEMA_MODES}")
         if transport is None:
-            from .transport import StdlibTransport
+            from .stdlib_transport import StdlibTransport
             transport = StdlibTransport()
         self.client = ChatClient(base_url, model, transport, api_key=api_key, timeouts=timeouts,
                                  max_retries=max_retries, max_retry_wait=max_retry_wait)
@@ -279,9 +279,12 @@ class OpenAIModel:
 
         async def sink(delta: str) -> None:
             parts.append(delta)
-            result = handler(StreamChunk(purpose.value, delta, "".join(parts), request_id,
-                                         self.conversation_id))
-            if result is not None:
-                await result
+            try:
+                result = handler(StreamChunk(purpose.value, delta, "".join(parts), request_id,
+                                             self.conversation_id))
+                if result is not None:
+                    await result
+            except Exception:  # a display bug must not cost the user the reply
+                log.exception("on_chunk failed")
 
         return sink

@@ -88,6 +88,14 @@ def test_streamed_pieces_reach_on_chunk_with_the_purpose(server):
     assert len({c.request_id for c in chunks}) == 1
 
 
+def test_a_failing_on_chunk_handler_does_not_cost_the_reply(server):
+    def broken(chunk):
+        raise RuntimeError("display bug")
+
+    model = model_for(server, on_chunk=broken, context_window=4000)
+    assert json.loads(run(one_prompt(model, "User: hi")))["finalAnswer"] == "You said: hi"
+
+
 def test_the_step_schema_goes_as_response_format(server):
     model = model_for(server, context_window=4000)
     schema = step_schema(["calculate"])

@@ -215,3 +215,14 @@ def test_lm_studio_and_tokenize_shapes():
     assert token_count("llama.cpp", {"tokens": [1, 2, 3]}) == 3
     assert token_count("vllm", {"count": 5, "max_model_len": 1, "tokens": [1]}) == 5
     assert token_count("vllm", {"detail": "x"}) is None
+
+
+def test_the_backend_imports_where_ssl_and_sqlite3_are_missing_as_in_pyodide():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['ssl'] = None; sys.modules['sqlite3'] = None\n"
+            "import py_agent.openai_compat as m\n"
+            "model = m.OpenAIModel('http://h:1/v1', 'x', transport=object())\n"
+            "assert 'py_agent.openai_compat.stdlib_transport' not in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
