@@ -9,16 +9,16 @@ background, one at a time per session, committing only the turns it summarized.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from typing import AsyncIterator, Iterable
 
 from ._loop import COMPACT_TOOL, TurnAborted, TurnContext, condensed_steps, run_turn
 from ._tool_runner import ToolPolicy
-from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, facts_prompt,
-                         parse_facts, summary_messages, summary_prompt, validate_summary)
+from ._compaction_prompts import summary_messages
+from .compaction import Compactor
 from .events import AgentEvent, EventHandler, deliver, log
-from .memory import Budget, MemoryAccountant, MemoryPolicy, merge_facts
+from .facts import facts_messages
+from .memory import Budget, MemoryAccountant, MemoryPolicy
 from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
 from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
@@ -29,7 +29,6 @@ from .tokens import TokenCounter
 from .tools import Tool, tool
 from .transfer import SessionBundle, id_candidates, parse_session
 
-MAX_COMPACTIONS_PER_RUN = 4
 # The window assumed for the memory meter before any model session exists: Gemini
 # Nano's, as the Prompt API reports it in Chrome (``contextWindow``/``inputQuota``).
 DEFAULT_CONTEXT_WINDOW = 9216
@@ -98,8 +97,7 @@ class Agent:
         self._detached: set[str] = set()
         self._turn_locks: dict[str, asyncio.Lock] = {}
         self._state_locks: dict[str, asyncio.Lock] = {}
-        self._compacting: dict[str, asyncio.Task] = {}
-        self._compact_again: dict[str, tuple[str, str | None] | None] = {}
+        self.compactor = Compactor(self)
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
         # The estimated step prefix, keyed by what it depends on (see _estimated_prefix).
         self._prefix_estimate: tuple[tuple[str, float], int] | None = None
@@ -303,153 +301,8 @@ class Agent:
 
     def _maybe_schedule(self, session_id: str, trigger: str, focus: str | None, *,
                         force: bool = False) -> bool:
-        state = self._states.get(session_id)
-        base = self._bases.get(Purpose.STEP)
-        if state is None or base is None:
-            return False
-        if not force and not self.accountant.budget(state, base.context_window,
-                                                    base.context_usage).due:
-            return False
-        running = self._compacting.get(session_id)
-        if running and not running.done():
-            self._compact_again[session_id] = (trigger, focus)
-            return True
-        self._compacting[session_id] = asyncio.ensure_future(
-            self._compaction_worker(session_id, trigger, focus, force))
-        return True
-
-    async def _compaction_worker(self, session_id: str, trigger: str, focus: str | None,
-                                 force: bool) -> None:
-        try:
-            for _ in range(MAX_COMPACTIONS_PER_RUN):
-                report = await self._compact_once(session_id, trigger, focus, everything=force)
-                again = self._compact_again.pop(session_id, None)
-                if not report.ok:
-                    break
-                state, base = self._states.get(session_id), self._bases[Purpose.STEP]
-                due = state is not None and self.accountant.budget(
-                    state, base.context_window, base.context_usage).due
-                if not due and again is None:
-                    break
-                if again is not None:
-                    trigger, focus = again
-                force = False
-        except Exception:  # a background task must never die silently
-            log.exception("background compaction failed for %s", session_id)
-
-    async def _compact_once(self, session_id: str, trigger: str, focus: str | None, *,
-                            everything: bool) -> CompactionReport:
-        """Summarize the turns before the boundary and commit exactly those."""
-        state = self._states.get(session_id)
-        if state is None:
-            return CompactionReport(False, 0, error="the session is gone")
-        if self._unsaved.get(session_id) and session_id not in self._detached:
-            # The archive must hold every raw turn before any is compacted.
-            async with self._lock(self._state_locks, session_id):
-                try:
-                    await self.store.commit_turn(self._states[session_id],
-                                                 list(self._unsaved[session_id]))
-                    self._unsaved[session_id].clear()
-                except Exception as exc:
-                    return CompactionReport(False, 0, error=f"unsaved turns: {exc}")
-        base = await self._base(Purpose.STEP)
-        budget = self.accountant.budget(state, base.context_window, base.context_usage)
-        turns = state.recent_turns
-        if everything:
-            cut = max(0, len(turns) - self.policy.min_recent_turns)
-        else:
-            cut = self.accountant.boundary(turns, budget.keep)
-        chosen = self._fit_for_summary(turns[:cut])
-        if not chosen:
-            return CompactionReport(False, 0, error="nothing to compact")
-
-        ids = [t.id for t in chosen]
-        await self._emit(AgentEvent("compaction_started", session_id,
-                                    {"turn_ids": ids, "trigger": trigger}))
-        started, clock = now_ms(), time.perf_counter()
-        counter = self.accountant.counter
-        prompt = summary_prompt(state.summary, chosen, self.policy, counter, focus)
-        record = CompressionRecord(session_id=session_id, started_at=started, duration_ms=0,
-                                   ok=False, turn_ids=ids, previous_summary=state.summary,
-                                   summary_prompt=prompt, summary="", focus=focus,
-                                   trigger=trigger,  # type: ignore[arg-type]
-                                   tokens_before=budget.summary + budget.facts + budget.turns)
-        try:
-            record.model_calls += 1
-            raw = await self._prompt(Purpose.SUMMARY, prompt)
-            record.summary = raw
-            summary = validate_summary(raw, self.policy, counter)
-            new_facts = []
-            if self.policy.extract_facts:
-                record.model_calls += 1
-                try:
-                    reply = await self._prompt(Purpose.FACTS,
-                                               facts_prompt(state.facts, chosen, self.policy),
-                                               FACTS_SCHEMA)
-                    new_facts = parse_facts(reply, self.policy, ids[-1])
-                except ModelError as exc:
-                    record.error = f"fact extraction failed: {exc}"
-        except (ModelError, InvalidSummaryError) as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
-            record.duration_ms = (time.perf_counter() - clock) * 1000
-            if session_id in self._states:
-                self._states[session_id].failed_compactions += 1
-            try:
-                if session_id not in self._detached:
-                    await self.store.commit_compaction(None, record)
-            except Exception:
-                log.exception("could not log a failed compaction")
-            await self._emit(AgentEvent("compaction_failed", session_id,
-                                        {"error": record.error, "trigger": trigger}))
-            return CompactionReport(False, 0, tokens_before=record.tokens_before,
-                                    error=record.error, record=record)
-
-        async with self._lock(self._state_locks, session_id):
-            current = self._states.get(session_id)
-            if current is None:
-                return CompactionReport(False, 0, error="the session was deleted meanwhile")
-            updated = current.copy()
-            done = set(ids)
-            updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
-            updated.summary = summary
-            updated.facts, added = merge_facts(current.facts, new_facts, self.policy.max_facts)
-            updated.compactions += 1
-            updated.updated_at = now_ms()
-            after = self.accountant.budget(updated, base.context_window, base.context_usage)
-            record.ok, record.summary, record.facts_added = True, summary, added
-            record.tokens_after = after.summary + after.facts + after.turns
-            record.duration_ms = (time.perf_counter() - clock) * 1000
-            try:
-                if session_id not in self._detached:
-                    await self.store.commit_compaction(updated, record)
-            except Exception as exc:
-                await self._emit(AgentEvent("storage_error", session_id, {
-                    "message": f"Could not save the compacted memory ({exc}); the raw turns "
-                               "are kept.", "kind": getattr(exc, "kind", "unknown")}))
-                return CompactionReport(False, 0, error=str(exc), record=record)
-            self._states[session_id] = updated
-        await self._emit(AgentEvent("memory_updated", session_id, {
-            "summary": summary, "facts": [f.to_dict() for f in updated.facts],
-            "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
-            "record": {"turn_ids": ids, "tokens_before": record.tokens_before,
-                       "tokens_after": record.tokens_after,
-                       "duration_ms": round(record.duration_ms, 1), "trigger": trigger}}))
-        return CompactionReport(True, len(ids), record.tokens_before, record.tokens_after,
-                                record=record)
-
-    def _fit_for_summary(self, turns: list[Turn]) -> list[Turn]:
-        """The oldest turns whose summary prompt fits the summarizer's window."""
-        base = self._bases.get(Purpose.SUMMARY) or self._bases[Purpose.STEP]
-        room = (base.context_window - base.context_usage - 2 * self.policy.summary_max_tokens
-                - 300)
-        chosen, used = [], 0
-        for turn in turns:
-            cost = self.accountant.turn_tokens(turn)
-            if chosen and used + cost > room:
-                break
-            chosen.append(turn)
-            used += cost
-        return chosen
+        """Start a background compaction if one is due; see :mod:`py_agent.compaction`."""
+        return self.compactor.schedule(session_id, trigger, focus, force=force)
 
     async def compact(self, session_id: str, focus: str | None = None) -> CompactionReport:
         """Compact now: every turn but the newest ``min_recent_turns`` goes into memory."""
@@ -457,16 +310,12 @@ class Agent:
         await self.wait_idle(session_id)
         await self._base(Purpose.STEP)
         async with self._lock(self._turn_locks, session_id):
-            return await self._compact_once(session_id, "manual", focus, everything=True)
+            return await self.compactor.compact_once(session_id, "manual", focus,
+                                                     everything=True)
 
     async def wait_idle(self, session_id: str | None = None) -> None:
         """Wait for background compactions (of one session, or all) to finish."""
-        while True:
-            tasks = [t for sid, t in self._compacting.items()
-                     if (session_id is None or sid == session_id) and not t.done()]
-            if not tasks:
-                return
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.compactor.wait_idle(session_id)
 
     # --------------------------------------------------------- sessions, memory
 
@@ -483,14 +332,13 @@ class Agent:
             budget = self.accountant.budget(state, base.context_window, base.context_usage)
         else:
             budget = self.estimated_budget(state)
-        task = self._compacting.get(session_id)
         return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
                            facts=list(state.facts), recent_turns=list(state.recent_turns),
                            budget=budget, compactions=state.compactions,
                            failed_compactions=state.failed_compactions,
                            unsaved_turns=len(self._unsaved.get(session_id, [])),
                            detached=session_id in self._detached,
-                           compacting=bool(task and not task.done()),
+                           compacting=self.compactor.running(session_id),
                            budget_estimated=base is None)
 
     def estimated_budget(self, state: SessionState) -> Budget:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .prompting import MemoryView, render_facts, render_turn
-from .state import Fact, SessionState, Turn
+from .state import SessionState, Turn
 from .tokens import TokenCounter
 
 
@@ -177,18 +177,3 @@ class MemoryAccountant:
             dropped += 1
         return MemoryView(summary=state.summary, facts=list(state.facts), turns=rendered), dropped
 
-
-def merge_facts(existing: list[Fact], new: list[Fact], max_facts: int) -> tuple[list[Fact], list[Fact]]:
-    """Add ``new`` facts not already known; keep at most ``max_facts``, newest winning.
-
-    Returns the merged list and the facts that were actually added.
-    """
-    known = {f.key() for f in existing}
-    added = []
-    for fact in new:
-        key = fact.key()
-        if key not in known and fact.text.strip():
-            known.add(key)
-            added.append(fact)
-    merged = existing + added
-    return merged[-max_facts:], added

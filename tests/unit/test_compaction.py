@@ -3,8 +3,9 @@ import json
 import pytest
 
 from py_agent import Fact, MemoryPolicy, Turn
-from py_agent.compaction import (InvalidSummaryError, facts_prompt, length_hint, parse_facts,
-                                 summary_prompt, validate_summary)
+from py_agent._compaction_prompts import (InvalidSummaryError, length_hint, summary_prompt,
+                                          validate_summary)
+from py_agent.facts import facts_prompt, parse_facts
 from py_agent.tokens import TokenCounter
 
 POLICY = MemoryPolicy()

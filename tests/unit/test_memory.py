@@ -1,7 +1,8 @@
 import pytest
 
 from py_agent import Fact, MemoryPolicy, MemoryPolicyError, SessionState, Turn
-from py_agent.memory import MemoryAccountant, merge_facts
+from py_agent.facts import merge_facts
+from py_agent.memory import MemoryAccountant
 from py_agent.state import StepRecord
 
 
