@@ -15,7 +15,7 @@ from typing import AsyncIterator, Iterable
 from ._loop import COMPACT_TOOL, TurnAborted, TurnContext, condensed_steps, run_turn
 from ._tool_runner import ToolPolicy
 from ._compaction_prompts import summary_messages
-from .compaction import Compactor
+from .compaction import DESTROY_TIMEOUT_S, Compactor
 from .events import AgentEvent, EventHandler, deliver, log
 from .facts import facts_messages
 from .memory import Budget, MemoryAccountant, MemoryPolicy
@@ -125,14 +125,6 @@ class Agent:
 
     async def _clone(self, purpose: Purpose) -> ModelSession:
         return await (await self._base(purpose)).clone()
-
-    async def _prompt(self, purpose: Purpose, text: str, schema: dict | None = None) -> str:
-        session = await self._clone(purpose)
-        try:
-            self.model_calls[purpose.value] += 1
-            return await session.prompt(text, response_constraint=schema, purpose=purpose)
-        finally:
-            await session.destroy()
 
     async def _state(self, session_id: str, *, create: bool) -> SessionState:
         state = self._states.get(session_id)
@@ -313,9 +305,12 @@ class Agent:
             return await self.compactor.compact_once(session_id, "manual", focus,
                                                      everything=True)
 
-    async def wait_idle(self, session_id: str | None = None) -> None:
-        """Wait for background compactions (of one session, or all) to finish."""
-        await self.compactor.wait_idle(session_id)
+    async def wait_idle(self, session_id: str | None = None, timeout: float | None = None) -> bool:
+        """Wait for background compactions (of one session, or all) to finish, at most
+        ``timeout`` seconds; True if none is running any more. Without a timeout the
+        wait is still bounded: every model call of a compaction has its own
+        (``MemoryPolicy.summary_timeout_s``, ``facts_timeout_s``)."""
+        return await self.compactor.wait_idle(session_id, timeout)
 
     # --------------------------------------------------------- sessions, memory
 
@@ -339,6 +334,8 @@ class Agent:
                            unsaved_turns=len(self._unsaved.get(session_id, [])),
                            detached=session_id in self._detached,
                            compacting=self.compactor.running(session_id),
+                           degraded=state.degraded,
+                           consecutive_failures=state.consecutive_failures,
                            budget_estimated=base is None)
 
     def estimated_budget(self, state: SessionState) -> Budget:
@@ -385,7 +382,8 @@ class Agent:
             self._states[session_id] = state
 
     async def delete_session(self, session_id: str) -> bool:
-        await self.wait_idle(session_id)
+        """Delete a session; a compaction of it still running is stopped first."""
+        await self.compactor.cancel(session_id)
         async with self._lock(self._state_locks, session_id):
             self._states.pop(session_id, None)
             self._unsaved.pop(session_id, None)
@@ -452,11 +450,16 @@ class Agent:
         return bool(await self.store.read_archive(session_id)
                     or await self.store.compressions(session_id))
 
-    async def close(self) -> None:
-        """Wait for background work, then free the base sessions."""
-        await self.wait_idle()
+    async def close(self, timeout: float | None = None) -> None:
+        """Let background compactions finish (at most ``timeout`` seconds, then they are
+        stopped: the raw turns are archived, nothing is lost), then free the base sessions."""
+        if not await self.wait_idle(timeout=timeout):
+            await self.compactor.cancel()
         for session in self._bases.values():
-            await session.destroy()
+            try:
+                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
+            except Exception:
+                log.warning("could not destroy a base session")
         self._bases.clear()
 
 

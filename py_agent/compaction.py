@@ -1,54 +1,103 @@
-"""Compaction, in one place: when it runs, what it sends, what it commits, what it logs.
+"""Compaction, in one place: when it runs, what it asks, what it commits, what it logs.
 
 Read top to bottom:
 
-1. **Scheduling** (:meth:`Compactor.schedule`): after each committed turn the agent
-   asks; a compaction starts in the background when the session's raw turns have
-   outgrown their token budget (or the user or the model asked for one). One runs
-   at a time per session; a request arriving meanwhile is queued as one more pass.
-2. **One compaction** (:meth:`Compactor.compact_once`): the turns before the
-   boundary are summarized with the previous summary into a new one, and key
-   facts are extracted from them. Before that, every raw turn must be in the
-   archive.
-3. **Commit**: only the turns that were summarized leave the raw turns; turns
-   that arrived meanwhile stay. The new state and the compression record are
-   written together. A failure changes nothing but the log: the raw turns stay
-   and the next turn tries again.
+1. **Scheduling** (:meth:`Compactor.schedule`). After each committed turn the
+   agent asks; a compaction starts in the background when the session's raw
+   turns have outgrown their token budget, or the user or the model asked for
+   one. One runs at a time per session; a request arriving meanwhile is queued
+   as one more pass. After a failed summary the model is left alone for a
+   while (the back-off doubles with each failure); a compaction still starts
+   then if the raw turns are about to overflow, and runs without the model.
+2. **One compaction** (:meth:`Compactor.compact_once`). Every raw turn is
+   archived first. The turns before the boundary are chosen; then
+   a. **facts**: the extractor sees the known facts and those turns and
+      adds, updates or retracts facts (:mod:`py_agent.facts`). It runs first,
+      on its own timeout, so a summarizer that hangs cannot starve it;
+   b. **fold**: if the facts are over their token budget, the lowest-priority
+      ones are handed to the summarizer to keep in the summary;
+   c. **summary**: the previous summary, the turns, the handed-over facts and
+      the facts that just became outdated go to the summarizer, on its own
+      timeout; the reply is validated, and a handed-over fact the summary did not
+      carry stays a key fact;
+   d. **fallback**: when the summary fails for the ``fallback_after_failures``-th
+      time in a row, or while backing off, the summary is built without the
+      model (the user's own words, shortened) and the session is marked degraded
+      until a summary works again. Otherwise a failed summary keeps the raw
+      turns for a later try (the facts found meanwhile are kept).
+3. **Commit and log.** Only the turns compacted leave the raw turns (turns
+   that arrived meanwhile stay); the state and a :class:`CompressionRecord`
+   holding every input as sent, every reply, the timings and each fact's
+   supersession, retraction or fold with its reason are written together.
 
-The prompts live in :mod:`py_agent._compaction_prompts` (summary) and
-:mod:`py_agent.facts` (facts); the budget arithmetic in :mod:`py_agent.memory`.
+Every model call is a clone of a prefilled base session, bounded by a timeout
+and destroyed afterwards, so an aborted call leaves nothing running. Prompts
+live in :mod:`py_agent._compaction_prompts` and :mod:`py_agent.facts`; budget
+arithmetic in :mod:`py_agent.memory`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ._compaction_prompts import InvalidSummaryError, summary_prompt, validate_summary
+from ._compaction_prompts import (SUMMARY_SYSTEM, InvalidSummaryError, fallback_summary,
+                                  summary_prompt, validate_summary)
+from ._fact_rules import carried_by
 from .events import AgentEvent, log
-from .facts import FACTS_SCHEMA, facts_prompt, merge_facts, parse_facts
-from .model import ModelError, Purpose
+from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, consolidate, facts_prompt, over_budget,
+                    parse_fact_ops)
+from .memory import Budget
+from .model import ModelError, ModelSession, Purpose
 from .results import CompactionReport
-from .state import CompressionRecord, Turn, now_ms
+from .state import CompressionRecord, Fact, FactChange, FactIds, SessionState, Turn, now_ms
 
-if TYPE_CHECKING:  # the agent owns the compactor; only its session tables are used here
+if TYPE_CHECKING:  # the agent owns the compactor; its session tables are shared
     from .agent import Agent
 
 MAX_COMPACTIONS_PER_RUN = 4
+# While backing off, compact without the model once the raw turns fill this share
+# of their budget: past it the next prompt would start leaving turns out.
+FALLBACK_FILL = 0.9
+DESTROY_TIMEOUT_S = 5.0
+
+
+class CompactionTimeoutError(ModelError):
+    """A compaction's model call took longer than its timeout and was stopped."""
+
+
+@dataclass
+class _Pass:
+    """What one compaction gathers before it commits."""
+
+    record: CompressionRecord
+    chosen: list[Turn]
+    facts: list[Fact]
+    next_fact_id: int
+    facts_through: int
+    changes: list[FactChange] = field(default_factory=list)
+    summary: str | None = None
+    summary_error: str | None = None
+    summary_asked: bool = False
+    last_turn_id: int = 0
 
 
 class Compactor:
-    """Runs a session's compactions for an :class:`~py_agent.agent.Agent`.
+    """Runs the compactions of an :class:`~py_agent.agent.Agent`'s sessions.
 
-    It reads and replaces the agent's in-memory session states under the agent's
-    per-session state lock, so a turn committed meanwhile is never lost.
+    It reads the agent's in-memory session states and replaces them under the
+    agent's per-session state lock, so a turn committed meanwhile is never lost.
     """
 
     def __init__(self, agent: "Agent") -> None:
         self.agent = agent
         self._running: dict[str, asyncio.Task] = {}
-        self._again: dict[str, tuple[str, str | None] | None] = {}
+        self._again: dict[str, tuple[str, str | None]] = {}
+        # Back-off per (session, purpose): when the model may be asked again.
+        self._retry_at: dict[tuple[str, Purpose], float] = {}
+        self._facts_failures: dict[str, int] = {}
 
     @property
     def policy(self):
@@ -60,16 +109,34 @@ class Compactor:
         task = self._running.get(session_id)
         return bool(task and not task.done())
 
+    def _budget(self, state: SessionState) -> Budget | None:
+        base = self.agent._bases.get(Purpose.STEP)
+        if base is None:
+            return None
+        return self.agent.accountant.budget(state, base.context_window, base.context_usage)
+
+    def _backing_off(self, session_id: str, purpose: Purpose) -> bool:
+        return time.monotonic() < self._retry_at.get((session_id, purpose), 0.0)
+
+    def _pressing(self, budget: Budget) -> bool:
+        """The raw turns are about to overflow: the next prompt would leave some out."""
+        return budget.turns > budget.turn_budget * FALLBACK_FILL
+
+    def _wanted(self, session_id: str) -> bool:
+        """A compaction is due, and either the model may be asked or it cannot wait."""
+        state = self.agent._states.get(session_id)
+        budget = self._budget(state) if state is not None else None
+        if budget is None or not budget.due:
+            return False
+        return not self._backing_off(session_id, Purpose.SUMMARY) or self._pressing(budget)
+
     def schedule(self, session_id: str, trigger: str, focus: str | None, *,
                  force: bool = False) -> bool:
         """Start a background compaction if one is due (or ``force``); True if one will run."""
-        agent = self.agent
-        state = agent._states.get(session_id)
-        base = agent._bases.get(Purpose.STEP)
-        if state is None or base is None:
+        if session_id not in self.agent._states or self._budget(
+                self.agent._states[session_id]) is None:
             return False
-        if not force and not agent.accountant.budget(state, base.context_window,
-                                                     base.context_usage).due:
+        if not force and not self._wanted(session_id):
             return False
         if self.running(session_id):
             self._again[session_id] = (trigger, focus)
@@ -80,32 +147,88 @@ class Compactor:
 
     async def _worker(self, session_id: str, trigger: str, focus: str | None,
                       force: bool) -> None:
-        agent = self.agent
         try:
             for _ in range(MAX_COMPACTIONS_PER_RUN):
                 report = await self.compact_once(session_id, trigger, focus, everything=force)
                 again = self._again.pop(session_id, None)
                 if not report.ok:
                     break
-                state, base = agent._states.get(session_id), agent._bases[Purpose.STEP]
-                due = state is not None and agent.accountant.budget(
-                    state, base.context_window, base.context_usage).due
-                if not due and again is None:
+                if again is None and not self._wanted(session_id):
                     break
                 if again is not None:
                     trigger, focus = again
                 force = False
+        except asyncio.CancelledError:
+            raise
         except Exception:  # a background task must never die silently
             log.exception("background compaction failed for %s", session_id)
 
-    async def wait_idle(self, session_id: str | None = None) -> None:
-        """Wait for background compactions (of one session, or all) to finish."""
+    async def wait_idle(self, session_id: str | None = None,
+                        timeout: float | None = None) -> bool:
+        """Wait for background compactions (of one session, or all) to finish, at most
+        ``timeout`` seconds; True if none is running any more."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             tasks = [t for sid, t in self._running.items()
                      if (session_id is None or sid == session_id) and not t.done()]
             if not tasks:
-                return
-            await asyncio.gather(*tasks, return_exceptions=True)
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(tasks, timeout=left)
+
+    async def cancel(self, session_id: str | None = None) -> None:
+        """Stop running compactions (of one session, or all). Nothing is lost: every
+        raw turn is archived before a compaction starts, and a stopped one commits nothing."""
+        tasks = [t for sid, t in self._running.items()
+                 if (session_id is None or sid == session_id) and not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=DESTROY_TIMEOUT_S + 1)
+        for sid in [sid for sid in self._running if session_id in (None, sid)]:
+            self._again.pop(sid, None)
+            if session_id is not None:
+                self._forget(sid)
+
+    def _forget(self, session_id: str) -> None:
+        self._running.pop(session_id, None)
+        self._facts_failures.pop(session_id, None)
+        for key in [k for k in self._retry_at if k[0] == session_id]:
+            del self._retry_at[key]
+
+    # ----------------------------------------------------------- model calls
+
+    async def _ask(self, purpose: Purpose, text: str, schema: dict | None,
+                   timeout: float) -> tuple[str, float]:
+        """One model call on a fresh clone, stopped after ``timeout`` seconds; the
+        clone is destroyed either way. Returns the reply and its duration in ms."""
+        agent = self.agent
+        clock = time.perf_counter()
+        session: ModelSession | None = None
+
+        async def call() -> str:
+            nonlocal session
+            session = await (await agent._base(purpose)).clone()
+            return await session.prompt(text, response_constraint=schema, purpose=purpose)
+
+        agent.model_calls[purpose.value] += 1
+        try:
+            reply = await asyncio.wait_for(call(), timeout)
+        except asyncio.TimeoutError:
+            raise CompactionTimeoutError(f"the {purpose.value} call took longer than "
+                                         f"{timeout:g} s and was stopped") from None
+        finally:
+            if session is not None:
+                try:
+                    await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
+                except Exception:
+                    log.warning("could not destroy a %s session", purpose.value)
+        return reply, (time.perf_counter() - clock) * 1000
+
+    def _failed_call(self, session_id: str, purpose: Purpose, failures: int) -> None:
+        self._retry_at[(session_id, purpose)] = time.monotonic() + self.policy.backoff_s(failures)
 
     # ------------------------------------------------------- one compaction
 
@@ -126,7 +249,8 @@ class Compactor:
 
     async def compact_once(self, session_id: str, trigger: str, focus: str | None, *,
                            everything: bool) -> CompactionReport:
-        """Summarize the turns before the boundary and commit exactly those."""
+        """Compact the turns before the boundary (all but the newest few with
+        ``everything``), and commit exactly those."""
         agent, policy = self.agent, self.policy
         state = agent._states.get(session_id)
         if state is None:
@@ -134,62 +258,141 @@ class Compactor:
         problem = await self._archive_unsaved(session_id)
         if problem:
             return CompactionReport(False, 0, error=problem)
-        base = await agent._base(Purpose.STEP)
-        budget = agent.accountant.budget(state, base.context_window, base.context_usage)
+        await agent._base(Purpose.STEP)
+        budget = self._budget(state)
+        assert budget is not None
         turns = state.recent_turns
-        if everything:
-            cut = max(0, len(turns) - policy.min_recent_turns)
-        else:
-            cut = agent.accountant.boundary(turns, budget.keep)
-        chosen = self.fit_for_summary(turns[:cut])
+        cut = (max(0, len(turns) - policy.min_recent_turns) if everything
+               else agent.accountant.boundary(turns, budget.keep))
+        chosen = self.fit_for_summary(turns[:cut], budget.facts)
         if not chosen:
             return CompactionReport(False, 0, error="nothing to compact")
 
         ids = [t.id for t in chosen]
         await agent._emit(AgentEvent("compaction_started", session_id,
                                      {"turn_ids": ids, "trigger": trigger}))
-        started, clock = now_ms(), time.perf_counter()
-        counter = agent.accountant.counter
-        prompt = summary_prompt(state.summary, chosen, policy, counter, focus)
-        record = CompressionRecord(session_id=session_id, started_at=started, duration_ms=0,
-                                   ok=False, turn_ids=ids, previous_summary=state.summary,
-                                   summary_prompt=prompt, summary="", focus=focus,
-                                   trigger=trigger,  # type: ignore[arg-type]
-                                   tokens_before=budget.summary + budget.facts + budget.turns)
-        try:
-            record.model_calls += 1
-            raw = await agent._prompt(Purpose.SUMMARY, prompt)
-            record.summary = raw
-            summary = validate_summary(raw, policy, counter)
-            new_facts = []
-            if policy.extract_facts:
-                record.model_calls += 1
-                try:
-                    reply = await agent._prompt(Purpose.FACTS,
-                                                facts_prompt(state.facts, chosen, policy),
-                                                FACTS_SCHEMA)
-                    new_facts = parse_facts(reply, policy, ids[-1])
-                except ModelError as exc:
-                    record.error = f"fact extraction failed: {exc}"
-        except (ModelError, InvalidSummaryError) as exc:
-            return await self._failed(session_id, record, clock,
-                                      f"{type(exc).__name__}: {exc}", trigger)
+        clock = time.perf_counter()
+        record = CompressionRecord(
+            session_id=session_id, started_at=now_ms(), duration_ms=0, ok=False, turn_ids=ids,
+            previous_summary=state.summary, summary_prompt="", summary="", focus=focus,
+            trigger=trigger,  # type: ignore[arg-type]
+            tokens_before=budget.summary + budget.facts + budget.turns,
+            facts_before=list(state.facts), policy=policy.to_dict())
+        work = _Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
+                     last_turn_id=turns[-1].id)
+        asked = trigger != "auto"  # the user or the model asked: try the model now
+        await self._extract_facts(session_id, work, asked)
+        folding = over_budget(work.facts, policy, agent.accountant.counter)
+        record.folded = folding
+        if asked or not self._backing_off(session_id, Purpose.SUMMARY):
+            await self._summarize(session_id, state, work, focus, folding)
+        else:
+            work.summary_error = (f"the summarizer failed {state.consecutive_failures} time(s) "
+                                  "in a row and is given a rest")
+        failures = state.consecutive_failures + (work.summary_asked and work.summary is None)
+        fallback = work.summary is None and (failures >= policy.fallback_after_failures
+                                             or self._pressing(budget))
+        if fallback:
+            work.summary = fallback_summary(state.summary, chosen, folding, policy,
+                                            agent.accountant.counter)
+            record.fallback = True
+        record.error = work.summary_error
+        if work.summary is not None:
+            carried = [f for f in folding if carried_by(f, work.summary)]
+            work.facts = [f for f in work.facts if f not in carried]
+            work.changes += [FactChange("folded", f, "the key facts were over their budget; "
+                                        "this one, of lowest priority, now lives in the "
+                                        "summary", by="rule") for f in carried]
+            work.changes += [FactChange("kept", f, "the summary did not carry it, so it stays "
+                                        "a key fact", by="rule") for f in folding
+                             if f not in carried]
+        record.fact_changes = work.changes
+        record.duration_ms = (time.perf_counter() - clock) * 1000
+        return await self._commit(session_id, work, failures, trigger)
 
+    async def _extract_facts(self, session_id: str, work: _Pass, asked: bool) -> None:
+        """Step a: facts from the chosen turns not extracted yet, consolidated."""
+        policy, record = self.policy, work.record
+        fresh = [t for t in work.chosen if t.id > work.facts_through]
+        if not policy.extract_facts or not fresh:
+            return
+        if not asked and self._backing_off(session_id, Purpose.FACTS):
+            record.facts_error = "the fact extractor failed recently and is given a rest"
+            return
+        record.facts_prompt = facts_prompt(work.facts, fresh, policy)
+        record.facts_system = FACTS_SYSTEM
+        record.model_calls += 1
+        try:
+            reply, record.facts_ms = await self._ask(Purpose.FACTS, record.facts_prompt,
+                                                     FACTS_SCHEMA, policy.facts_timeout_s)
+        except ModelError as exc:
+            record.facts_error = f"{type(exc).__name__}: {exc}"
+            failures = self._facts_failures.get(session_id, 0) + 1
+            self._facts_failures[session_id] = failures
+            self._failed_call(session_id, Purpose.FACTS, failures)
+            return
+        self._facts_failures.pop(session_id, None)
+        self._retry_at.pop((session_id, Purpose.FACTS), None)
+        record.facts_reply = reply
+        ids = FactIds(work.next_fact_id, {f.id for f in work.facts})
+        result = consolidate(work.facts, parse_fact_ops(reply, policy), fresh[-1].id, ids)
+        work.facts, work.next_fact_id, work.facts_through = result.facts, ids.next_id, fresh[-1].id
+        record.facts_added = result.added
+        work.changes += result.changes
+
+    async def _summarize(self, session_id: str, state: SessionState, work: _Pass,
+                         focus: str | None, folding: list[Fact]) -> None:
+        """Step c: the updated summary, or ``summary_error`` saying why there is none."""
+        policy, record, counter = self.policy, work.record, self.agent.accountant.counter
+        outdated = [c for c in work.changes if c.action in ("superseded", "retracted")]
+        record.summary_prompt = summary_prompt(state.summary, work.chosen, policy, counter, focus,
+                                               keep=folding, outdated=outdated)
+        record.summary_system = SUMMARY_SYSTEM
+        record.model_calls += 1
+        work.summary_asked = True
+        try:
+            record.summary_reply, record.summary_ms = await self._ask(
+                Purpose.SUMMARY, record.summary_prompt, None, policy.summary_timeout_s)
+            work.summary = validate_summary(record.summary_reply, policy, counter)
+        except (ModelError, InvalidSummaryError) as exc:
+            work.summary_error = f"{type(exc).__name__}: {exc}"
+            self._failed_call(session_id, Purpose.SUMMARY, state.consecutive_failures + 1)
+            return
+        self._retry_at.pop((session_id, Purpose.SUMMARY), None)
+
+    async def _commit(self, session_id: str, work: _Pass, failures: int,
+                      trigger: str) -> CompactionReport:
+        """Step 3: write the new state and the record together; tell the page."""
+        agent, record = self.agent, work.record
+        ok = work.summary is not None
         async with agent._lock(agent._state_locks, session_id):
             current = agent._states.get(session_id)
             if current is None:
                 return CompactionReport(False, 0, error="the session was deleted meanwhile")
             updated = current.copy()
-            done = set(ids)
-            updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
-            updated.summary = summary
-            updated.facts, added = merge_facts(current.facts, new_facts, policy.max_facts)
-            updated.compactions += 1
+            updated.facts, updated.next_fact_id = work.facts, work.next_fact_id
+            updated.facts_through = max(current.facts_through, work.facts_through)
+            if ok:
+                done = set(record.turn_ids)
+                updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
+                updated.summary = work.summary or ""
+                updated.compactions += 1
+            else:
+                updated.failed_compactions += 1
+            if record.fallback or not ok:
+                updated.consecutive_failures = failures
+            else:
+                updated.consecutive_failures = 0
+            updated.degraded = _degraded_reason(record, failures) if record.fallback else (
+                current.degraded if not ok else "")
             updated.updated_at = now_ms()
-            after = agent.accountant.budget(updated, base.context_window, base.context_usage)
-            record.ok, record.summary, record.facts_added = True, summary, added
-            record.tokens_after = after.summary + after.facts + after.turns
-            record.duration_ms = (time.perf_counter() - clock) * 1000
+            # Measured on the turns there were at the start: turns that arrived
+            # meanwhile are not the compaction's doing.
+            after = self._budget(replace(updated, recent_turns=[
+                t for t in updated.recent_turns if t.id <= work.last_turn_id]))
+            record.ok = ok
+            record.summary = work.summary or ""
+            record.tokens_after = (after.summary + after.facts + after.turns) if after else 0
             try:
                 if session_id not in agent._detached:
                     await agent.store.commit_compaction(updated, record)
@@ -199,40 +402,34 @@ class Compactor:
                                "are kept.", "kind": getattr(exc, "kind", "unknown")}))
                 return CompactionReport(False, 0, error=str(exc), record=record)
             agent._states[session_id] = updated
-        await agent._emit(AgentEvent("memory_updated", session_id, {
-            "summary": summary, "facts": [f.to_dict() for f in updated.facts],
-            "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
-            "record": {"turn_ids": ids, "tokens_before": record.tokens_before,
-                       "tokens_after": record.tokens_after,
-                       "duration_ms": round(record.duration_ms, 1), "trigger": trigger}}))
-        return CompactionReport(True, len(ids), record.tokens_before, record.tokens_after,
-                                record=record)
-
-    async def _failed(self, session_id: str, record: CompressionRecord, clock: float,
-                      error: str, trigger: str) -> CompactionReport:
-        """Log a compaction that changed nothing, and tell the page."""
-        agent = self.agent
-        record.error = error
-        record.duration_ms = (time.perf_counter() - clock) * 1000
-        if session_id in agent._states:
-            agent._states[session_id].failed_compactions += 1
-        try:
-            if session_id not in agent._detached:
-                await agent.store.commit_compaction(None, record)
-        except Exception:
-            log.exception("could not log a failed compaction")
-        await agent._emit(AgentEvent("compaction_failed", session_id,
-                                     {"error": record.error, "trigger": trigger}))
+        summary_of_record = {"turn_ids": record.turn_ids, "tokens_before": record.tokens_before,
+                             "tokens_after": record.tokens_after, "trigger": trigger,
+                             "duration_ms": round(record.duration_ms, 1),
+                             "fallback": record.fallback,
+                             "fact_changes": [c.to_dict() for c in record.fact_changes]}
+        if ok:
+            await agent._emit(AgentEvent("memory_updated", session_id, {
+                "summary": updated.summary, "facts": [f.to_dict() for f in updated.facts],
+                "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
+                "degraded": updated.degraded, "record": summary_of_record}))
+            return CompactionReport(True, len(record.turn_ids), record.tokens_before,
+                                    record.tokens_after, error=record.error, record=record)
+        await agent._emit(AgentEvent("compaction_failed", session_id, {
+            "error": record.error, "trigger": trigger, "degraded": updated.degraded,
+            "facts": [f.to_dict() for f in updated.facts], "record": summary_of_record}))
         return CompactionReport(False, 0, tokens_before=record.tokens_before,
                                 error=record.error, record=record)
 
-    def fit_for_summary(self, turns: list[Turn]) -> list[Turn]:
-        """The oldest turns whose summary prompt fits the summarizer's window."""
-        agent = self.agent
+    def fit_for_summary(self, turns: list[Turn], facts_tokens: int) -> list[Turn]:
+        """The oldest turns whose prompts fit the summarizer's and the extractor's window
+        (the summary prompt holds the previous summary and maybe some facts, the facts
+        prompt the known facts; both the turns)."""
+        agent, policy = self.agent, self.policy
         base = agent._bases.get(Purpose.SUMMARY) or agent._bases[Purpose.STEP]
-        room = (base.context_window - base.context_usage - 2 * self.policy.summary_max_tokens
-                - 300)
-        chosen, used = [], 0
+        room = (base.context_window - base.context_usage - 2 * policy.summary_max_tokens
+                - facts_tokens - 300)
+        chosen: list[Turn] = []
+        used = 0
         for turn in turns:
             cost = agent.accountant.turn_tokens(turn)
             if chosen and used + cost > room:
@@ -240,3 +437,10 @@ class Compactor:
             chosen.append(turn)
             used += cost
         return chosen
+
+
+def _degraded_reason(record: CompressionRecord, failures: int) -> str:
+    why = record.error or "the summarizer failed"
+    return (f"The summarizer did not work ({why}; {failures} time(s) in a row), so older turns "
+            "are kept as the user's own words, shortened, without tool output, until it works "
+            "again. Everything is still in the archive.")

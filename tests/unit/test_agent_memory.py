@@ -1,4 +1,5 @@
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -71,7 +72,10 @@ def test_failed_summary_keeps_raw_turns_and_is_retried_later(make_agent):
             raise outcome
         return outcome if outcome is not None else summarizer_reply(call)
 
-    agent, model, store = make_agent(summary=flaky_summary, **SMALL)
+    # Retried at once (no back-off), and the fallback only after a third failure.
+    policy = replace(SMALL["memory"], retry_backoff_s=0, fallback_after_failures=3)
+    agent, model, store = make_agent(summary=flaky_summary, window=SMALL["window"],
+                                     memory=policy)
 
     async def turns_until(condition, start=0):
         for i in range(start, start + 30):
