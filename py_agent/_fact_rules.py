@@ -29,9 +29,10 @@ _NEGATIONS = frozenset("not no never longer anymore isn't aren't doesn't don't w
                        "won't can't nor".split())
 _ARTICLES = frozenset("a an the".split())
 _USER = frozenset("user user's users the".split())
-# A frame must hold one of these to be single-valued ("is", "lives in"): "likes Thai
-# food" and "likes Italian food" can both be true, "lives in Leeds/Bristol" cannot.
-_SINGLE_VALUED = frozenset("is are was were lives called named goes works drives uses".split())
+# A frame must hold one of these to be single-valued ("code is", "lives in"): "likes
+# Thai food" and "likes Italian food" can both be true, "lives in Leeds/Bristol" cannot,
+# and neither can "owns a cat named Tom/Felix".
+_SINGLE_VALUED = frozenset("is are was were lives".split())
 _STOPWORDS = frozenset("the a an and or of to in on at for with by from is are was were be "
                        "been has have had it its that this their they them he she his her "
                        "user user's users who which what when where as not but so very".split())

@@ -196,6 +196,9 @@ class Agent:
         try:
             await self._base(Purpose.STEP)
             await self._check_message_fits(message, offered)
+            await self.compactor.make_room(session_id, self.accountant.counter.count(
+                first_prompt(message, offered, MemoryView())))
+            state = self._states.get(session_id, state)  # as make_room left it
             await self._calibrate(build_first_prompt([], False), turn_id)
             result = await run_turn(ctx)
             self.model_calls[Purpose.STEP.value] += len(result.steps)

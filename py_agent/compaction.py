@@ -48,7 +48,7 @@ from ._compaction_prompts import (SUMMARY_SYSTEM, InvalidSummaryError, fallback_
 from ._fact_rules import carried_by
 from .events import AgentEvent, log
 from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, consolidate, facts_prompt, over_budget,
-                    parse_fact_ops)
+                    parse_fact_ops, render_known)
 from .memory import Budget
 from .model import ModelError, ModelSession, Purpose
 from .results import CompactionReport
@@ -66,6 +66,11 @@ DESTROY_TIMEOUT_S = 5.0
 
 class CompactionTimeoutError(ModelError):
     """A compaction's model call took longer than its timeout and was stopped."""
+
+
+class CompactionPreemptedError(ModelError):
+    """A compaction's model call was stopped because the raw turns were about to
+    overflow while it ran; not a failure of the model."""
 
 
 @dataclass
@@ -98,6 +103,10 @@ class Compactor:
         # Back-off per (session, purpose): when the model may be asked again.
         self._retry_at: dict[tuple[str, Purpose], float] = {}
         self._facts_failures: dict[str, int] = {}
+        # Set when a turn lands while the raw turns are about to overflow: the model
+        # call under way is stopped and the pass falls back (see _ask).
+        self._pressure: dict[str, asyncio.Event] = {}
+        self._preempted: set[str] = set()
 
     @property
     def policy(self):
@@ -118,9 +127,13 @@ class Compactor:
     def _backing_off(self, session_id: str, purpose: Purpose) -> bool:
         return time.monotonic() < self._retry_at.get((session_id, purpose), 0.0)
 
-    def _pressing(self, budget: Budget) -> bool:
-        """The raw turns are about to overflow: the next prompt would leave some out."""
-        return budget.turns > budget.turn_budget * FALLBACK_FILL
+    def _pressing(self, budget: Budget, need: int | None = None) -> bool:
+        """The raw turns are about to overflow: with ``need`` more tokens (the next
+        message and its tools; a tenth of the turn budget when unknown), the next
+        prompt would have to leave some out."""
+        if need is None:
+            need = int(budget.turn_budget * (1 - FALLBACK_FILL))
+        return budget.turns + need > budget.turn_budget
 
     def _wanted(self, session_id: str) -> bool:
         """A compaction is due, and either the model may be asked or it cannot wait."""
@@ -133,20 +146,38 @@ class Compactor:
     def schedule(self, session_id: str, trigger: str, focus: str | None, *,
                  force: bool = False) -> bool:
         """Start a background compaction if one is due (or ``force``); True if one will run."""
-        if session_id not in self.agent._states or self._budget(
-                self.agent._states[session_id]) is None:
+        state = self.agent._states.get(session_id)
+        if state is None or self._budget(state) is None:
             return False
         if not force and not self._wanted(session_id):
             return False
         if self.running(session_id):
             self._again[session_id] = (trigger, focus)
-            return True
-        self._running[session_id] = asyncio.ensure_future(
-            self._worker(session_id, trigger, focus, force))
+        else:
+            self._running[session_id] = asyncio.ensure_future(
+                self._worker(session_id, trigger, focus, force))
         return True
+
+    async def make_room(self, session_id: str, need: int) -> None:
+        """Called before a turn's first prompt, with the tokens its message and tools
+        need. If the raw turns would not fit beside them (the user writes faster than
+        the model summarizes), the compaction under way stops its model call and
+        finishes without the model, or one starts that way; either takes milliseconds,
+        so the prompt can carry every raw turn."""
+        for _ in range(2):  # a run may be ending as this starts: then one more
+            state = self.agent._states.get(session_id)
+            budget = self._budget(state) if state is not None else None
+            if budget is None or not budget.turns or not self._pressing(budget, need):
+                return
+            self._pressure.setdefault(session_id, asyncio.Event()).set()
+            if not self.running(session_id):
+                self._running[session_id] = asyncio.ensure_future(
+                    self._worker(session_id, "auto", None, False))
+            await asyncio.wait({self._running[session_id]}, timeout=2 * DESTROY_TIMEOUT_S)
 
     async def _worker(self, session_id: str, trigger: str, focus: str | None,
                       force: bool) -> None:
+        self._pressure.setdefault(session_id, asyncio.Event())
         try:
             for _ in range(MAX_COMPACTIONS_PER_RUN):
                 report = await self.compact_once(session_id, trigger, focus, everything=force)
@@ -162,6 +193,9 @@ class Compactor:
             raise
         except Exception:  # a background task must never die silently
             log.exception("background compaction failed for %s", session_id)
+        finally:
+            self._preempted.discard(session_id)
+            self._pressure.pop(session_id, None)
 
     async def wait_idle(self, session_id: str | None = None,
                         timeout: float | None = None) -> bool:
@@ -200,10 +234,11 @@ class Compactor:
 
     # ----------------------------------------------------------- model calls
 
-    async def _ask(self, purpose: Purpose, text: str, schema: dict | None,
+    async def _ask(self, session_id: str, purpose: Purpose, text: str, schema: dict | None,
                    timeout: float) -> tuple[str, float]:
-        """One model call on a fresh clone, stopped after ``timeout`` seconds; the
-        clone is destroyed either way. Returns the reply and its duration in ms."""
+        """One model call on a fresh clone, stopped after ``timeout`` seconds or when
+        the raw turns press; the clone is destroyed either way. Returns the reply and
+        its duration in ms."""
         agent = self.agent
         clock = time.perf_counter()
         session: ModelSession | None = None
@@ -214,12 +249,26 @@ class Compactor:
             return await session.prompt(text, response_constraint=schema, purpose=purpose)
 
         agent.model_calls[purpose.value] += 1
+        task = asyncio.ensure_future(call())
+        pressure = asyncio.ensure_future(self._pressure[session_id].wait())
         try:
-            reply = await asyncio.wait_for(call(), timeout)
-        except asyncio.TimeoutError:
-            raise CompactionTimeoutError(f"the {purpose.value} call took longer than "
-                                         f"{timeout:g} s and was stopped") from None
+            await asyncio.wait({task, pressure}, timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                reply = task.result()
+            else:
+                task.cancel()
+                await asyncio.wait({task}, timeout=DESTROY_TIMEOUT_S)
+                if pressure.done():
+                    raise CompactionPreemptedError(
+                        f"the {purpose.value} call was stopped: new turns were about to "
+                        "overflow the prompt while it ran")
+                raise CompactionTimeoutError(f"the {purpose.value} call took longer than "
+                                             f"{timeout:g} s and was stopped")
         finally:
+            pressure.cancel()
+            if not task.done():
+                task.cancel()
             if session is not None:
                 try:
                     await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
@@ -264,6 +313,14 @@ class Compactor:
         turns = state.recent_turns
         cut = (max(0, len(turns) - policy.min_recent_turns) if everything
                else agent.accountant.boundary(turns, budget.keep))
+        asked = trigger != "auto"  # the user or the model asked: try the model now
+        # Without the model when it is resting, or when it just failed or was stopped
+        # in this run and the raw turns are still about to overflow.
+        pressure = self._pressure.setdefault(session_id, asyncio.Event())
+        use_model = asked or not (
+            self._backing_off(session_id, Purpose.SUMMARY) or pressure.is_set()
+            or (self._pressing(budget) and (session_id in self._preempted
+                                            or state.consecutive_failures > 0)))
         chosen = self.fit_for_summary(turns[:cut], budget.facts)
         if not chosen:
             return CompactionReport(False, 0, error="nothing to compact")
@@ -280,18 +337,26 @@ class Compactor:
             facts_before=list(state.facts), policy=policy.to_dict())
         work = _Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
                      last_turn_id=turns[-1].id)
-        asked = trigger != "auto"  # the user or the model asked: try the model now
         await self._extract_facts(session_id, work, asked)
         folding = over_budget(work.facts, policy, agent.accountant.counter)
         record.folded = folding
-        if asked or not self._backing_off(session_id, Purpose.SUMMARY):
+        if use_model:
             await self._summarize(session_id, state, work, focus, folding)
-        else:
+        elif self._backing_off(session_id, Purpose.SUMMARY):
             work.summary_error = (f"the summarizer failed {state.consecutive_failures} time(s) "
                                   "in a row and is given a rest")
+        elif pressure.is_set():
+            work.summary_error = ("new turns needed the room at once, sooner than the "
+                                  "summarizer could make it")
+        else:
+            work.summary_error = ("the raw turns were about to overflow while the summarizer "
+                                  "was failing")
         failures = state.consecutive_failures + (work.summary_asked and work.summary is None)
+        now = agent._states.get(session_id)
+        pressing = pressure.is_set() or (now is not None and
+                                         self._pressing(self._budget(now) or budget))
         fallback = work.summary is None and (failures >= policy.fallback_after_failures
-                                             or self._pressing(budget))
+                                             or pressing)
         if fallback:
             work.summary = fallback_summary(state.summary, chosen, folding, policy,
                                             agent.accountant.counter)
@@ -308,23 +373,46 @@ class Compactor:
                              if f not in carried]
         record.fact_changes = work.changes
         record.duration_ms = (time.perf_counter() - clock) * 1000
-        return await self._commit(session_id, work, failures, trigger)
+        report = await self._commit(session_id, work, failures, trigger)
+        if record.fallback:
+            pressure.clear()  # room is made; the next turn sets it again if need be
+        return report
+
+    async def _backlog(self, session_id: str, work: _Pass) -> list[Turn]:
+        """The turns whose facts are still to be extracted, oldest first, up to the last
+        chosen one: the chosen turns, and any compacted earlier while the extractor
+        was stopped or failing (read back from the archive)."""
+        first = work.chosen[0].id
+        earlier: list[Turn] = []
+        if work.facts_through < first - 1:
+            earlier = [t for t in await self.agent.transcript(session_id)
+                       if work.facts_through < t.id < first and t.status != "error"]
+        fresh = earlier + [t for t in work.chosen if t.id > work.facts_through]
+        return self.fit_for_summary(fresh, self.agent.accountant.counter.count(
+            render_known(work.facts)))
 
     async def _extract_facts(self, session_id: str, work: _Pass, asked: bool) -> None:
-        """Step a: facts from the chosen turns not extracted yet, consolidated."""
+        """Step a: facts from the turns not extracted yet, consolidated."""
         policy, record = self.policy, work.record
-        fresh = [t for t in work.chosen if t.id > work.facts_through]
-        if not policy.extract_facts or not fresh:
+        if not policy.extract_facts:
+            return
+        fresh = await self._backlog(session_id, work)
+        if not fresh:
             return
         if not asked and self._backing_off(session_id, Purpose.FACTS):
             record.facts_error = "the fact extractor failed recently and is given a rest"
             return
+        record.facts_turn_ids = [t.id for t in fresh]
         record.facts_prompt = facts_prompt(work.facts, fresh, policy)
         record.facts_system = FACTS_SYSTEM
         record.model_calls += 1
         try:
-            reply, record.facts_ms = await self._ask(Purpose.FACTS, record.facts_prompt,
+            reply, record.facts_ms = await self._ask(session_id, Purpose.FACTS,
+                                                     record.facts_prompt,
                                                      FACTS_SCHEMA, policy.facts_timeout_s)
+        except CompactionPreemptedError as exc:
+            record.facts_error = str(exc)
+            return
         except ModelError as exc:
             record.facts_error = f"{type(exc).__name__}: {exc}"
             failures = self._facts_failures.get(session_id, 0) + 1
@@ -352,8 +440,13 @@ class Compactor:
         work.summary_asked = True
         try:
             record.summary_reply, record.summary_ms = await self._ask(
-                Purpose.SUMMARY, record.summary_prompt, None, policy.summary_timeout_s)
+                session_id, Purpose.SUMMARY, record.summary_prompt, None,
+                policy.summary_timeout_s)
             work.summary = validate_summary(record.summary_reply, policy, counter)
+        except CompactionPreemptedError as exc:
+            work.summary_error, work.summary_asked = str(exc), False
+            self._preempted.add(session_id)
+            return
         except (ModelError, InvalidSummaryError) as exc:
             work.summary_error = f"{type(exc).__name__}: {exc}"
             self._failed_call(session_id, Purpose.SUMMARY, state.consecutive_failures + 1)
@@ -383,8 +476,14 @@ class Compactor:
                 updated.consecutive_failures = failures
             else:
                 updated.consecutive_failures = 0
-            updated.degraded = _degraded_reason(record, failures) if record.fallback else (
-                current.degraded if not ok else "")
+            if record.fallback:
+                # Say why in the model's words when it was asked; otherwise keep the
+                # reason already shown.
+                asked = work.summary_asked or session_id in self._preempted
+                updated.degraded = (_degraded_reason(record, failures) if asked
+                                    or not current.degraded else current.degraded)
+            elif ok:
+                updated.degraded = ""
             updated.updated_at = now_ms()
             # Measured on the turns there were at the start: turns that arrived
             # meanwhile are not the compaction's doing.
@@ -441,6 +540,9 @@ class Compactor:
 
 def _degraded_reason(record: CompressionRecord, failures: int) -> str:
     why = record.error or "the summarizer failed"
-    return (f"The summarizer did not work ({why}; {failures} time(s) in a row), so older turns "
-            "are kept as the user's own words, shortened, without tool output, until it works "
-            "again. Everything is still in the archive.")
+    if failures:
+        head = f"The summarizer failed {failures} time(s) in a row (last: {why})"
+    else:
+        head = f"The summarizer could not keep up ({why})"
+    return (f"{head}, so older turns are kept as the user's own words, shortened, without tool "
+            "output, until it works again. Everything is still in the archive.")

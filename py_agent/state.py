@@ -214,9 +214,17 @@ class SessionState:
                    created_at=float(data.get("created_at", 0.0)),
                    updated_at=float(data.get("updated_at", 0.0)),
                    next_fact_id=int(data.get("next_fact_id", 1)),
-                   facts_through=int(data.get("facts_through", 0)),
+                   facts_through=int(data["facts_through"]) if "facts_through" in data
+                   else _extracted_before(data),
                    consecutive_failures=int(data.get("consecutive_failures", 0)),
                    degraded=str(data.get("degraded", "")))
+
+
+def _extracted_before(data: dict[str, Any]) -> int:
+    """For a state saved before ``facts_through`` existed: every turn compacted out of
+    the recent turns had its facts extracted then."""
+    recent = [int(t["id"]) for t in data.get("recent_turns", []) if "id" in t]
+    return min(recent) - 1 if recent else max(0, int(data.get("next_turn_id", 1)) - 1)
 
 
 @dataclass
@@ -251,6 +259,7 @@ class CompressionRecord:
     summary_reply: str = ""
     summary_system: str = ""
     summary_ms: float = 0.0
+    facts_turn_ids: list[int] = field(default_factory=list)
     facts_prompt: str = ""
     facts_system: str = ""
     facts_reply: str = ""
