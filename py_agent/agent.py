@@ -18,9 +18,10 @@ from ._compaction_prompts import summary_messages
 from .compaction import DESTROY_TIMEOUT_S, Compactor
 from .events import AgentEvent, EventHandler, deliver, log
 from .facts import facts_messages
-from .memory import Budget, MemoryAccountant, MemoryPolicy
+from ._prefix import PrefixPlan, count_messages, plan_prefix, prefix_messages
+from .memory import Budget, MemoryAccountant, MemoryPolicy, MemoryPolicyError
 from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
-from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
+from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .retrieval import ToolRetriever
 from .state import CompressionRecord, SessionState, Turn, now_ms
@@ -32,8 +33,6 @@ from .transfer import SessionBundle, id_candidates, parse_session
 # The window assumed for the memory meter before any model session exists: Gemini
 # Nano's, as the Prompt API reports it in Chrome (``contextWindow``/``inputQuota``).
 DEFAULT_CONTEXT_WINDOW = 9216
-# Tokens a chat template adds around each initial prompt (role markers), roughly.
-MESSAGE_OVERHEAD_TOKENS = 4
 
 
 def compact_tool() -> Tool:
@@ -76,7 +75,9 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         self.model = model
         self.store: Store = store if store is not None else InMemoryStore()
-        self.policy = memory or MemoryPolicy()
+        self.requested_policy = memory or MemoryPolicy()
+        # The policy in use: the requested one, or scaled down for a small window.
+        self.policy = self.requested_policy
         self.tool_policy = tool_policy or ToolPolicy()
         self.max_steps = max_steps
         self.on_event = on_event
@@ -100,7 +101,9 @@ class Agent:
         self.compactor = Compactor(self)
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
         # The estimated step prefix, keyed by what it depends on (see _estimated_prefix).
-        self._prefix_estimate: tuple[tuple[str, float], int] | None = None
+        self._prefix_estimate: tuple[tuple[int, str, float], PrefixPlan] | None = None
+        # The prefix in use, planned for the model's window when the first turn runs.
+        self.prefix_plan: PrefixPlan | None = None
 
     # ----------------------------------------------------------------- helpers
 
@@ -114,14 +117,56 @@ class Agent:
         """The prefilled base session for ``purpose``, created once and cloned per use."""
         async with self._base_lock:
             if purpose not in self._bases:
-                prompts = {Purpose.STEP: lambda: initial_prompts(self.system_instruction),
-                           Purpose.SUMMARY: summary_messages,
-                           Purpose.FACTS: facts_messages}[purpose]()
-                base = await self.model.create(initial_prompts=prompts, purpose=purpose)
                 if purpose is Purpose.STEP:
-                    self.policy.check_window(base.context_window, base.context_usage)
-                self._bases[purpose] = base
+                    self._bases[purpose] = await self._create_step_base()
+                else:
+                    prompts = (summary_messages() if purpose is Purpose.SUMMARY
+                               else facts_messages())
+                    self._bases[purpose] = await self.model.create(initial_prompts=prompts,
+                                                                   purpose=purpose)
             return self._bases[purpose]
+
+    # ------------------------------------------------------------ the prefix
+
+    def _plan(self, window: int, measured: dict | None = None) -> PrefixPlan:
+        """The prefix and policy for ``window`` (see :mod:`py_agent._prefix`)."""
+        return plan_prefix(window, self.requested_policy, self.accountant.counter,
+                           system_instruction=self.system_instruction,
+                           tools_tokens=self._tools_tokens(), measured=measured)
+
+    def _tools_tokens(self) -> int:
+        """The longest tool list a turn could be offered (``top_k`` tools, the pinned ones)."""
+        counter = self.accountant.counter
+        costs = sorted((counter.count(f"- {t.signature()}: {t.description}") + 1
+                        for t in self.tools if not t.pinned), reverse=True)
+        pinned = sum(counter.count(f"- {t.signature()}: {t.description}") + 1
+                     for t in self.tools if t.pinned)
+        return sum(costs[:self.retriever.top_k]) + pinned + counter.count(
+            "Tools for this request:\n- none: answer without a tool")
+
+    def _known_window(self) -> int:
+        window = getattr(self.model, "context_window", None)
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            return DEFAULT_CONTEXT_WINDOW
+        return window
+
+    async def _create_step_base(self) -> ModelSession:
+        """The step base session with the prefix planned for the model's real window:
+        planned on the known (or assumed) window, checked against the session's exact
+        window and usage, and made again with a smaller prefix if that is needed."""
+        guess = self._plan(self._known_window())
+        base = await self.model.create(initial_prompts=guess.messages, purpose=Purpose.STEP)
+        plan = self._plan(base.context_window, {guess.level: base.context_usage})
+        if plan.level != guess.level:
+            await base.destroy()
+            base = await self.model.create(initial_prompts=plan.messages, purpose=Purpose.STEP)
+        plan.policy.check_window(base.context_window, base.context_usage)
+        self.prefix_plan = plan
+        self.policy = self.accountant.policy = plan.policy
+        if plan.level != "full" or plan.scaled:
+            log.info("compact prefix for a %d-token window: %s", plan.window, plan.reason)
+            await self._emit(AgentEvent("prefix_planned", "", plan.to_dict()))
+        return base
 
     async def _clone(self, purpose: Purpose) -> ModelSession:
         return await (await self._base(purpose)).clone()
@@ -338,30 +383,35 @@ class Agent:
                            detached=session_id in self._detached,
                            compacting=self.compactor.running(session_id),
                            degraded=state.degraded,
+                           prefix=(self.prefix_plan or self._estimated_plan()).to_dict(),
                            consecutive_failures=state.consecutive_failures,
                            budget_estimated=base is None)
 
     def estimated_budget(self, state: SessionState) -> Budget:
         """The budget as it would be, computed without any model session.
 
-        The prefix is the system instruction and few-shot prompts counted with the
-        agent's token counter; the window is the model's ``context_window`` if it
-        has one as a plain attribute, else :data:`DEFAULT_CONTEXT_WINDOW`.
+        The window is the model's ``context_window`` if it has one as a plain
+        attribute, else :data:`DEFAULT_CONTEXT_WINDOW`; the prefix and policy are
+        planned for it as a session would be, with the agent's token counter.
         """
-        window = getattr(self.model, "context_window", None)
-        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-            window = DEFAULT_CONTEXT_WINDOW
-        return self.accountant.budget(state, window, self._estimated_prefix())
+        plan = self._estimated_plan()
+        accountant = MemoryAccountant(plan.policy, self.accountant.counter)
+        return accountant.budget(state, plan.window, plan.tokens)
 
-    def _estimated_prefix(self) -> int:
-        """The step prefix's tokens, counted once per system instruction and counter ratio
-        (the memory panel asks for it on every refresh)."""
-        counter = self.accountant.counter
-        key = (self.system_instruction, counter.ratio)
+    def _estimated_plan(self) -> PrefixPlan:
+        """The plan for the known window, made once per window, instruction and counter
+        ratio (the memory panel asks for it on every refresh)."""
+        window = self._known_window()
+        key = (window, self.system_instruction, self.accountant.counter.ratio)
         if self._prefix_estimate is None or self._prefix_estimate[0] != key:
-            tokens = sum(counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS
-                         for m in initial_prompts(self.system_instruction))
-            self._prefix_estimate = (key, tokens)
+            try:
+                plan = self._plan(window)
+            except MemoryPolicyError:  # the turn will say so; the meter shows the full prefix
+                messages = prefix_messages("full", self.system_instruction)
+                plan = PrefixPlan("full", messages, count_messages(
+                    messages, self.accountant.counter), window, self.requested_policy, False,
+                    "the window is too small for any prefix")
+            self._prefix_estimate = (key, plan)
         return self._prefix_estimate[1]
 
     async def transcript(self, session_id: str) -> list[Turn]:

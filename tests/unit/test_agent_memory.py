@@ -216,8 +216,8 @@ def test_state_reloads_from_the_store_in_a_new_agent(make_agent):
     assert run(again.run("continue", session_id="s")).turn_id == 11
 
 
-def test_policy_too_big_for_the_window_is_a_clear_error(make_agent):
-    agent, _, _ = make_agent(window=2000)
+def test_a_window_too_small_for_any_prefix_is_a_clear_error(make_agent):
+    agent, _, _ = make_agent(window=700)
     result = run(agent.run("hello", session_id="s"))
     assert result.status == "error" and "cannot hold" in result.error
 
