@@ -43,16 +43,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ._compaction_prompts import (SUMMARY_SYSTEM, InvalidSummaryError, fallback_summary,
-                                  summary_prompt, validate_summary)
-from ._fact_rules import carried_by
+from ._compaction_prompts import InvalidSummaryError, fallback_summary
+from ._compaction_steps import Ask, extract_facts, outdated, settle_folds, summarize
 from .events import AgentEvent, log
-from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, consolidate, facts_prompt, over_budget,
-                    parse_fact_ops, render_known)
+from .facts import over_budget, render_known
 from .memory import Budget
 from .model import ModelError, ModelSession, Purpose
 from .results import CompactionReport
-from .state import CompressionRecord, Fact, FactChange, FactIds, SessionState, Turn, now_ms
+from .state import CompressionRecord, Fact, FactChange, SessionState, Turn, now_ms
 
 if TYPE_CHECKING:  # the agent owns the compactor; its session tables are shared
     from .agent import Agent
@@ -234,6 +232,12 @@ class Compactor:
 
     # ----------------------------------------------------------- model calls
 
+    def _asker(self, session_id: str) -> Ask:
+        async def ask(purpose: Purpose, text: str, schema: dict | None,
+                      timeout: float) -> tuple[str, float]:
+            return await self._ask(session_id, purpose, text, schema, timeout)
+        return ask
+
     async def _ask(self, session_id: str, purpose: Purpose, text: str, schema: dict | None,
                    timeout: float) -> tuple[str, float]:
         """One model call on a fresh clone, stopped after ``timeout`` seconds or when
@@ -363,14 +367,8 @@ class Compactor:
             record.fallback = True
         record.error = work.summary_error
         if work.summary is not None:
-            carried = [f for f in folding if carried_by(f, work.summary)]
-            work.facts = [f for f in work.facts if f not in carried]
-            work.changes += [FactChange("folded", f, "the key facts were over their budget; "
-                                        "this one, of lowest priority, now lives in the "
-                                        "summary", by="rule") for f in carried]
-            work.changes += [FactChange("kept", f, "the summary did not carry it, so it stays "
-                                        "a key fact", by="rule") for f in folding
-                             if f not in carried]
+            work.facts, settled = settle_folds(work.facts, folding, work.summary)
+            work.changes += settled
         record.fact_changes = work.changes
         record.duration_ms = (time.perf_counter() - clock) * 1000
         report = await self._commit(session_id, work, failures, trigger)
@@ -402,14 +400,10 @@ class Compactor:
         if not asked and self._backing_off(session_id, Purpose.FACTS):
             record.facts_error = "the fact extractor failed recently and is given a rest"
             return
-        record.facts_turn_ids = [t.id for t in fresh]
-        record.facts_prompt = facts_prompt(work.facts, fresh, policy)
-        record.facts_system = FACTS_SYSTEM
-        record.model_calls += 1
+        ask = self._asker(session_id)
         try:
-            reply, record.facts_ms = await self._ask(session_id, Purpose.FACTS,
-                                                     record.facts_prompt,
-                                                     FACTS_SCHEMA, policy.facts_timeout_s)
+            result, work.next_fact_id = await extract_facts(ask, record, work.facts, fresh,
+                                                            policy, work.next_fact_id)
         except CompactionPreemptedError as exc:
             record.facts_error = str(exc)
             return
@@ -421,28 +415,18 @@ class Compactor:
             return
         self._facts_failures.pop(session_id, None)
         self._retry_at.pop((session_id, Purpose.FACTS), None)
-        record.facts_reply = reply
-        ids = FactIds(work.next_fact_id, {f.id for f in work.facts})
-        result = consolidate(work.facts, parse_fact_ops(reply, policy), fresh[-1].id, ids)
-        work.facts, work.next_fact_id, work.facts_through = result.facts, ids.next_id, fresh[-1].id
-        record.facts_added = result.added
+        work.facts, work.facts_through = result.facts, fresh[-1].id
         work.changes += result.changes
 
     async def _summarize(self, session_id: str, state: SessionState, work: _Pass,
                          focus: str | None, folding: list[Fact]) -> None:
         """Step c: the updated summary, or ``summary_error`` saying why there is none."""
-        policy, record, counter = self.policy, work.record, self.agent.accountant.counter
-        outdated = [c for c in work.changes if c.action in ("superseded", "retracted")]
-        record.summary_prompt = summary_prompt(state.summary, work.chosen, policy, counter, focus,
-                                               keep=folding, outdated=outdated)
-        record.summary_system = SUMMARY_SYSTEM
-        record.model_calls += 1
         work.summary_asked = True
         try:
-            record.summary_reply, record.summary_ms = await self._ask(
-                session_id, Purpose.SUMMARY, record.summary_prompt, None,
-                policy.summary_timeout_s)
-            work.summary = validate_summary(record.summary_reply, policy, counter)
+            work.summary = await summarize(
+                self._asker(session_id), work.record, state.summary, work.chosen, self.policy,
+                self.agent.accountant.counter, focus, keep=folding,
+                outdated=outdated(work.changes))
         except CompactionPreemptedError as exc:
             work.summary_error, work.summary_asked = str(exc), False
             self._preempted.add(session_id)
