@@ -10,6 +10,9 @@ caller's ``ask``.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from typing import Awaitable, Callable
 
 from ._compaction_prompts import SUMMARY_SYSTEM, summary_prompt, validate_summary
@@ -17,12 +20,61 @@ from ._fact_rules import carried_by
 from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, Consolidation, consolidate, facts_prompt,
                     parse_fact_ops)
 from .memory import MemoryPolicy
-from .model import Purpose
+from .model import ModelError, ModelSession, Purpose
 from .state import CompressionRecord, Fact, FactChange, FactIds, Turn
 from .tokens import TokenCounter
 
 # ask(purpose, prompt, response schema or None, timeout in s) -> (reply, duration in ms)
 Ask = Callable[[Purpose, str, "dict | None", float], Awaitable[tuple[str, float]]]
+DESTROY_TIMEOUT_S = 5.0
+log = logging.getLogger("py_agent")
+
+
+class CompactionTimeoutError(ModelError):
+    """A compaction's model call took longer than its timeout and was stopped."""
+
+
+class CompactionPreemptedError(ModelError):
+    """A compaction's model call was stopped because new turns needed the room at once;
+    not a failure of the model."""
+
+
+async def bounded_call(base: Callable[[], Awaitable[ModelSession]], purpose: Purpose,
+                       text: str, schema: dict | None, timeout: float,
+                       stop: asyncio.Event | None = None) -> tuple[str, float]:
+    """One model call on a fresh clone of ``base()``, stopped after ``timeout`` seconds
+    or when ``stop`` is set; the clone is destroyed either way (which is how the
+    Prompt API aborts a call). Returns the reply and its duration in ms."""
+    clock = time.perf_counter()
+    session: ModelSession | None = None
+
+    async def call() -> str:
+        nonlocal session
+        session = await (await base()).clone()
+        return await session.prompt(text, response_constraint=schema, purpose=purpose)
+
+    task = asyncio.ensure_future(call())
+    stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
+    try:
+        await asyncio.wait({task, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result(), (time.perf_counter() - clock) * 1000
+        task.cancel()
+        await asyncio.wait({task}, timeout=DESTROY_TIMEOUT_S)
+        if stopped.done():
+            raise CompactionPreemptedError(f"the {purpose.value} call was stopped: new turns "
+                                           "needed the room at once")
+        raise CompactionTimeoutError(f"the {purpose.value} call took longer than {timeout:g} s "
+                                     "and was stopped")
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+        if session is not None:
+            try:
+                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
+            except Exception:
+                log.warning("could not destroy a %s session", purpose.value)
 
 
 async def extract_facts(ask: Ask, record: CompressionRecord, known: list[Fact],

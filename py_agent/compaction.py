@@ -1,39 +1,31 @@
-"""Compaction, in one place: when it runs, what it asks, what it commits, what it logs.
+"""Memory upkeep, in one place: when it runs, what it asks, what it commits and logs.
 
-Read top to bottom:
+Two kinds of background pass keep a session's memory, one at a time per session:
 
-1. **Scheduling** (:meth:`Compactor.schedule`). After each committed turn the
-   agent asks; a compaction starts in the background when the session's raw
-   turns have outgrown their token budget, or the user or the model asked for
-   one. One runs at a time per session; a request arriving meanwhile is queued
-   as one more pass. After a failed summary the model is left alone for a
-   while (the back-off doubles with each failure); a compaction still starts
-   then if the raw turns are about to overflow, and runs without the model.
-2. **One compaction** (:meth:`Compactor.compact_once`). Every raw turn is
-   archived first. The turns before the boundary are chosen; then
-   a. **facts**: the extractor sees the known facts and those turns and
-      adds, updates or retracts facts (:mod:`py_agent.facts`). It runs first,
-      on its own timeout, so a summarizer that hangs cannot starve it;
-   b. **fold**: if the facts are over their token budget, the lowest-priority
-      ones are handed to the summarizer to keep in the summary;
-   c. **summary**: the previous summary, the turns, the handed-over facts and
-      the facts that just became outdated go to the summarizer, on its own
-      timeout; the reply is validated, and a handed-over fact the summary did not
-      carry stays a key fact;
-   d. **fallback**: when the summary fails for the ``fallback_after_failures``-th
-      time in a row, or while backing off, the summary is built without the
-      model (the user's own words, shortened) and the session is marked degraded
-      until a summary works again. Otherwise a failed summary keeps the raw
-      turns for a later try (the facts found meanwhile are kept).
-3. **Commit and log.** Only the turns compacted leave the raw turns (turns
-   that arrived meanwhile stay); the state and a :class:`CompressionRecord`
-   holding every input as sent, every reply, the timings and each fact's
-   supersession, retraction or fold with its reason are written together.
+- a **facts refresh** once the raw turns not yet read for facts fill
+  ``facts_refresh_ratio`` of the turn budget: the extractor sees the known facts (with short ids)
+  and those turns, and adds, updates or retracts facts (:mod:`py_agent.facts`),
+  so a fact the user changed is not shown as current for long;
+- a **compaction** once the raw turns outgrow their token budget (or the user or
+  the model asks): (a) if some of its turns were not read for facts yet, facts
+  from every unread turn; (b) if the facts are
+  over their budget, the lowest-priority ones are handed to the summarizer to
+  keep; (c) the previous summary, the older turns, those facts and the facts that
+  no longer hold go to the summarizer; a handed-over fact the summary does not
+  carry stays a key fact; (d) if the summary fails for the
+  ``fallback_after_failures``-th time in a row, or the model is resting after a
+  failure, or new turns need the room at once, the summary is built without the
+  model (the user's own words, shortened) and the session is shown as degraded
+  until a summary works again; otherwise the raw turns wait for the next try.
 
-Every model call is a clone of a prefilled base session, bounded by a timeout
-and destroyed afterwards, so an aborted call leaves nothing running. Prompts
-live in :mod:`py_agent._compaction_prompts` and :mod:`py_agent.facts`; budget
-arithmetic in :mod:`py_agent.memory`.
+Every model call is a clone of a prefilled base session with a timeout, destroyed
+afterwards (:func:`~py_agent._compaction_steps.bounded_call`); a failure makes the
+model rest for ``retry_backoff_s``, doubling. Before a turn's prompt,
+:meth:`Compactor.make_room` makes sure the raw turns fit beside it, so no prompt
+leaves a turn out. Every raw turn is archived before a pass starts, a pass commits
+only the turns it compacted (turns that arrived meanwhile stay), and the new state
+and a :class:`CompressionRecord` (every input as sent, every reply, timings, each
+fact's supersession, retraction or fold with its reason) are written together.
 """
 
 from __future__ import annotations
@@ -44,51 +36,42 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ._compaction_prompts import InvalidSummaryError, fallback_summary
-from ._compaction_steps import Ask, extract_facts, outdated, settle_folds, summarize
+from ._compaction_steps import (DESTROY_TIMEOUT_S, Ask, CompactionPreemptedError,
+                                bounded_call, extract_facts, outdated, settle_folds, summarize)
 from .events import AgentEvent, log
 from .facts import over_budget, render_known
 from .memory import Budget
-from .model import ModelError, ModelSession, Purpose
+from .model import ModelError, Purpose
 from .results import CompactionReport
 from .state import CompressionRecord, Fact, FactChange, SessionState, Turn, now_ms
 
 if TYPE_CHECKING:  # the agent owns the compactor; its session tables are shared
     from .agent import Agent
 
-MAX_COMPACTIONS_PER_RUN = 4
-# While backing off, compact without the model once the raw turns fill this share
-# of their budget: past it the next prompt would start leaving turns out.
+MAX_PASSES_PER_RUN = 4
+# While the model rests, compact without it once the raw turns fill this share of
+# their budget: past it the next prompt could not carry them all.
 FALLBACK_FILL = 0.9
-DESTROY_TIMEOUT_S = 5.0
-
-
-class CompactionTimeoutError(ModelError):
-    """A compaction's model call took longer than its timeout and was stopped."""
-
-
-class CompactionPreemptedError(ModelError):
-    """A compaction's model call was stopped because the raw turns were about to
-    overflow while it ran; not a failure of the model."""
 
 
 @dataclass
 class _Pass:
-    """What one compaction gathers before it commits."""
+    """What one pass gathers before it commits."""
 
     record: CompressionRecord
-    chosen: list[Turn]
+    chosen: list[Turn]            # the turns to compact (none for a facts refresh)
     facts: list[Fact]
     next_fact_id: int
     facts_through: int
+    last_turn_id: int
     changes: list[FactChange] = field(default_factory=list)
     summary: str | None = None
     summary_error: str | None = None
     summary_asked: bool = False
-    last_turn_id: int = 0
 
 
 class Compactor:
-    """Runs the compactions of an :class:`~py_agent.agent.Agent`'s sessions.
+    """Keeps the memory of an :class:`~py_agent.agent.Agent`'s sessions.
 
     It reads the agent's in-memory session states and replaces them under the
     agent's per-session state lock, so a turn committed meanwhile is never lost.
@@ -98,11 +81,10 @@ class Compactor:
         self.agent = agent
         self._running: dict[str, asyncio.Task] = {}
         self._again: dict[str, tuple[str, str | None]] = {}
-        # Back-off per (session, purpose): when the model may be asked again.
-        self._retry_at: dict[tuple[str, Purpose], float] = {}
+        self._retry_at: dict[tuple[str, Purpose], float] = {}  # when the model may be asked
         self._facts_failures: dict[str, int] = {}
-        # Set when a turn lands while the raw turns are about to overflow: the model
-        # call under way is stopped and the pass falls back (see _ask).
+        self._outdated: dict[str, list[FactChange]] = {}  # for the next summary to hear of
+        # Set when a turn needs room at once: the call under way stops, the pass falls back.
         self._pressure: dict[str, asyncio.Event] = {}
         self._preempted: set[str] = set()
 
@@ -110,15 +92,15 @@ class Compactor:
     def policy(self):
         return self.agent.policy
 
-    # ------------------------------------------------------------ scheduling
+    # ------------------------------------------------------------ conditions
 
     def running(self, session_id: str) -> bool:
         task = self._running.get(session_id)
         return bool(task and not task.done())
 
-    def _budget(self, state: SessionState) -> Budget | None:
+    def _budget(self, state: SessionState | None) -> Budget | None:
         base = self.agent._bases.get(Purpose.STEP)
-        if base is None:
+        if base is None or state is None:
             return None
         return self.agent.accountant.budget(state, base.context_window, base.context_usage)
 
@@ -126,45 +108,56 @@ class Compactor:
         return time.monotonic() < self._retry_at.get((session_id, purpose), 0.0)
 
     def _pressing(self, budget: Budget, need: int | None = None) -> bool:
-        """The raw turns are about to overflow: with ``need`` more tokens (the next
-        message and its tools; a tenth of the turn budget when unknown), the next
-        prompt would have to leave some out."""
+        """With ``need`` more tokens (the next message and its tools; a tenth of the turn
+        budget when unknown) the next prompt could not carry every raw turn."""
         if need is None:
             need = int(budget.turn_budget * (1 - FALLBACK_FILL))
         return budget.turns + need > budget.turn_budget
 
-    def _wanted(self, session_id: str) -> bool:
-        """A compaction is due, and either the model may be asked or it cannot wait."""
-        state = self.agent._states.get(session_id)
-        budget = self._budget(state) if state is not None else None
+    def _compaction_wanted(self, session_id: str) -> bool:
+        """A compaction is due, and the model may be asked or the turns cannot wait."""
+        budget = self._budget(self.agent._states.get(session_id))
         if budget is None or not budget.due:
             return False
         return not self._backing_off(session_id, Purpose.SUMMARY) or self._pressing(budget)
 
+    def _facts_wanted(self, session_id: str) -> bool:
+        """Enough raw turns are unread for facts, and the extractor is not resting."""
+        state = self.agent._states.get(session_id)
+        budget = self._budget(state)
+        if budget is None or not self.policy.extract_facts or \
+                self._backing_off(session_id, Purpose.FACTS):
+            return False
+        unread = [t for t in state.recent_turns if t.id > state.facts_through]
+        tokens = sum(self.agent.accountant.turn_tokens(t) for t in unread)
+        return tokens >= budget.turn_budget * self.policy.facts_refresh_ratio
+
+    # ------------------------------------------------------------ scheduling
+
     def schedule(self, session_id: str, trigger: str, focus: str | None, *,
                  force: bool = False) -> bool:
-        """Start a background compaction if one is due (or ``force``); True if one will run."""
-        state = self.agent._states.get(session_id)
-        if state is None or self._budget(state) is None:
+        """After a turn: start a background pass if one is wanted (a compaction with
+        ``force``); True if a compaction will run."""
+        if self._budget(self.agent._states.get(session_id)) is None:
             return False
-        if not force and not self._wanted(session_id):
+        compaction = force or self._compaction_wanted(session_id)
+        if not compaction and not self._facts_wanted(session_id):
             return False
         if self.running(session_id):
-            self._again[session_id] = (trigger, focus)
+            if compaction:
+                self._again[session_id] = (trigger, focus)
         else:
             self._running[session_id] = asyncio.ensure_future(
                 self._worker(session_id, trigger, focus, force))
-        return True
+        return compaction
 
     async def make_room(self, session_id: str, need: int) -> None:
         """Called before a turn's first prompt, with the tokens its message and tools
         need. If the raw turns would not fit beside them (the user writes faster than
-        the model summarizes), the compaction under way stops its model call and
-        finishes without the model, or one starts that way; either takes milliseconds,
-        so the prompt can carry every raw turn."""
+        the model summarizes), the pass under way stops its model call and compacts
+        without the model, or one starts that way: milliseconds, not a model call."""
         for _ in range(2):  # a run may be ending as this starts: then one more
-            state = self.agent._states.get(session_id)
-            budget = self._budget(state) if state is not None else None
+            budget = self._budget(self.agent._states.get(session_id))
             if budget is None or not budget.turns or not self._pressing(budget, need):
                 return
             self._pressure.setdefault(session_id, asyncio.Event()).set()
@@ -175,34 +168,39 @@ class Compactor:
 
     async def _worker(self, session_id: str, trigger: str, focus: str | None,
                       force: bool) -> None:
-        self._pressure.setdefault(session_id, asyncio.Event())
+        pressure = self._pressure.setdefault(session_id, asyncio.Event())
+        asked = force
         try:
-            for _ in range(MAX_COMPACTIONS_PER_RUN):
-                report = await self.compact_once(session_id, trigger, focus, everything=force)
+            for _ in range(MAX_PASSES_PER_RUN):
+                if asked or pressure.is_set() or self._compaction_wanted(session_id):
+                    ok = (await self.compact_once(session_id, trigger, focus,
+                                                  everything=force)).ok
+                elif self._facts_wanted(session_id):
+                    ok = await self.refresh_facts(session_id)
+                else:
+                    break
                 again = self._again.pop(session_id, None)
-                if not report.ok:
-                    break
-                if again is None and not self._wanted(session_id):
-                    break
+                asked, force = again is not None, False  # a request that came meanwhile
                 if again is not None:
                     trigger, focus = again
-                force = False
+                elif not ok:
+                    break
         except asyncio.CancelledError:
             raise
         except Exception:  # a background task must never die silently
-            log.exception("background compaction failed for %s", session_id)
+            log.exception("background memory pass failed for %s", session_id)
         finally:
             self._preempted.discard(session_id)
             self._pressure.pop(session_id, None)
 
     async def wait_idle(self, session_id: str | None = None,
                         timeout: float | None = None) -> bool:
-        """Wait for background compactions (of one session, or all) to finish, at most
+        """Wait for background passes (of one session, or all) to finish, at most
         ``timeout`` seconds; True if none is running any more."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             tasks = [t for sid, t in self._running.items()
-                     if (session_id is None or sid == session_id) and not t.done()]
+                     if session_id in (None, sid) and not t.done()]
             if not tasks:
                 return True
             left = None if deadline is None else deadline - time.monotonic()
@@ -211,157 +209,129 @@ class Compactor:
             await asyncio.wait(tasks, timeout=left)
 
     async def cancel(self, session_id: str | None = None) -> None:
-        """Stop running compactions (of one session, or all). Nothing is lost: every
-        raw turn is archived before a compaction starts, and a stopped one commits nothing."""
+        """Stop running passes (of one session, or all). Nothing is lost: every raw turn
+        is archived before a pass starts, and a stopped pass commits nothing."""
         tasks = [t for sid, t in self._running.items()
-                 if (session_id is None or sid == session_id) and not t.done()]
+                 if session_id in (None, sid) and not t.done()]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=DESTROY_TIMEOUT_S + 1)
         for sid in [sid for sid in self._running if session_id in (None, sid)]:
-            self._again.pop(sid, None)
-            if session_id is not None:
-                self._forget(sid)
-
-    def _forget(self, session_id: str) -> None:
-        self._running.pop(session_id, None)
-        self._facts_failures.pop(session_id, None)
-        for key in [k for k in self._retry_at if k[0] == session_id]:
-            del self._retry_at[key]
+            for table in (self._running, self._again, self._facts_failures, self._outdated):
+                table.pop(sid, None)
+            for key in [k for k in self._retry_at if k[0] == sid]:
+                del self._retry_at[key]
 
     # ----------------------------------------------------------- model calls
 
     def _asker(self, session_id: str) -> Ask:
         async def ask(purpose: Purpose, text: str, schema: dict | None,
                       timeout: float) -> tuple[str, float]:
-            return await self._ask(session_id, purpose, text, schema, timeout)
+            self.agent.model_calls[purpose.value] += 1
+            return await bounded_call(lambda: self.agent._base(purpose), purpose, text, schema,
+                                      timeout, self._pressure.get(session_id))
         return ask
 
-    async def _ask(self, session_id: str, purpose: Purpose, text: str, schema: dict | None,
-                   timeout: float) -> tuple[str, float]:
-        """One model call on a fresh clone, stopped after ``timeout`` seconds or when
-        the raw turns press; the clone is destroyed either way. Returns the reply and
-        its duration in ms."""
-        agent = self.agent
-        clock = time.perf_counter()
-        session: ModelSession | None = None
-
-        async def call() -> str:
-            nonlocal session
-            session = await (await agent._base(purpose)).clone()
-            return await session.prompt(text, response_constraint=schema, purpose=purpose)
-
-        agent.model_calls[purpose.value] += 1
-        task = asyncio.ensure_future(call())
-        pressure = asyncio.ensure_future(self._pressure[session_id].wait())
-        try:
-            await asyncio.wait({task, pressure}, timeout=timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
-            if task.done():
-                reply = task.result()
-            else:
-                task.cancel()
-                await asyncio.wait({task}, timeout=DESTROY_TIMEOUT_S)
-                if pressure.done():
-                    raise CompactionPreemptedError(
-                        f"the {purpose.value} call was stopped: new turns were about to "
-                        "overflow the prompt while it ran")
-                raise CompactionTimeoutError(f"the {purpose.value} call took longer than "
-                                             f"{timeout:g} s and was stopped")
-        finally:
-            pressure.cancel()
-            if not task.done():
-                task.cancel()
-            if session is not None:
-                try:
-                    await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
-                except Exception:
-                    log.warning("could not destroy a %s session", purpose.value)
-        return reply, (time.perf_counter() - clock) * 1000
-
-    def _failed_call(self, session_id: str, purpose: Purpose, failures: int) -> None:
+    def _rest(self, session_id: str, purpose: Purpose, failures: int) -> None:
         self._retry_at[(session_id, purpose)] = time.monotonic() + self.policy.backoff_s(failures)
 
-    # ------------------------------------------------------- one compaction
+    # ------------------------------------------------------------ the passes
 
-    async def _archive_unsaved(self, session_id: str) -> str | None:
-        """Write turns not saved yet: the archive holds every raw turn before any is
-        compacted. Returns an error message if that failed."""
+    async def _start(self, session_id: str, trigger: str, focus: str | None,
+                     chosen: list[Turn]) -> _Pass | None:
+        """Archive unsaved turns, then a pass over the session as it is now."""
         agent = self.agent
-        if not agent._unsaved.get(session_id) or session_id in agent._detached:
-            return None
-        async with agent._lock(agent._state_locks, session_id):
-            try:
-                await agent.store.commit_turn(agent._states[session_id],
-                                              list(agent._unsaved[session_id]))
-                agent._unsaved[session_id].clear()
-            except Exception as exc:
-                return f"unsaved turns: {exc}"
-        return None
+        if agent._unsaved.get(session_id) and session_id not in agent._detached:
+            async with agent._lock(agent._state_locks, session_id):
+                try:  # the archive holds every raw turn before any is compacted
+                    await agent.store.commit_turn(agent._states[session_id],
+                                                  list(agent._unsaved[session_id]))
+                    agent._unsaved[session_id].clear()
+                except Exception as exc:
+                    log.warning("not compacting %s: unsaved turns (%s)", session_id, exc)
+                    return None
+        state = agent._states[session_id]
+        budget = self._budget(state)
+        record = CompressionRecord(
+            session_id=session_id, started_at=now_ms(), duration_ms=0, ok=False,
+            turn_ids=[t.id for t in chosen], previous_summary=state.summary, summary_prompt="",
+            summary="", focus=focus, trigger=trigger,  # type: ignore[arg-type]
+            tokens_before=budget.summary + budget.facts + budget.turns if budget else 0,
+            facts_before=list(state.facts), policy=self.policy.to_dict())
+        return _Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
+                     last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0)
+
+    async def refresh_facts(self, session_id: str) -> bool:
+        """A facts refresh: read the unread raw turns for facts, and if that puts the
+        facts over their budget, have the summarizer fold the least of them into the
+        summary (a summary call without turns). True if the extraction worked."""
+        if session_id not in self.agent._states:
+            return False
+        work = await self._start(session_id, "auto", None, [])
+        if work is None:
+            return False
+        work.record.kind = "facts"
+        state, clock = self.agent._states[session_id], time.perf_counter()
+        await self._extract_facts(session_id, work, asked=False)
+        folding = over_budget(work.facts, self.policy, self.agent.accountant.counter)
+        if folding and not self._backing_off(session_id, Purpose.SUMMARY):
+            work.record.folded = folding
+            await self._summarize(session_id, state, work, None, folding, rest=False)
+            work.record.error = work.summary_error
+        if work.summary is not None:
+            work.facts, settled = settle_folds(work.facts, folding, work.summary)
+            work.changes += settled
+        else:
+            work.summary = work.record.previous_summary
+        work.record.duration_ms = (time.perf_counter() - clock) * 1000
+        await self._commit(session_id, work, 0, "auto")
+        return work.record.facts_error is None
 
     async def compact_once(self, session_id: str, trigger: str, focus: str | None, *,
                            everything: bool) -> CompactionReport:
-        """Compact the turns before the boundary (all but the newest few with
-        ``everything``), and commit exactly those."""
+        """A compaction of the turns before the boundary (all but the newest
+        ``min_recent_turns`` with ``everything``), committing exactly those."""
         agent, policy = self.agent, self.policy
         state = agent._states.get(session_id)
         if state is None:
             return CompactionReport(False, 0, error="the session is gone")
-        problem = await self._archive_unsaved(session_id)
-        if problem:
-            return CompactionReport(False, 0, error=problem)
         await agent._base(Purpose.STEP)
         budget = self._budget(state)
-        assert budget is not None
         turns = state.recent_turns
         cut = (max(0, len(turns) - policy.min_recent_turns) if everything
                else agent.accountant.boundary(turns, budget.keep))
-        asked = trigger != "auto"  # the user or the model asked: try the model now
-        # Without the model when it is resting, or when it just failed or was stopped
-        # in this run and the raw turns are still about to overflow.
-        pressure = self._pressure.setdefault(session_id, asyncio.Event())
-        use_model = asked or not (
-            self._backing_off(session_id, Purpose.SUMMARY) or pressure.is_set()
-            or (self._pressing(budget) and (session_id in self._preempted
-                                            or state.consecutive_failures > 0)))
-        chosen = self.fit_for_summary(turns[:cut], budget.facts)
+        chosen = self.fit(turns[:cut], budget.facts)
         if not chosen:
             return CompactionReport(False, 0, error="nothing to compact")
-
-        ids = [t.id for t in chosen]
+        work = await self._start(session_id, trigger, focus, chosen)
+        if work is None:
+            return CompactionReport(False, 0, error="unsaved turns could not be archived")
+        record, pressure = work.record, self._pressure.setdefault(session_id, asyncio.Event())
+        unread = chosen[-1].id > state.facts_through  # else the refreshes read them
+        asked = trigger != "auto"  # the user or the model asked: try the model now
+        resting = self._backing_off(session_id, Purpose.SUMMARY)
+        use_model = asked or not (resting or pressure.is_set() or (self._pressing(budget) and (
+            session_id in self._preempted or state.consecutive_failures > 0)))
         await agent._emit(AgentEvent("compaction_started", session_id,
-                                     {"turn_ids": ids, "trigger": trigger}))
+                                     {"turn_ids": record.turn_ids, "trigger": trigger}))
         clock = time.perf_counter()
-        record = CompressionRecord(
-            session_id=session_id, started_at=now_ms(), duration_ms=0, ok=False, turn_ids=ids,
-            previous_summary=state.summary, summary_prompt="", summary="", focus=focus,
-            trigger=trigger,  # type: ignore[arg-type]
-            tokens_before=budget.summary + budget.facts + budget.turns,
-            facts_before=list(state.facts), policy=policy.to_dict())
-        work = _Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
-                     last_turn_id=turns[-1].id)
-        await self._extract_facts(session_id, work, asked)
+        if unread:
+            await self._extract_facts(session_id, work, asked)
         folding = over_budget(work.facts, policy, agent.accountant.counter)
         record.folded = folding
         if use_model:
             await self._summarize(session_id, state, work, focus, folding)
-        elif self._backing_off(session_id, Purpose.SUMMARY):
-            work.summary_error = (f"the summarizer failed {state.consecutive_failures} time(s) "
-                                  "in a row and is given a rest")
-        elif pressure.is_set():
-            work.summary_error = ("new turns needed the room at once, sooner than the "
-                                  "summarizer could make it")
         else:
-            work.summary_error = ("the raw turns were about to overflow while the summarizer "
-                                  "was failing")
+            work.summary_error = (
+                f"the summarizer failed {state.consecutive_failures} time(s) in a row and is "
+                "given a rest" if resting else "new turns needed the room at once, sooner "
+                "than the summarizer could make it" if pressure.is_set() else
+                "the raw turns were about to overflow while the summarizer was failing")
         failures = state.consecutive_failures + (work.summary_asked and work.summary is None)
-        now = agent._states.get(session_id)
-        pressing = pressure.is_set() or (now is not None and
-                                         self._pressing(self._budget(now) or budget))
-        fallback = work.summary is None and (failures >= policy.fallback_after_failures
-                                             or pressing)
-        if fallback:
+        pressing = pressure.is_set() or self._pressing(self._budget(agent._states.get(
+            session_id)) or budget)
+        if work.summary is None and (failures >= policy.fallback_after_failures or pressing):
             work.summary = fallback_summary(state.summary, chosen, folding, policy,
                                             agent.accountant.counter)
             record.fallback = True
@@ -369,41 +339,28 @@ class Compactor:
         if work.summary is not None:
             work.facts, settled = settle_folds(work.facts, folding, work.summary)
             work.changes += settled
-        record.fact_changes = work.changes
         record.duration_ms = (time.perf_counter() - clock) * 1000
         report = await self._commit(session_id, work, failures, trigger)
         if record.fallback:
             pressure.clear()  # room is made; the next turn sets it again if need be
         return report
 
-    async def _backlog(self, session_id: str, work: _Pass) -> list[Turn]:
-        """The turns whose facts are still to be extracted, oldest first, up to the last
-        chosen one: the chosen turns, and any compacted earlier while the extractor
-        was stopped or failing (read back from the archive)."""
-        first = work.chosen[0].id
-        earlier: list[Turn] = []
-        if work.facts_through < first - 1:
-            earlier = [t for t in await self.agent.transcript(session_id)
-                       if work.facts_through < t.id < first and t.status != "error"]
-        fresh = earlier + [t for t in work.chosen if t.id > work.facts_through]
-        return self.fit_for_summary(fresh, self.agent.accountant.counter.count(
-            render_known(work.facts)))
-
     async def _extract_facts(self, session_id: str, work: _Pass, asked: bool) -> None:
-        """Step a: facts from the turns not extracted yet, consolidated."""
-        policy, record = self.policy, work.record
-        if not policy.extract_facts:
-            return
-        fresh = await self._backlog(session_id, work)
-        if not fresh:
+        """Facts from the unread turns (up to the newest raw one), consolidated; a failed
+        call leaves them unread for the next pass and rests the extractor."""
+        record = work.record
+        if not self.policy.extract_facts:
             return
         if not asked and self._backing_off(session_id, Purpose.FACTS):
             record.facts_error = "the fact extractor failed recently and is given a rest"
             return
-        ask = self._asker(session_id)
+        unread = await self._unread(session_id, work)
+        if not unread:
+            return
         try:
-            result, work.next_fact_id = await extract_facts(ask, record, work.facts, fresh,
-                                                            policy, work.next_fact_id)
+            result, work.next_fact_id = await extract_facts(
+                self._asker(session_id), record, work.facts, unread, self.policy,
+                work.next_fact_id)
         except CompactionPreemptedError as exc:
             record.facts_error = str(exc)
             return
@@ -411,37 +368,58 @@ class Compactor:
             record.facts_error = f"{type(exc).__name__}: {exc}"
             failures = self._facts_failures.get(session_id, 0) + 1
             self._facts_failures[session_id] = failures
-            self._failed_call(session_id, Purpose.FACTS, failures)
+            self._rest(session_id, Purpose.FACTS, failures)
             return
         self._facts_failures.pop(session_id, None)
         self._retry_at.pop((session_id, Purpose.FACTS), None)
-        work.facts, work.facts_through = result.facts, fresh[-1].id
+        work.facts, work.facts_through = result.facts, unread[-1].id
         work.changes += result.changes
+        self._outdated.setdefault(session_id, []).extend(outdated(result.changes))
+        record.fact_changes = work.changes
+
+    async def _unread(self, session_id: str, work: _Pass) -> list[Turn]:
+        """Turns not read for facts yet, oldest first, as many as fit one prompt: raw
+        turns, and any compacted while the extractor was stopped or failing (read back
+        from the archive)."""
+        state = self.agent._states[session_id]
+        raw = [t for t in state.recent_turns if t.id > work.facts_through]
+        earlier: list[Turn] = []
+        if state.recent_turns and work.facts_through < state.recent_turns[0].id - 1:
+            earlier = [t for t in await self.agent.transcript(session_id)
+                       if work.facts_through < t.id < state.recent_turns[0].id
+                       and t.status != "error"]
+        return self.fit(earlier + raw, self.agent.accountant.counter.count(
+            render_known(work.facts)))
 
     async def _summarize(self, session_id: str, state: SessionState, work: _Pass,
-                         focus: str | None, folding: list[Fact]) -> None:
-        """Step c: the updated summary, or ``summary_error`` saying why there is none."""
+                         focus: str | None, folding: list[Fact], *, rest: bool = True) -> None:
+        """The updated summary, or ``summary_error`` saying why there is none. A failure
+        rests the summarizer (``rest``: only a compaction's failure counts)."""
         work.summary_asked = True
+        told = list(self._outdated.get(session_id, []))
         try:
             work.summary = await summarize(
                 self._asker(session_id), work.record, state.summary, work.chosen, self.policy,
-                self.agent.accountant.counter, focus, keep=folding,
-                outdated=outdated(work.changes))
+                self.agent.accountant.counter, focus, keep=folding, outdated=told)
         except CompactionPreemptedError as exc:
             work.summary_error, work.summary_asked = str(exc), False
             self._preempted.add(session_id)
             return
         except (ModelError, InvalidSummaryError) as exc:
             work.summary_error = f"{type(exc).__name__}: {exc}"
-            self._failed_call(session_id, Purpose.SUMMARY, state.consecutive_failures + 1)
+            if rest:
+                self._rest(session_id, Purpose.SUMMARY, state.consecutive_failures + 1)
             return
         self._retry_at.pop((session_id, Purpose.SUMMARY), None)
+        self._outdated.pop(session_id, None)
 
     async def _commit(self, session_id: str, work: _Pass, failures: int,
                       trigger: str) -> CompactionReport:
-        """Step 3: write the new state and the record together; tell the page."""
+        """Write the new state and the record together; tell the page."""
         agent, record = self.agent, work.record
+        record.fact_changes = work.changes
         ok = work.summary is not None
+        compaction = record.kind == "compaction"
         async with agent._lock(agent._state_locks, session_id):
             current = agent._states.get(session_id)
             if current is None:
@@ -453,28 +431,24 @@ class Compactor:
                 done = set(record.turn_ids)
                 updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
                 updated.summary = work.summary or ""
-                updated.compactions += 1
-            else:
+                updated.compactions += compaction
+            elif compaction:
                 updated.failed_compactions += 1
-            if record.fallback or not ok:
-                updated.consecutive_failures = failures
-            else:
-                updated.consecutive_failures = 0
-            if record.fallback:
-                # Say why in the model's words when it was asked; otherwise keep the
-                # reason already shown.
-                asked = work.summary_asked or session_id in self._preempted
-                updated.degraded = (_degraded_reason(record, failures) if asked
-                                    or not current.degraded else current.degraded)
-            elif ok:
-                updated.degraded = ""
+            if compaction:
+                updated.consecutive_failures = failures if record.fallback or not ok else 0
+                if record.fallback:  # say why, in the model's words when it was asked
+                    asked = work.summary_asked or session_id in self._preempted
+                    updated.degraded = (_degraded_reason(record, failures)
+                                        if asked or not current.degraded else current.degraded)
+                elif ok:
+                    updated.degraded = ""
             updated.updated_at = now_ms()
             # Measured on the turns there were at the start: turns that arrived
-            # meanwhile are not the compaction's doing.
+            # meanwhile are not this pass's doing.
             after = self._budget(replace(updated, recent_turns=[
                 t for t in updated.recent_turns if t.id <= work.last_turn_id]))
-            record.ok = ok
-            record.summary = work.summary or ""
+            record.ok = ok and (compaction or record.facts_error is None)
+            record.summary = updated.summary if ok else record.previous_summary
             record.tokens_after = (after.summary + after.facts + after.turns) if after else 0
             try:
                 if session_id not in agent._detached:
@@ -485,25 +459,25 @@ class Compactor:
                                "are kept.", "kind": getattr(exc, "kind", "unknown")}))
                 return CompactionReport(False, 0, error=str(exc), record=record)
             agent._states[session_id] = updated
-        summary_of_record = {"turn_ids": record.turn_ids, "tokens_before": record.tokens_before,
-                             "tokens_after": record.tokens_after, "trigger": trigger,
-                             "duration_ms": round(record.duration_ms, 1),
-                             "fallback": record.fallback,
-                             "fact_changes": [c.to_dict() for c in record.fact_changes]}
+        brief = {"kind": record.kind, "turn_ids": record.turn_ids,
+                 "facts_turn_ids": record.facts_turn_ids, "trigger": trigger,
+                 "tokens_before": record.tokens_before, "tokens_after": record.tokens_after,
+                 "duration_ms": round(record.duration_ms, 1), "fallback": record.fallback,
+                 "fact_changes": [c.to_dict() for c in record.fact_changes]}
         if ok:
             await agent._emit(AgentEvent("memory_updated", session_id, {
                 "summary": updated.summary, "facts": [f.to_dict() for f in updated.facts],
                 "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
-                "degraded": updated.degraded, "record": summary_of_record}))
-            return CompactionReport(True, len(record.turn_ids), record.tokens_before,
+                "degraded": updated.degraded, "record": brief}))
+            return CompactionReport(compaction, len(record.turn_ids), record.tokens_before,
                                     record.tokens_after, error=record.error, record=record)
         await agent._emit(AgentEvent("compaction_failed", session_id, {
             "error": record.error, "trigger": trigger, "degraded": updated.degraded,
-            "facts": [f.to_dict() for f in updated.facts], "record": summary_of_record}))
+            "facts": [f.to_dict() for f in updated.facts], "record": brief}))
         return CompactionReport(False, 0, tokens_before=record.tokens_before,
                                 error=record.error, record=record)
 
-    def fit_for_summary(self, turns: list[Turn], facts_tokens: int) -> list[Turn]:
+    def fit(self, turns: list[Turn], facts_tokens: int) -> list[Turn]:
         """The oldest turns whose prompts fit the summarizer's and the extractor's window
         (the summary prompt holds the previous summary and maybe some facts, the facts
         prompt the known facts; both the turns)."""
@@ -524,9 +498,7 @@ class Compactor:
 
 def _degraded_reason(record: CompressionRecord, failures: int) -> str:
     why = record.error or "the summarizer failed"
-    if failures:
-        head = f"The summarizer failed {failures} time(s) in a row (last: {why})"
-    else:
-        head = f"The summarizer could not keep up ({why})"
+    head = (f"The summarizer failed {failures} time(s) in a row (last: {why})" if failures
+            else f"The summarizer could not keep up ({why})")
     return (f"{head}, so older turns are kept as the user's own words, shortened, without tool "
             "output, until it works again. Everything is still in the archive.")

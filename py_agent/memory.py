@@ -51,7 +51,13 @@ class MemoryPolicy:
         fact_priority: categories from the most to the least worth keeping as key
             facts; recency counts too (see :func:`py_agent._fact_rules.priority`).
         fact_max_chars: a longer extracted fact is discarded as not a fact.
-        extract_facts: run structured key-fact extraction on compacted turns.
+        extract_facts: run structured key-fact extraction.
+        facts_refresh_ratio: read the raw turns for facts once those not read yet
+            fill this share of the turn budget, between compactions, so a fact the
+            user changes or retracts is not shown as current for long. A compaction
+            reads them too when it must (its turns were not read yet). With the
+            default ratios this is one read between two compactions, so memory costs
+            two model calls per compaction, as before facts were refreshed.
         micro_compact_keep_turns: the newest turns whose observations stay whole in prompts.
         micro_compact_chars: older observations are cut to this many characters in prompts.
         summary_timeout_s: a summary call running longer is stopped (its session
@@ -89,6 +95,7 @@ class MemoryPolicy:
                                       "follow-up")
     fact_max_chars: int = 200
     extract_facts: bool = True
+    facts_refresh_ratio: float = 0.25
     micro_compact_keep_turns: int = 2
     micro_compact_chars: int = 160
     summary_timeout_s: float = 180.0
@@ -120,7 +127,7 @@ class MemoryPolicy:
                      "retry_backoff_s", "max_backoff_s"):
             if not getattr(self, name) >= 0:
                 problems.append(f"{name} must not be negative")
-        for name in ("max_prefix_ratio", "min_turns_ratio"):
+        for name in ("max_prefix_ratio", "min_turns_ratio", "facts_refresh_ratio"):
             if not 0 < getattr(self, name) < 1:
                 problems.append(f"{name} must be in (0, 1)")
         unknown = [c for c in self.fact_priority if c not in FACT_CATEGORIES]

@@ -238,7 +238,8 @@ class CompressionRecord:
     prompts with their system prompts. Outputs: the raw replies
     (``summary_reply``, ``facts_reply``), the committed ``summary``,
     ``facts_added`` and ``fact_changes``. ``fallback`` is True when the summary was
-    built without the model (it failed too often or is backing off).
+    built without the model (it failed too often or is backing off). A ``kind``
+    "facts" record is a facts refresh: no turn left the raw turns, the summary stayed.
     """
 
     session_id: str
@@ -270,6 +271,7 @@ class CompressionRecord:
     fact_changes: list[FactChange] = field(default_factory=list)
     fallback: bool = False
     policy: dict[str, Any] = field(default_factory=dict)
+    kind: Literal["compaction", "facts"] = "compaction"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -139,7 +139,8 @@ _RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_B
                               "a list of integers", False),
            "facts_before": (*_LIST, False), "folded": (*_LIST, False),
            "fact_changes": (*_LIST, False), "fallback": (*_BOOL, False),
-           "policy": ((lambda v: isinstance(v, dict)), "an object", False)}
+           "policy": ((lambda v: isinstance(v, dict)), "an object", False),
+           "kind": (*_one_of("compaction", "facts"), False)}
 
 
 def _check(data: Any, spec: dict[str, tuple[Check, str, bool]], what: str) -> dict[str, Any]:

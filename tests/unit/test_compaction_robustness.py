@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from py_agent.model import ModelUnavailableError, Purpose
 from py_agent.testing import PromptCall, user_message
-from tests.unit.support import LONG, PREFERENCE, SMALL, chat, run, summarizer_reply
+from tests.unit.support import compactions, LONG, PREFERENCE, SMALL, chat, run, summarizer_reply
 
 # Tiny timeouts so a hanging call costs milliseconds here (Gemini Nano gets minutes).
 QUICK = replace(SMALL["memory"], summary_timeout_s=0.02, facts_timeout_s=0.5,
@@ -38,20 +38,21 @@ def test_a_summarizer_that_never_answers_cannot_stop_the_chat_or_its_memory(make
         results = [await agent.run(PREFERENCE, session_id="s")]
         for i in range(149):
             results.append(await agent.run(f"Message number {i}: {LONG}", session_id="s"))
+            # The user reads the answer meanwhile; waiting for memory always returns.
+            assert await agent.wait_idle(timeout=2)
         return results
 
     started = time.monotonic()
     results = run(scenario())
     assert len(results) == 150 and all(r.status == "answered" for r in results)
-    assert run(asyncio.wait_for(agent.wait_idle(), 5))
     state = run(agent.memory_state("s"))
     # The fact from turn 1 is in the last prompt, as a key fact: extraction did not
     # wait for the summary.
     assert "- [preference] The user is vegetarian" in first_prompts(model)[-1].input
     # Memory stayed bounded without the model, and the page can say why.
     assert state.compactions >= 5 and state.budget.turns <= state.budget.turn_budget
-    assert state.degraded.startswith("The summarizer") and "archive" in state.degraded
-    records = run(agent.compressions("s"))
+    assert "failed" in state.degraded and "took longer than 0.02 s" in state.degraded
+    records = run(compactions(agent))
     assert sum(r.fallback for r in records) >= 5
     assert all(r.fallback for r in records if r.ok)
     # Turns leaving the prompt went into the summary as the user's own words.
@@ -84,7 +85,7 @@ def test_no_prompt_leaves_turns_out_while_the_summarizer_fails(make_agent):
         agent.accountant.view = counting_view
         run(chat(agent, 80))
         assert len(left_out) >= 80 and sum(left_out) == 0
-        records = run(agent.compressions("s"))
+        records = run(compactions(agent))
         assert sum(r.fallback for r in records) >= 5
         state = run(agent.memory_state("s"))
         assert state.budget.turns <= state.budget.turn_budget
@@ -122,7 +123,7 @@ def test_memory_recovers_when_the_summarizer_works_again(make_agent):
     run(paced_chat(agent, 30, start=14))
     state = run(agent.memory_state("s"))
     assert state.degraded == "" and state.consecutive_failures == 0
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     assert records[-1].ok and not records[-1].fallback
 
 
@@ -132,7 +133,7 @@ def test_a_hanging_fact_extractor_does_not_stop_the_summary(make_agent):
                                                 summary_timeout_s=5))
     run(paced_chat(agent, 12))
     state = run(agent.memory_state("s"))
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     assert state.compactions >= 1 and not state.degraded
     assert records[0].ok and not records[0].fallback
     assert "took longer than 0.02 s" in records[0].facts_error
@@ -147,7 +148,7 @@ def test_after_a_failure_the_model_rests_and_the_fallback_bounds_memory(make_age
     agent, model, _ = make_agent(summary=failing, window=SMALL["window"], memory=resting)
     run(paced_chat(agent, 40))
     assert len(model.calls_for(Purpose.SUMMARY)) == 1  # asked once, then left alone
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     assert not records[0].ok and "down" in records[0].error
     assert any(r.fallback and "given a rest" in r.error for r in records[1:])
     state = run(agent.memory_state("s"))
@@ -218,7 +219,7 @@ def test_facts_over_budget_are_folded_into_the_summary_never_dropped_unseen(make
     run(paced_chat(agent, 40))
     state = run(agent.memory_state("s"))
     assert state.budget.facts <= 60
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     folded = [(r, c) for r in records for c in r.fact_changes if c.action == "folded"]
     assert folded and all(c.by == "rule" for _, c in folded)
     current = {f.text for f in state.facts}
@@ -234,7 +235,7 @@ def test_a_fold_the_summary_does_not_carry_stays_a_key_fact(make_agent):
     agent, _, _ = make_agent(facts=many_facts_extractor, window=SMALL["window"],
                              memory=policy)  # summarizer_reply ignores <keep>
     run(paced_chat(agent, 40))
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     kept = [c for r in records for c in r.fact_changes if c.action == "kept"]
     assert kept and not [c for r in records for c in r.fact_changes if c.action == "folded"]
     texts = {f.text for f in run(agent.memory_state("s")).facts}
@@ -243,14 +244,17 @@ def test_a_fold_the_summary_does_not_carry_stays_a_key_fact(make_agent):
 
 def test_each_record_keeps_its_inputs_as_sent(make_agent):
     agent, model, _ = make_agent(**SMALL)
-    run(chat(agent, 12))
-    record = run(agent.compressions("s"))[0]
-    summary_call = model.calls_for(Purpose.SUMMARY)[0]
-    facts_call = model.calls_for(Purpose.FACTS)[0]
-    assert record.summary_prompt == summary_call.input
-    assert record.summary_system == summary_call.messages[0]["content"]
-    assert record.summary_reply == summary_call.reply
-    assert record.facts_prompt == facts_call.input and record.facts_reply == facts_call.reply
-    assert record.facts_system == facts_call.messages[0]["content"]
+    run(paced_chat(agent, 14))
+    records = run(agent.compressions("s"))
+    summaries, facts = model.calls_for(Purpose.SUMMARY), model.calls_for(Purpose.FACTS)
+    assert [r.summary_prompt for r in records if r.summary_prompt] == [c.input for c in summaries]
+    assert [r.facts_prompt for r in records if r.facts_prompt] == [c.input for c in facts]
+    assert [r.facts_reply for r in records if r.facts_prompt] == [c.reply for c in facts]
+    record = next(r for r in records if r.kind == "compaction")
+    call = summaries[0]
+    assert record.summary_reply == call.reply
+    assert record.summary_system == call.messages[0]["content"]
+    assert record.facts_system == facts[0].messages[0]["content"] or not record.facts_prompt
     assert record.policy["summary_target_tokens"] == 200 and record.summary_ms > 0
-    assert record.facts_ms > 0 and record.model_calls == 2
+    assert all(r.facts_ms > 0 for r in records if r.facts_prompt)
+    assert sum(r.model_calls for r in records) == len(summaries) + len(facts)
