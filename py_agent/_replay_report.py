@@ -41,7 +41,11 @@ def _outcome(step: "ReplayedCompaction", replayed: bool) -> str:
 def render_step(number: int, step: "ReplayedCompaction") -> list[str]:
     old, new = step.recorded, step.replayed
     diff = step.fact_diff()
-    lines = [f"## Compaction {number} · {_span(old.turn_ids)} · {old.trigger}", "",
+    if old.kind == "facts":
+        title = f"## {number}. Facts refresh · {_span(old.facts_turn_ids)} read"
+    else:
+        title = f"## {number}. Compaction · {_span(old.turn_ids)} · {old.trigger}"
+    lines = [title, "",
              "| | recorded | replayed |", "|---|---|---|",
              f"| outcome | {_outcome(step, False)} | {_outcome(step, True)} |",
              f"| summary | {_tokens(old.summary)} tokens | {_tokens(new.summary)} tokens |",
@@ -74,17 +78,19 @@ def render_markdown(report: "ReplayReport") -> str:
     steps = report.steps
     mode = "chained" if report.chained else "independent (each from its recorded inputs)"
     lines = [f"# Replay of {report.source or 'a session'}", "",
-             f"Model: {report.model}; {len(steps)} compactions, {mode}; "
+             f"Model: {report.model}; {len(steps)} recorded passes (compactions and facts "
+             f"refreshes), {mode}; "
              f"{report.seconds:.1f} s.", ""]
     if steps:
         last = steps[-1]
-        worked = (sum(s.recorded.ok and not s.recorded.fallback for s in steps),
-                  sum(s.replayed.ok and not s.replayed.fallback for s in steps))
+        compactions = [s for s in steps if s.recorded.kind == "compaction"]
+        worked = (sum(s.recorded.ok and not s.recorded.fallback for s in compactions),
+                  sum(s.replayed.ok and not s.replayed.fallback for s in compactions))
         calls = (sum(s.recorded.model_calls for s in steps),
                  sum(s.replayed.model_calls for s in steps))
         lines += ["## Totals", "", "| | recorded | replayed |", "|---|---|---|",
-                  f"| summaries written by the model | {worked[0]}/{len(steps)} | "
-                  f"{worked[1]}/{len(steps)} |",
+                  f"| compactions summarized by the model | {worked[0]}/{len(compactions)} | "
+                  f"{worked[1]}/{len(compactions)} |",
                   f"| final summary | {_tokens(last.recorded.summary)} tokens | "
                   f"{_tokens(last.replayed.summary)} tokens |",
                   f"| final key facts | {len(last.recorded_facts)} | "

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ._compaction_prompts import InvalidSummaryError, fallback_summary, summary_messages
-from ._compaction_steps import extract_facts, outdated, settle_folds, summarize
+from ._compaction_steps import bounded_call, extract_facts, outdated, settle_folds, summarize
 from ._fact_rules import carried_by
 from .facts import facts_messages, over_budget
 from .memory import MemoryPolicy
@@ -137,29 +137,23 @@ class ReplayReport:
 
 
 class _Caller:
-    """Model calls for the replay: a clone of a prefilled base per call, with the
-    recorded policy's timeout, like the compactor's."""
+    """Model calls for the replay: a clone of a prefilled base per call, bounded by the
+    recorded policy's timeout, as the compactor makes them."""
 
     def __init__(self, model: LanguageModel) -> None:
         self.model = model
         self.bases: dict[Purpose, ModelSession] = {}
 
-    async def __call__(self, purpose: Purpose, text: str, schema: dict | None,
-                       timeout: float) -> tuple[str, float]:
+    async def _base(self, purpose: Purpose) -> ModelSession:
         if purpose not in self.bases:
             prompts = summary_messages() if purpose is Purpose.SUMMARY else facts_messages()
             self.bases[purpose] = await self.model.create(initial_prompts=prompts,
                                                           purpose=purpose)
-        started = time.perf_counter()
-        session = await self.bases[purpose].clone()
-        try:
-            reply = await asyncio.wait_for(
-                session.prompt(text, response_constraint=schema, purpose=purpose), timeout)
-        except asyncio.TimeoutError:
-            raise ModelError(f"the {purpose.value} call took longer than {timeout:g} s") from None
-        finally:
-            await session.destroy()
-        return reply, (time.perf_counter() - started) * 1000
+        return self.bases[purpose]
+
+    async def __call__(self, purpose: Purpose, text: str, schema: dict | None,
+                       timeout: float) -> tuple[str, float]:
+        return await bounded_call(lambda: self._base(purpose), purpose, text, schema, timeout)
 
     async def close(self) -> None:
         for base in self.bases.values():
@@ -188,11 +182,15 @@ async def replay(bundle: SessionBundle, model: LanguageModel, *, chained: bool =
     ask = _Caller(model)
     summary, facts, next_id = "", [], 1
     old_summary, old_facts = "", []
+    pending: list = []  # facts outdated since the last replayed summary
+    through = 0
     try:
         for rec in bundle.compressions:
             policy = MemoryPolicy.from_dict(rec.policy) if rec.policy else MemoryPolicy()
             chosen = [turns[i] for i in rec.turn_ids if i in turns]
-            fact_turns = [turns[i] for i in (rec.facts_turn_ids or rec.turn_ids) if i in turns]
+            # Records of py-agent before facts refreshes read the compacted turns.
+            read = rec.facts_turn_ids if rec.policy else rec.turn_ids
+            fact_turns = [turns[i] for i in read if i in turns]
             previous = summary if chained else rec.previous_summary
             known = facts if chained else list(rec.facts_before)
             new = CompressionRecord(session_id=rec.session_id, started_at=now_ms(),
@@ -210,17 +208,24 @@ async def replay(bundle: SessionBundle, model: LanguageModel, *, chained: bool =
                 except ModelError as exc:
                     new.facts_error = f"{type(exc).__name__}: {exc}"
             folding = over_budget(new_facts, policy, counter)
-            new.folded = folding
-            try:
-                new.summary = await summarize(ask, new, previous, chosen, policy, counter,
-                                              rec.focus, keep=folding,
-                                              outdated=outdated(changes))
-                new.ok = True
-            except (ModelError, InvalidSummaryError) as exc:
-                new.error = f"{type(exc).__name__}: {exc}"
-                new.summary = fallback_summary(previous, chosen, folding, policy, counter)
-                new.fallback = True
-            new_facts, settled = settle_folds(new_facts, folding, new.summary)
+            new.folded, new.kind = folding, rec.kind
+            pending += outdated(changes)
+            if rec.kind == "facts" and not folding:  # a refresh that needed no summary
+                new.summary, new.ok = previous, new.facts_error is None
+            else:
+                try:
+                    new.summary = await summarize(ask, new, previous, chosen, policy, counter,
+                                                  rec.focus, keep=folding, outdated=pending)
+                    new.ok, pending = True, []
+                except (ModelError, InvalidSummaryError) as exc:
+                    new.error = f"{type(exc).__name__}: {exc}"
+                    new.summary = (previous if rec.kind == "facts" else
+                                   fallback_summary(previous, chosen, folding, policy, counter))
+                    new.fallback = rec.kind != "facts"
+            if new.ok or new.fallback:
+                new_facts, settled = settle_folds(new_facts, folding, new.summary)
+            else:
+                settled = []
             new.fact_changes = changes + settled
             new.duration_ms = (time.perf_counter() - clock) * 1000
             recorded_after = _recorded_facts_after(rec, old_facts)
@@ -232,7 +237,8 @@ async def replay(bundle: SessionBundle, model: LanguageModel, *, chained: bool =
                                       new_facts)
             step.recorded_memory = old_summary + "\n" + render_facts(step.recorded_facts)
             step.replayed_memory = new.summary + "\n" + render_facts(new_facts)
-            through = max(rec.turn_ids, default=0)
+            # Planted facts are due once their turn was compacted or read for facts.
+            through = max([through, *rec.turn_ids, *rec.facts_turn_ids])
             step.probes_recorded = retained(probes, step.recorded_memory, through)
             step.probes_replayed = retained(probes, step.replayed_memory, through)
             report.steps.append(step)

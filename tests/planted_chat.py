@@ -134,12 +134,12 @@ class Script:
             said = self.said(user_text)
             if said:
                 for fact, kind in said:
+                    words = re.sub(r"[.!?]+", "", " ".join(user_text.split()[:16]))
                     sentences.append((True, _sentence(fact[kind]["fact"]) if kind != "retract"
-                                      else "The user said: " + " ".join(user_text.split()[:16])
-                                      + "."))
+                                      else f"The user said: {words}."))
             else:
-                sentences.append((False, "The user asked about "
-                                  + " ".join(user_text.split()[:6]).rstrip(".?!") + "."))
+                gist = re.sub(r"[.!?]+", "", " ".join(user_text.split()[:6]))
+                sentences.append((False, f"The user asked about {gist}."))
         while sum(len(s.split()) for _, s in sentences) > limit and sentences:
             chat = next((i for i, (salient, _) in enumerate(sentences) if not salient), None)
             sentences.pop(chat if chat is not None else 0)
@@ -178,6 +178,18 @@ def _sentence(text: str) -> str:
 def _same(sentence: str, fact_text: str) -> bool:
     norm = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
     return norm(fact_text) in norm(sentence)
+
+
+_DEFAULT: Script | None = None
+
+
+def respond(call) -> str:
+    """The scripted model on the default data set, as a FunctionModel responder
+    (``python -m py_agent.replay ... --fixture tests/planted_chat.py:respond``)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Script(load())
+    return _DEFAULT.respond(call)
 
 
 # ------------------------------------------------------------------ running it
