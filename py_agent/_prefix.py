@@ -24,13 +24,17 @@ The plan says what it chose and why; the agent records it and shows it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Literal
+from typing import Iterable, Literal
 
 from .memory import MemoryPolicy, MemoryPolicyError
-from .model import Message
+from .model import LanguageModel, Message, ModelSession, Purpose
 from .prompting import SYSTEM_INSTRUCTION, worked_examples
 from .tokens import TokenCounter
+from .tools import Tool
+
+log = logging.getLogger("py_agent")
 
 PrefixLevel = Literal["full", "compact", "minimal"]
 LEVELS: tuple[PrefixLevel, ...] = ("full", "compact", "minimal")
@@ -132,3 +136,57 @@ def plan_prefix(window: int, policy: MemoryPolicy, counter: TokenCounter, *,
                       scaled, True, f"no prefix fitted the memory policy ({reasons[-1]}), so "
                       f"the {level} prefix is used and the policy's token sizes are scaled by "
                       f"{factor:.2f} to the window")
+
+
+class PrefixPlanner:
+    """Plans an agent's step prefix for its model's window and keeps the plan in use
+    (``current``), plus a cached estimate for before any model session exists."""
+
+    def __init__(self, policy: MemoryPolicy, counter: TokenCounter, system_instruction: str,
+                 tools: Iterable[Tool], top_k: int) -> None:
+        self.policy, self.counter = policy, counter
+        self.system_instruction, self.tools, self.top_k = system_instruction, list(tools), top_k
+        self.current: PrefixPlan | None = None
+        self._estimate: tuple[tuple[int, float], PrefixPlan] | None = None
+
+    def tools_tokens(self) -> int:
+        """The longest tool list a turn could be offered (``top_k`` tools, the pinned ones)."""
+        cost = lambda t: self.counter.count(f"- {t.signature()}: {t.description}") + 1  # noqa
+        costs = sorted((cost(t) for t in self.tools if not t.pinned), reverse=True)
+        return (sum(costs[:self.top_k]) + sum(cost(t) for t in self.tools if t.pinned)
+                + self.counter.count("Tools for this request:\n- none: answer without a tool"))
+
+    def plan(self, window: int, measured: dict[PrefixLevel, int] | None = None) -> PrefixPlan:
+        return plan_prefix(window, self.policy, self.counter,
+                           system_instruction=self.system_instruction,
+                           tools_tokens=self.tools_tokens(), measured=measured)
+
+    def estimate(self, window: int) -> PrefixPlan:
+        """The plan for ``window`` without a session, made once per window and counter
+        ratio; for a window too small for any plan, the full prefix (the turn says why)."""
+        key = (window, self.counter.ratio)
+        if self._estimate is None or self._estimate[0] != key:
+            try:
+                plan = self.plan(window)
+            except MemoryPolicyError as exc:
+                messages = prefix_messages("full", self.system_instruction)
+                plan = PrefixPlan("full", messages, count_messages(messages, self.counter),
+                                  window, self.policy, False, str(exc))
+            self._estimate = (key, plan)
+        return self._estimate[1]
+
+    async def create_base(self, model: LanguageModel, window: int) -> ModelSession:
+        """The step base session: planned on ``window`` (known or assumed), checked against
+        the session's exact window and usage, made again with a smaller prefix if that
+        is needed. Raises :class:`MemoryPolicyError` if nothing fits."""
+        guess = self.plan(window)
+        base = await model.create(initial_prompts=guess.messages, purpose=Purpose.STEP)
+        plan = self.plan(base.context_window, {guess.level: base.context_usage})
+        if plan.level != guess.level:
+            await base.destroy()
+            base = await model.create(initial_prompts=plan.messages, purpose=Purpose.STEP)
+        plan.policy.check_window(base.context_window, base.context_usage)
+        if plan.level != "full" or plan.scaled:
+            log.info("compact prefix for a %d-token window: %s", plan.window, plan.reason)
+        self.current = plan
+        return base

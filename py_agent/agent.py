@@ -18,8 +18,8 @@ from ._compaction_prompts import summary_messages
 from .compaction import DESTROY_TIMEOUT_S, Compactor
 from .events import AgentEvent, EventHandler, deliver, log
 from .facts import facts_messages
-from ._prefix import PrefixPlan, count_messages, plan_prefix, prefix_messages
-from .memory import Budget, MemoryAccountant, MemoryPolicy, MemoryPolicyError
+from ._prefix import PrefixPlan, PrefixPlanner
+from .memory import Budget, MemoryAccountant, MemoryPolicy
 from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
 from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
@@ -100,10 +100,9 @@ class Agent:
         self._state_locks: dict[str, asyncio.Lock] = {}
         self.compactor = Compactor(self)
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
-        # The estimated step prefix, keyed by what it depends on (see _estimated_prefix).
-        self._prefix_estimate: tuple[tuple[int, str, float], PrefixPlan] | None = None
-        # The prefix in use, planned for the model's window when the first turn runs.
-        self.prefix_plan: PrefixPlan | None = None
+        # The step prefix (and policy) planned for the model's window on the first turn.
+        self.prefix = PrefixPlanner(self.requested_policy, self.accountant.counter,
+                                    system_instruction, registry, top_k)
 
     # ----------------------------------------------------------------- helpers
 
@@ -126,24 +125,6 @@ class Agent:
                                                                    purpose=purpose)
             return self._bases[purpose]
 
-    # ------------------------------------------------------------ the prefix
-
-    def _plan(self, window: int, measured: dict | None = None) -> PrefixPlan:
-        """The prefix and policy for ``window`` (see :mod:`py_agent._prefix`)."""
-        return plan_prefix(window, self.requested_policy, self.accountant.counter,
-                           system_instruction=self.system_instruction,
-                           tools_tokens=self._tools_tokens(), measured=measured)
-
-    def _tools_tokens(self) -> int:
-        """The longest tool list a turn could be offered (``top_k`` tools, the pinned ones)."""
-        counter = self.accountant.counter
-        costs = sorted((counter.count(f"- {t.signature()}: {t.description}") + 1
-                        for t in self.tools if not t.pinned), reverse=True)
-        pinned = sum(counter.count(f"- {t.signature()}: {t.description}") + 1
-                     for t in self.tools if t.pinned)
-        return sum(costs[:self.retriever.top_k]) + pinned + counter.count(
-            "Tools for this request:\n- none: answer without a tool")
-
     def _known_window(self) -> int:
         window = getattr(self.model, "context_window", None)
         if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
@@ -151,22 +132,19 @@ class Agent:
         return window
 
     async def _create_step_base(self) -> ModelSession:
-        """The step base session with the prefix planned for the model's real window:
-        planned on the known (or assumed) window, checked against the session's exact
-        window and usage, and made again with a smaller prefix if that is needed."""
-        guess = self._plan(self._known_window())
-        base = await self.model.create(initial_prompts=guess.messages, purpose=Purpose.STEP)
-        plan = self._plan(base.context_window, {guess.level: base.context_usage})
-        if plan.level != guess.level:
-            await base.destroy()
-            base = await self.model.create(initial_prompts=plan.messages, purpose=Purpose.STEP)
-        plan.policy.check_window(base.context_window, base.context_usage)
-        self.prefix_plan = plan
+        """The step base session, with the prefix and policy planned for the model's
+        window (see :mod:`py_agent._prefix`); a switch is announced."""
+        base = await self.prefix.create_base(self.model, self._known_window())
+        plan = self.prefix.current
         self.policy = self.accountant.policy = plan.policy
         if plan.level != "full" or plan.scaled:
-            log.info("compact prefix for a %d-token window: %s", plan.window, plan.reason)
             await self._emit(AgentEvent("prefix_planned", "", plan.to_dict()))
         return base
+
+    @property
+    def prefix_plan(self) -> PrefixPlan | None:
+        """The prefix in use, planned for the model's window when the first turn ran."""
+        return self.prefix.current
 
     async def _clone(self, purpose: Purpose) -> ModelSession:
         return await (await self._base(purpose)).clone()
@@ -383,7 +361,8 @@ class Agent:
                            detached=session_id in self._detached,
                            compacting=self.compactor.running(session_id),
                            degraded=state.degraded,
-                           prefix=(self.prefix_plan or self._estimated_plan()).to_dict(),
+                           prefix=(self.prefix.current or self.prefix.estimate(
+                               self._known_window())).to_dict(),
                            consecutive_failures=state.consecutive_failures,
                            budget_estimated=base is None)
 
@@ -394,25 +373,9 @@ class Agent:
         attribute, else :data:`DEFAULT_CONTEXT_WINDOW`; the prefix and policy are
         planned for it as a session would be, with the agent's token counter.
         """
-        plan = self._estimated_plan()
+        plan = self.prefix.estimate(self._known_window())
         accountant = MemoryAccountant(plan.policy, self.accountant.counter)
         return accountant.budget(state, plan.window, plan.tokens)
-
-    def _estimated_plan(self) -> PrefixPlan:
-        """The plan for the known window, made once per window, instruction and counter
-        ratio (the memory panel asks for it on every refresh)."""
-        window = self._known_window()
-        key = (window, self.system_instruction, self.accountant.counter.ratio)
-        if self._prefix_estimate is None or self._prefix_estimate[0] != key:
-            try:
-                plan = self._plan(window)
-            except MemoryPolicyError:  # the turn will say so; the meter shows the full prefix
-                messages = prefix_messages("full", self.system_instruction)
-                plan = PrefixPlan("full", messages, count_messages(
-                    messages, self.accountant.counter), window, self.requested_policy, False,
-                    "the window is too small for any prefix")
-            self._prefix_estimate = (key, plan)
-        return self._prefix_estimate[1]
 
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ._compaction_commit import Pass, commit_pass
 from ._compaction_prompts import InvalidSummaryError, fallback_summary
 from ._compaction_steps import (DESTROY_TIMEOUT_S, Ask, CompactionPreemptedError,
                                 bounded_call, extract_facts, outdated, settle_folds, summarize)
@@ -52,22 +52,6 @@ MAX_PASSES_PER_RUN = 4
 # While the model rests, compact without it once the raw turns fill this share of
 # their budget: past it the next prompt could not carry them all.
 FALLBACK_FILL = 0.9
-
-
-@dataclass
-class _Pass:
-    """What one pass gathers before it commits."""
-
-    record: CompressionRecord
-    chosen: list[Turn]            # the turns to compact (none for a facts refresh)
-    facts: list[Fact]
-    next_fact_id: int
-    facts_through: int
-    last_turn_id: int
-    changes: list[FactChange] = field(default_factory=list)
-    summary: str | None = None
-    summary_error: str | None = None
-    summary_asked: bool = False
 
 
 class Compactor:
@@ -239,7 +223,7 @@ class Compactor:
     # ------------------------------------------------------------ the passes
 
     async def _start(self, session_id: str, trigger: str, focus: str | None,
-                     chosen: list[Turn]) -> _Pass | None:
+                     chosen: list[Turn]) -> Pass | None:
         """Archive unsaved turns, then a pass over the session as it is now."""
         agent = self.agent
         if agent._unsaved.get(session_id) and session_id not in agent._detached:
@@ -259,7 +243,7 @@ class Compactor:
             summary="", focus=focus, trigger=trigger,  # type: ignore[arg-type]
             tokens_before=budget.summary + budget.facts + budget.turns if budget else 0,
             facts_before=list(state.facts), policy=self.policy.to_dict())
-        return _Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
+        return Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
                      last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0)
 
     async def refresh_facts(self, session_id: str) -> bool:
@@ -345,7 +329,7 @@ class Compactor:
             pressure.clear()  # room is made; the next turn sets it again if need be
         return report
 
-    async def _extract_facts(self, session_id: str, work: _Pass, asked: bool) -> None:
+    async def _extract_facts(self, session_id: str, work: Pass, asked: bool) -> None:
         """Facts from the unread turns (up to the newest raw one), consolidated; a failed
         call leaves them unread for the next pass and rests the extractor."""
         record = work.record
@@ -377,7 +361,7 @@ class Compactor:
         self._outdated.setdefault(session_id, []).extend(outdated(result.changes))
         record.fact_changes = work.changes
 
-    async def _unread(self, session_id: str, work: _Pass) -> list[Turn]:
+    async def _unread(self, session_id: str, work: Pass) -> list[Turn]:
         """Turns not read for facts yet, oldest first, as many as fit one prompt: raw
         turns, and any compacted while the extractor was stopped or failing (read back
         from the archive)."""
@@ -391,7 +375,7 @@ class Compactor:
         return self.fit(earlier + raw, self.agent.accountant.counter.count(
             render_known(work.facts)))
 
-    async def _summarize(self, session_id: str, state: SessionState, work: _Pass,
+    async def _summarize(self, session_id: str, state: SessionState, work: Pass,
                          focus: str | None, folding: list[Fact], *, rest: bool = True) -> None:
         """The updated summary, or ``summary_error`` saying why there is none. A failure
         rests the summarizer (``rest``: only a compaction's failure counts)."""
@@ -413,92 +397,16 @@ class Compactor:
         self._retry_at.pop((session_id, Purpose.SUMMARY), None)
         self._outdated.pop(session_id, None)
 
-    async def _commit(self, session_id: str, work: _Pass, failures: int,
+    async def _commit(self, session_id: str, work: Pass, failures: int,
                       trigger: str) -> CompactionReport:
-        """Write the new state and the record together; tell the page."""
-        agent, record = self.agent, work.record
-        record.fact_changes = work.changes
-        ok = work.summary is not None
-        compaction = record.kind == "compaction"
-        async with agent._lock(agent._state_locks, session_id):
-            current = agent._states.get(session_id)
-            if current is None:
-                return CompactionReport(False, 0, error="the session was deleted meanwhile")
-            updated = current.copy()
-            updated.facts, updated.next_fact_id = work.facts, work.next_fact_id
-            updated.facts_through = max(current.facts_through, work.facts_through)
-            if ok:
-                done = set(record.turn_ids)
-                updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
-                updated.summary = work.summary or ""
-                updated.compactions += compaction
-            elif compaction:
-                updated.failed_compactions += 1
-            if compaction:
-                updated.consecutive_failures = failures if record.fallback or not ok else 0
-                if record.fallback:  # say why, in the model's words when it was asked
-                    asked = work.summary_asked or session_id in self._preempted
-                    updated.degraded = (_degraded_reason(record, failures)
-                                        if asked or not current.degraded else current.degraded)
-                elif ok:
-                    updated.degraded = ""
-            updated.updated_at = now_ms()
-            # Measured on the turns there were at the start: turns that arrived
-            # meanwhile are not this pass's doing.
-            after = self._budget(replace(updated, recent_turns=[
-                t for t in updated.recent_turns if t.id <= work.last_turn_id]))
-            record.ok = ok and (compaction or record.facts_error is None)
-            record.summary = updated.summary if ok else record.previous_summary
-            record.tokens_after = (after.summary + after.facts + after.turns) if after else 0
-            try:
-                if session_id not in agent._detached:
-                    await agent.store.commit_compaction(updated, record)
-            except Exception as exc:
-                await agent._emit(AgentEvent("storage_error", session_id, {
-                    "message": f"Could not save the compacted memory ({exc}); the raw turns "
-                               "are kept.", "kind": getattr(exc, "kind", "unknown")}))
-                return CompactionReport(False, 0, error=str(exc), record=record)
-            agent._states[session_id] = updated
-        brief = {"kind": record.kind, "turn_ids": record.turn_ids,
-                 "facts_turn_ids": record.facts_turn_ids, "trigger": trigger,
-                 "tokens_before": record.tokens_before, "tokens_after": record.tokens_after,
-                 "duration_ms": round(record.duration_ms, 1), "fallback": record.fallback,
-                 "fact_changes": [c.to_dict() for c in record.fact_changes]}
-        if ok:
-            await agent._emit(AgentEvent("memory_updated", session_id, {
-                "summary": updated.summary, "facts": [f.to_dict() for f in updated.facts],
-                "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
-                "degraded": updated.degraded, "record": brief}))
-            return CompactionReport(compaction, len(record.turn_ids), record.tokens_before,
-                                    record.tokens_after, error=record.error, record=record)
-        await agent._emit(AgentEvent("compaction_failed", session_id, {
-            "error": record.error, "trigger": trigger, "degraded": updated.degraded,
-            "facts": [f.to_dict() for f in updated.facts], "record": brief}))
-        return CompactionReport(False, 0, tokens_before=record.tokens_before,
-                                error=record.error, record=record)
+        return await commit_pass(self.agent, session_id, work, failures, trigger,
+                                 asked=work.summary_asked or session_id in self._preempted)
 
     def fit(self, turns: list[Turn], facts_tokens: int) -> list[Turn]:
         """The oldest turns whose prompts fit the summarizer's and the extractor's window
         (the summary prompt holds the previous summary and maybe some facts, the facts
         prompt the known facts; both the turns)."""
-        agent, policy = self.agent, self.policy
-        base = agent._bases.get(Purpose.SUMMARY) or agent._bases[Purpose.STEP]
-        room = (base.context_window - base.context_usage - 2 * policy.summary_max_tokens
-                - facts_tokens - 300)
-        chosen: list[Turn] = []
-        used = 0
-        for turn in turns:
-            cost = agent.accountant.turn_tokens(turn)
-            if chosen and used + cost > room:
-                break
-            chosen.append(turn)
-            used += cost
-        return chosen
-
-
-def _degraded_reason(record: CompressionRecord, failures: int) -> str:
-    why = record.error or "the summarizer failed"
-    head = (f"The summarizer failed {failures} time(s) in a row (last: {why})" if failures
-            else f"The summarizer could not keep up ({why})")
-    return (f"{head}, so older turns are kept as the user's own words, shortened, without tool "
-            "output, until it works again. Everything is still in the archive.")
+        base = self.agent._bases.get(Purpose.SUMMARY) or self.agent._bases[Purpose.STEP]
+        return self.agent.accountant.oldest_within(turns, (
+            base.context_window - base.context_usage - 2 * self.policy.summary_max_tokens
+            - facts_tokens - 300))

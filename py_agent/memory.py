@@ -250,6 +250,18 @@ class MemoryAccountant:
             index = i
         return index
 
+    def oldest_within(self, turns: list[Turn], room: int) -> list[Turn]:
+        """The oldest turns that fit ``room`` tokens together (at least one)."""
+        chosen: list[Turn] = []
+        used = 0
+        for turn in turns:
+            cost = self.turn_tokens(turn)
+            if chosen and used + cost > room:
+                break
+            chosen.append(turn)
+            used += cost
+        return chosen
+
     def view(self, state: SessionState, room: int) -> tuple[MemoryView, int]:
         """The memory as the next prompt shows it, within ``room`` tokens.
 
