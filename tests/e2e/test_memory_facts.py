@@ -7,9 +7,17 @@ made to fail so that compaction falls back to the user's own words.
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import Page, expect
 
+from py_agent.model import Purpose
+from py_agent.replay import replay
+from py_agent.testing import FunctionModel
+from py_agent.transfer import parse_session
 from tests.e2e.pages import TURN_TIMEOUT_MS, boot, chat, open_chat
 
 pytestmark = pytest.mark.e2e
@@ -56,7 +64,7 @@ def open_box(page: Page, testid: str) -> None:
 
 
 def test_replaced_and_forgotten_facts_are_shown_with_their_reason(
-        page: Page, app_server: str, install_fake_lm) -> None:
+        page: Page, app_server: str, install_fake_lm, tmp_path: Path) -> None:
     watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
     facts = page.get_by_test_id("memory-facts").locator("li")
     changes = page.get_by_test_id("fact-changes").locator("li")
@@ -91,6 +99,28 @@ def test_replaced_and_forgotten_facts_are_shown_with_their_reason(
     boot(page, app_server + "/")
     open_box(page, "fact-changes-box")
     expect(changes).to_have_count(2)
+
+    # The exported session holds what the replay harness needs, and replays.
+    with page.expect_download() as download_info:
+        page.get_by_test_id("export-button").click()
+    exported = tmp_path / "session.jsonl"
+    download_info.value.save_as(exported)
+    bundle = parse_session(exported.read_text("utf-8"))
+    assert len(bundle.compressions) == 3
+    assert all(r.summary_prompt and r.summary_system and r.policy and r.facts_prompt
+               for r in bundle.compressions)
+    assert [c.action for r in bundle.compressions for c in r.fact_changes] == \
+        ["superseded", "retracted"]
+
+    def scripted(call):
+        if call.purpose is Purpose.FACTS:
+            return '{"facts": []}'
+        return "The user talked about a gym locker and its code."
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's own loop runs in this thread
+        report = pool.submit(asyncio.run, replay(bundle, FunctionModel(scripted))).result()
+    assert [s.replayed.ok for s in report.steps] == [True, True, True]
+    assert report.steps[0].fact_diff()["lost"]  # this model finds no facts: it shows
     assert watch.problems == []
 
 
