@@ -6,7 +6,7 @@ import ast
 import math
 import operator
 
-from ..tools import tool
+from py_agent import tool
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,

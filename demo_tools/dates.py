@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..tools import tool
+from py_agent import tool
 
 
 def _parse_date(text: str) -> dt.date:

@@ -6,9 +6,9 @@ import random
 import re
 from collections import Counter
 
-from ..retrieval import STOP_WORDS
-from ..tokens import is_cjk
-from ..tools import tool
+from py_agent import tool
+from py_agent.retrieval import STOP_WORDS
+from py_agent.tokens import is_cjk
 
 # Module-level so tests can seed it: ``everyday.RANDOM.seed(1)``.
 RANDOM = random.Random()

@@ -1,4 +1,4 @@
-"""Notes and a to-do list, kept in a :class:`~py_agent.demo.kv.KeyValueStore`.
+"""Notes and a to-do list, kept in a :class:`~py_agent.kv.KeyValueStore`.
 
 On the page the store is the worker's IndexedDB, so notes and to-dos outlive reloads and
 are shared by every conversation (they are the user's, not one chat's). Records:
@@ -21,11 +21,10 @@ import re
 import time
 from typing import Any, Awaitable, Callable
 
-from ..retrieval import tokenize
-from ..store import StorageError
-from ..tools import Tool, tool
+from py_agent import KeyValueStore, StorageError, Tool, tool
+from py_agent.retrieval import tokenize
+
 from .dates import _parse_date
-from .kv import KeyValueStore
 
 NOTE_PREFIX = "note:"
 TODO_PREFIX = "todo:"

@@ -12,8 +12,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from ..retrieval import tokenize
-from ..tools import tool
+from py_agent import tool
+from py_agent.retrieval import tokenize
 from .recipe_data import RECIPES as _RAW
 
 DIETS = ("vegetarian", "vegan", "gluten-free", "dairy-free")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tools import tool
+from py_agent import tool
 from .calculator import format_number
 
 # Factors to a base unit per dimension (metre, gram, litre, m/s, m², second).
