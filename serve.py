@@ -45,8 +45,15 @@ import tomllib
 import urllib.parse
 import zipfile
 from pathlib import Path
+from typing import Callable, Iterable
 
 ROOT = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:   # serve_tools and py_agent live next to this file
+    sys.path.insert(0, str(ROOT))
+
+from serve_tools import (DEMO_TOOLS, PageRuntime, PrepareError, ToolModules,  # noqa: E402
+                         prune, say, tool_module_path)
+
 WEB = ROOT / "web"
 WORKER = ROOT / "worker"
 VENDOR = WEB / "vendor"
@@ -55,6 +62,7 @@ LOCK = ROOT / "package-lock.json"
 MANIFEST = VENDOR / "manifest.json"
 MANIFEST_FORMAT = 1
 KEEP_APP_BUILDS = 3  # py_agent wheels kept in web/vendor/wheels/<hash>/
+BUILD_BACKENDS = ROOT / ".cache" / "build-backend"  # the [build-system] backend, per hash
 
 # Our stamp inside node_modules: the sha256 of the package-lock.json it was installed from.
 NPM_STAMP = NODE_MODULES / ".py-agent-lock.sha256"
@@ -149,14 +157,6 @@ MIME_TYPES = {
     ".png": "image/png",
     ".ico": "image/x-icon",
 }
-
-
-def say(message: str) -> None:
-    print(f"[serve] {message}", flush=True)
-
-
-class PrepareError(RuntimeError):
-    """Preparation cannot go on; the message says what to do."""
 
 
 # --------------------------------------------------------------------------- prepare
@@ -294,11 +294,18 @@ def ensure_micropip(version: str, python: str) -> Path:
     return final
 
 
-# ---- the py_agent wheel, built with the standard library
+# ---- the py_agent wheel, built by the project's own build backend (setuptools)
 
-def _record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
+# Calls the PEP 517 hook in a child process: the backend and its requirements come from
+# BUILD_BACKENDS (on PYTHONPATH), never from whatever the running Python has installed.
+BUILD_HOOK = """
+import importlib, sys
+name, _, attribute = sys.argv[1].partition(":")
+backend = importlib.import_module(name)
+for part in filter(None, attribute.split(".")):
+    backend = getattr(backend, part)
+print(backend.build_wheel(sys.argv[2]))
+"""
 
 
 def project_metadata() -> dict:
@@ -306,15 +313,19 @@ def project_metadata() -> dict:
 
 
 def project_files(pyproject: dict) -> list[Path]:
-    """The package files setuptools would ship: top-level packages matching the
-    ``[tool.setuptools.packages.find] include`` patterns, without caches."""
+    """What a wheel is built from: pyproject.toml, its readme and license files, and the
+    top-level packages matching ``[tool.setuptools.packages.find] include``, without
+    caches (so the demo's tools and the tests are never in it)."""
     patterns = (pyproject.get("tool", {}).get("setuptools", {}).get("packages", {})
                 .get("find", {}).get("include", ["*"]))
-    files = []
+    readme = pyproject.get("project", {}).get("readme")
+    files = [ROOT / "pyproject.toml"]
+    files += [ROOT / readme] if isinstance(readme, str) and (ROOT / readme).is_file() else []
+    files += sorted(p for p in ROOT.glob("LICEN[CS]E*") if p.is_file())
     for top in sorted(ROOT.iterdir()):
         if not top.is_dir() or not any(fnmatch.fnmatch(top.name, p) for p in patterns):
             continue
-        if not any(top.glob("*.py")):
+        if not (top / "__init__.py").is_file():
             continue
         for path in sorted(top.rglob("*")):
             parts = path.relative_to(ROOT).parts
@@ -325,63 +336,81 @@ def project_files(pyproject: dict) -> list[Path]:
     return files
 
 
-def build_wheel_bytes() -> tuple[str, bytes]:
-    """A reproducible pure-Python wheel of this project: (file name, bytes)."""
-    pyproject = project_metadata()
-    project = pyproject["project"]
-    dist = project["name"].replace("-", "_").replace(".", "_").lower()
-    version = project["version"]
-    info = f"{dist}-{version}.dist-info"
-    metadata = [
-        "Metadata-Version: 2.1",
-        f"Name: {project['name']}",
-        f"Version: {version}",
-    ]
-    if project.get("description"):
-        metadata.append(f"Summary: {project['description']}")
-    if project.get("requires-python"):
-        metadata.append(f"Requires-Python: {project['requires-python']}")
-    license_text = project.get("license", {})
-    if isinstance(license_text, dict) and license_text.get("text"):
-        metadata.append(f"License: {license_text['text']}")
-    for requirement in project.get("dependencies", []):
-        metadata.append(f"Requires-Dist: {requirement}")
-    entries: list[tuple[str, bytes]] = [
-        (path.relative_to(ROOT).as_posix(), path.read_bytes())
-        for path in project_files(pyproject)
-    ]
-    if not entries:
-        raise PrepareError("no package files found for the py_agent wheel")
-    entries.append((f"{info}/METADATA", ("\n".join(metadata) + "\n").encode()))
-    entries.append((f"{info}/WHEEL", (
-        "Wheel-Version: 1.0\nGenerator: py-agent serve.py\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n").encode()))
-    record = [f"{name},{_record_hash(data)},{len(data)}" for name, data in entries]
-    record.append(f"{info}/RECORD,,")
-    entries.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
+def build_backend(pyproject: dict) -> tuple[Path, str]:
+    """(folder, backend name) of the ``[build-system]`` backend, installed with pip once
+    into .cache/build-backend/<hash>/ (the package index is needed only that first time)."""
+    system = pyproject.get("build-system", {})
+    requires = list(system.get("requires", ["setuptools>=65"]))
+    backend = system.get("build-backend", "setuptools.build_meta:__legacy__")
+    key = hashlib.sha256(json.dumps([requires, sys.version_info[:2]]).encode()).hexdigest()
+    folder = BUILD_BACKENDS / key[:16]
+    if (folder / ".complete").is_file():
+        return folder, backend
+    say(f"installing the build backend ({', '.join(requires)}) with pip, once")
+    BUILD_BACKENDS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILD_BACKENDS) as scratch:
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--target", scratch, "--only-binary=:all:",
+             "--disable-pip-version-check", "--no-input", "--quiet", *requires])
+        if result.returncode != 0:
+            raise PrepareError("pip could not install the build backend "
+                               f"({', '.join(requires)}); the package index must be "
+                               "reachable for the first run.")
+        (Path(scratch) / ".complete").write_text("\n".join(requires) + "\n")
+        shutil.rmtree(folder, ignore_errors=True)
+        Path(scratch).rename(folder)
+        Path(scratch).mkdir()   # for TemporaryDirectory's cleanup
+    return folder, backend
 
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in entries:
-            item = zipfile.ZipInfo(name, date_time=(2020, 2, 2, 0, 0, 0))
-            item.external_attr = 0o644 << 16
-            item.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(item, data)
-    return f"{dist}-{version}-py3-none-any.whl", buffer.getvalue()
+
+def build_app_wheel(out_dir: Path) -> Path:
+    """Build the py_agent wheel into ``out_dir`` with the project's build backend, from a
+    clean copy of the files it is made of (no stale build/ folder can leak into it)."""
+    pyproject = project_metadata()
+    backend_dir, backend = build_backend(pyproject)
+    with tempfile.TemporaryDirectory(prefix="py-agent-build-") as scratch:
+        source = Path(scratch) / "src"
+        for path in project_files(pyproject):
+            target = source / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+        env = {**os.environ, "PYTHONPATH": str(backend_dir), "SOURCE_DATE_EPOCH": "1580601600"}
+        result = subprocess.run([sys.executable, "-c", BUILD_HOOK, backend, str(out_dir)],
+                                cwd=source, env=env, capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            raise PrepareError(f"building the py_agent wheel failed:\n{result.stderr[-2000:]}")
+    return out_dir / result.stdout.strip().splitlines()[-1]
+
+
+def source_hash(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def ensure_app_wheel() -> tuple[Path, str]:
-    """Build the py_agent wheel into web/vendor/wheels/<hash>/ and prune old builds."""
-    name, data = build_wheel_bytes()
-    digest = hashlib.sha256(data).hexdigest()
+    """The py_agent wheel in web/vendor/wheels/<source hash>/, built only when the files
+    it is made of changed; old builds pruned. Returns (wheel, its sha256)."""
+    digest = source_hash(project_files(project_metadata()))
     folder = VENDOR / "wheels" / digest[:16]
-    target = folder / name
-    if target.exists():
-        say(f"{name} up to date (wheels/{digest[:16]}/)")
+    found = sorted(folder.glob("*.whl"))
+    if found:
+        say(f"{found[0].name} up to date (wheels/{digest[:16]}/)")
+        target = found[0]
     else:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, data)
-        say(f"built {name} ({len(data)} bytes) -> web/vendor/wheels/{digest[:16]}/")
+        started = time.monotonic()
+        (VENDOR / "wheels").mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=VENDOR / "wheels") as scratch:
+            built = build_app_wheel(Path(scratch))
+            built.chmod(0o644)
+            Path(scratch).chmod(0o755)
+            Path(scratch).rename(folder)
+            Path(scratch).mkdir()   # for TemporaryDirectory's cleanup
+        target = folder / built.name
+        say(f"built {target.name} ({target.stat().st_size} bytes) with the build backend in "
+            f"{time.monotonic() - started:.1f} s -> web/vendor/wheels/{digest[:16]}/")
     os.utime(folder)
     # Keep the few newest builds: another prepare() may be serving one of them.
     builds = sorted((d for d in (VENDOR / "wheels").iterdir() if d.is_dir()),
@@ -389,7 +418,7 @@ def ensure_app_wheel() -> tuple[Path, str]:
     for old in builds[KEEP_APP_BUILDS:]:
         if old != folder:
             shutil.rmtree(old, ignore_errors=True)
-    return target, digest
+    return target, sha256_file(target)
 
 
 def write_atomically(target: Path, data: bytes) -> None:
@@ -433,9 +462,10 @@ def check_page_references(names: dict[str, str]) -> None:
                            "\"files\": the page could not import them.")
 
 
-def prepare() -> dict:
-    """Make web/vendor/ complete for the pinned versions and the current py_agent
-    source. Returns the manifest (also written to web/vendor/manifest.json)."""
+def prepare(tools: Iterable[Path] = ()) -> dict:
+    """Make web/vendor/ complete for the pinned versions, the current py_agent source and
+    the tool modules (the demo's, then ``tools``). Returns the manifest (also written to
+    web/vendor/manifest.json)."""
     started = time.monotonic()
     VENDOR.mkdir(parents=True, exist_ok=True)
     lock_hash = sha256_file(LOCK) if LOCK.exists() else ""
@@ -450,7 +480,7 @@ def prepare() -> dict:
         ensure_node_modules(lock_hash)
         for package, prefix, patterns in RUNTIMES:
             copy_runtime(package, prefix, patterns, versions[package])
-        keep = set(names.values()) | {"wheels", "manifest.json"}
+        keep = set(names.values()) | {"wheels", "tools", "deps", "manifest.json"}
         for entry in VENDOR.iterdir():
             if entry.name not in keep:
                 say(f"removing stale web/vendor/{entry.name}")
@@ -479,11 +509,26 @@ def prepare() -> dict:
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
     }
+    modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(new_manifest))
+    new_manifest["tool_modules"] = modules.entries()
+    prune(VENDOR / "tools", {VENDOR.parent / e["archive"].lstrip("/") for e in
+                             new_manifest["tool_modules"] if e["archive"]})
+    prune(VENDOR / "deps")
     if new_manifest != manifest:
         write_atomically(MANIFEST, (json.dumps(new_manifest, indent=2) + "\n").encode())
         say("wrote web/vendor/manifest.json")
     say(f"prepared in {time.monotonic() - started:.2f} s")
     return new_manifest
+
+
+def page_runtime(manifest: dict) -> PageRuntime:
+    """The page's Python, Pyodide's package builds and the py_agent wheel, from a manifest."""
+    index = WEB / manifest["pyodide"]["indexURL"].strip("/")
+    lock = json.loads((index / "pyodide-lock.json").read_text())
+    builds = {re.sub(r"[-_.]+", "-", name).lower(): package.get("version", "")
+              for name, package in lock.get("packages", {}).items()}
+    return PageRuntime(python=manifest["pyodide"]["python"], pyodide_packages=builds,
+                       app_wheel=WEB / manifest["py_agent"]["wheel"].lstrip("/"))
 
 
 # --------------------------------------------------------------------------- serve
@@ -518,8 +563,10 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "py-agent"
-    mounts: dict[str, Path] = DEFAULT_MOUNTS
+    # URL prefix -> directory, or directories tried in order (a --site in front of web/).
+    mounts: dict[str, Path | tuple[Path, ...]] = DEFAULT_MOUNTS
     quiet = False
+    manifest: Callable[[], dict] | None = None   # serves /vendor/manifest.json if set
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
@@ -532,18 +579,45 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         parts = [p for p in posixpath.normpath("/" + rest).split("/") if p]
         if any(p.startswith(".") or p in ("..",) for p in parts):
             return ""
-        result = Path(directory, *parts)
-        if path.endswith("/"):
-            result = result / "index.html"
+        for base in directory if isinstance(directory, tuple) else (directory,):
+            result = Path(base, *parts)
+            if path.endswith("/"):
+                result = result / "index.html"
+            if result.is_file():
+                break
         return str(result)
 
     def send_head(self):
+        if self.manifest is not None and \
+                urllib.parse.urlsplit(self.path).path == "/vendor/manifest.json":
+            return self.send_manifest()
         local = self.translate_path(self.path)
+        if urllib.parse.urlsplit(self.path).path == "/favicon.ico" and \
+                not os.path.isfile(local):
+            # Browsers ask for it for any page without an icon: no icon, and no error.
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         if not local or not os.path.isfile(local):
             # The page asks for a directory only as "/"; anything else is a miss.
             self.send_error(404, "Not found")
             return None
         return super().send_head()
+
+    def send_manifest(self):
+        """This server's manifest: the prepared runtime and its tool modules as they are
+        now (a changed tool module is rebuilt here, so a reload of the page gets it)."""
+        try:
+            body = (json.dumps(self.manifest(), indent=2) + "\n").encode()
+        except Exception as error:   # e.g. a disk error: say it, keep serving
+            self.send_error(500, f"cannot build the manifest: {error}")
+            return None
+        self.send_response(200)
+        self.send_header("Content-Type", MIME_TYPES[".json"])
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
 
     def guess_type(self, path) -> str:
         return MIME_TYPES.get(Path(str(path)).suffix.lower(), "application/octet-stream")
@@ -587,14 +661,31 @@ class AppServer(http.server.ThreadingHTTPServer):
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8000, *,
-                mounts: dict[str, Path] | None = None, quiet: bool = False) -> AppServer:
+                mounts: dict[str, Path] | None = None, quiet: bool = False,
+                tools: Iterable[Path] = (), site: Path | None = None) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
-    directory mappings to the defaults (a benchmark mounts its own pages this way)."""
+    directory mappings to the defaults (a benchmark mounts its own pages this way).
+    ``tools`` are tool modules offered besides the demo's; ``site`` is a folder served
+    at / in front of web/ (your own page, using /agent.js). Call prepare() first: the
+    manifest this server hands out is the prepared one with its tool modules, rebuilt
+    when their sources change."""
+    prepared = read_manifest()
+    manifest = None
+    if prepared is not None and "py_agent" in prepared:
+        modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(prepared))
+        modules.entries()   # prepare them now, and say what is wrong before serving
+
+        def manifest() -> dict:
+            return {**prepared, "tool_modules": modules.entries()}
+
+    root = (Path(site), WEB) if site is not None else WEB
     handler = type("Handler", (AppRequestHandler,), {
-        "mounts": {**DEFAULT_MOUNTS, **{k: Path(v) for k, v in (mounts or {}).items()}},
+        "mounts": {**DEFAULT_MOUNTS, "/": root,
+                   **{k: Path(v) for k, v in (mounts or {}).items()}},
         "quiet": quiet,
+        "manifest": staticmethod(manifest) if manifest else None,
     })
     return AppServer((host, port), handler)
 
@@ -603,24 +694,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Prepare py-agent's runtime and serve the page.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--tools", action="append", default=[], metavar="PATH",
+                        help="a tool module (a .py file or a package folder) whose @tool "
+                             "functions the agent gets besides the demo's; repeatable")
+    parser.add_argument("--site", metavar="DIR",
+                        help="serve DIR at / in front of the demo page: your own page, "
+                             "using /agent.js (see README)")
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare web/vendor and exit without serving")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     args = parser.parse_args(argv)
     try:
-        prepare()
+        tools = [tool_module_path(path) for path in args.tools]
+        site = Path(args.site).resolve() if args.site else None
+        if site is not None and not site.is_dir():
+            raise PrepareError(f"--site {args.site}: no such folder")
+        prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
         return 1
     if args.prepare_only:
         return 0
     try:
-        server = make_server(args.host, args.port, quiet=args.quiet)
+        server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site)
     except OSError as error:
         print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
               file=sys.stderr)
         return 1
-    say(f"serving web/ (and worker/ at /worker/) on {server.url}/")
+    except PrepareError as error:
+        print(f"[serve] error: {error}", file=sys.stderr)
+        return 1
+    served = f"{site} in front of web/" if site else "web/"
+    say(f"serving {served} (and worker/ at /worker/) on {server.url}/")
     say(f"open {server.url}/ in Chrome; Ctrl-C stops")
     try:
         server.serve_forever()

@@ -141,8 +141,11 @@ def load_tools(path: str | Path, context: ToolContext | None = None) -> list[Too
     """Import the tool module at ``path`` (a .py file or a package folder) and return
     its tools; :class:`ToolModuleError` when that fails or it has none."""
     path = Path(path)
-    name = module_name(path)
-    _check_path(name, path)
+    name = check_module_path(path)
+    origin = _installed_origin(name)
+    if origin is not None and Path(origin).resolve() != source_file(path).resolve():
+        raise ToolModuleError(name, path, f"its name hides the module {name!r} of "
+                              f"{origin}; rename the file or folder")
     module = _import(name, path)
     try:
         return collect_tools(module, context)
@@ -204,7 +207,11 @@ def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None =
     return loaded
 
 
-def _check_path(name: str, path: Path) -> None:
+def check_module_path(path: str | Path) -> str:
+    """The module name of a path that can be a tool module (a .py file, or a folder with
+    __init__.py, named as a Python module can be); :class:`ToolModuleError` if it cannot."""
+    path = Path(path)
+    name = module_name(path)
     if path.is_dir():
         if not (path / "__init__.py").is_file():
             raise ToolModuleError(name, path, "is a folder without __init__.py; a tool "
@@ -216,10 +223,7 @@ def _check_path(name: str, path: Path) -> None:
     if not name.isidentifier() or keyword.iskeyword(name):
         raise ToolModuleError(name, path, "its name is not a valid Python module name "
                               "(use letters, digits and underscores)")
-    origin = _installed_origin(name)
-    if origin is not None and Path(origin).resolve() != source_file(path).resolve():
-        raise ToolModuleError(name, path, f"its name hides the module {name!r} of "
-                              f"{origin}; rename the file or folder")
+    return name
 
 
 def _installed_origin(name: str) -> str | None:

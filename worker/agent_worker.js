@@ -20,6 +20,7 @@
 // (see makeBootContext) has: post(msg) to the page; onMessage(fn) to receive page
 // messages (those sent earlier are queued and replayed); ready(details) to say it
 // accepts messages (this sends the 'ready' phase); importModule(url) (JS import());
+// fetchBytes(url) (a Uint8Array; the tool modules' archives are already on their way);
 // reportError(where, error); manifest; params. An exception it raises, in a message handler or in an asyncio task, reaches
 // the page as {type: 'error'}.
 
@@ -125,7 +126,7 @@ function deliver(data) {
 }
 
 // What the entry point gets: a small, stable surface over the worker.
-function makeBootContext(manifest) {
+function makeBootContext(manifest, prefetched) {
   return {
     manifest,
     params: Object.fromEntries(params),
@@ -155,6 +156,12 @@ function makeBootContext(manifest) {
     // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge.
     importModule(url) {
       return import(new URL(url, self.location.href).href);
+    },
+    // GET a same-origin file as bytes (a prefetched one is taken from the prefetch).
+    fetchBytes(url) {
+      const early = prefetched.get(url);
+      prefetched.delete(url);
+      return early ?? fetchBytes(new URL(url, self.location.origin).href);
     },
     reportError,
   };
@@ -192,6 +199,14 @@ async function boot() {
   // Start downloading the wheel while Pyodide loads.
   const wheelBytes = installer === 'unpack' ? fetchBytes(wheelURL) : null;
   wheelBytes?.catch(() => {});  // awaited below; avoid an early unhandled rejection
+  // The tool modules' archives too (small; the entry point picks which to load).
+  const prefetched = new Map();
+  for (const module of manifest.tool_modules ?? []) {
+    if (!module.archive) continue;
+    const bytes = fetchBytes(new URL(module.archive, self.location.origin).href);
+    bytes.catch(() => {});  // the entry point awaits it and reports a failure
+    prefetched.set(module.archive, bytes);
+  }
 
   phase = 'load-pyodide';
   const {loadPyodide} = await import(`${manifest.pyodide.indexURL}pyodide.mjs`);
@@ -227,7 +242,7 @@ async function boot() {
 
   phase = 'entry';
   const runEntry = pyodide.pyimport('_py_agent_boot').run_entry;
-  await runEntry(spec, makeBootContext(manifest));
+  await runEntry(spec, makeBootContext(manifest, prefetched));
   runEntry.destroy();
 }
 
