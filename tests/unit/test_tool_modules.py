@@ -12,6 +12,7 @@ from py_agent import (InMemoryKeyValueStore, ToolContext, ToolModuleError, load_
                       load_tools)
 from py_agent.testing import step_json
 from py_agent.tool_modules import script_dependencies, script_metadata
+from tests import readme
 from tests.unit.support import run
 
 TEA = '''
@@ -236,3 +237,11 @@ def test_script_metadata_reads_pep_723_blocks(tmp_path):
 def test_bad_script_metadata_is_a_value_error(block, expected):
     with pytest.raises(ValueError, match=expected):
         script_metadata(block)
+
+
+def test_the_readme_tool_module_loads_as_the_page_loads_it(tmp_path):
+    written = readme.write_files("Add your own tool", tmp_path)
+    (brew_time,) = load_tools(written["tea_tools.py"])
+    assert brew_time("green") == "Steep green tea for 2 minutes."
+    assert brew_time("black", strong=True) == "Steep black tea for 5 minutes."
+    assert brew_time("mint").startswith("I don't know 'mint'")
