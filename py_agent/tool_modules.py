@@ -162,21 +162,20 @@ def collect_tools(module: ModuleType, context: ToolContext | None = None) -> lis
     exported = getattr(module, "__all__", None)
     names = list(exported) if exported is not None else \
         [n for n in vars(module) if not n.startswith("_")]
-    found: list[Tool] = []
+    found: dict[int, Tool] = {}   # by identity: a tool listed twice is offered once
     for attribute in names:
         value = getattr(module, attribute, None)
-        if isinstance(value, Tool) and value not in found:
-            found.append(value)
+        if isinstance(value, Tool):
+            found.setdefault(id(value), value)
     factory = getattr(module, FACTORY, None)
     if callable(factory) and not isinstance(factory, Tool):
         for made in _call_factory(name, path, factory, context or ToolContext()):
-            if made not in found:
-                found.append(made)
+            found.setdefault(id(made), made)
     if not found:
         where = "listed in __all__" if exported is not None else "at module level"
         raise ToolModuleError(name, path, f"defines no tools: no @tool function {where} and "
                               f"no {FACTORY}(context) returning some")
-    return found
+    return list(found.values())
 
 
 def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None = None, *,

@@ -24,34 +24,19 @@ from playwright.sync_api import Page, expect
 from tests import readme
 from tests.e2e.conftest import REPO_ROOT
 from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, Watch, chat,
-                             open_chat, step_responder)
+                             open_chat, tool_call_responder)
 
 pytestmark = pytest.mark.e2e
 
 START_TIMEOUT_S = 240   # the first run fetches wheels with pip and checks each module
 
 # message pattern -> the tool call the "model" makes; then the observation as the answer.
-TOOL_RESPONDER = step_responder(r"""
-    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
-    if (observed) return step({thought: 'scripted', finalAnswer: `${observed[1]} -> ${observed[2]}`});
-    const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
-    const offered = schema.properties.toolName.enum;
-    const rules = [
-      [/steep (\w+) tea/i, (m) => ['brew_time', {tea: m[1]}]],
-      [/write (\d+) in roman numerals/i, (m) => ['to_roman', {number: Number(m[1])}]],
-      [/calculate (.+)$/i, (m) => ['calculate', {expression: m[1]}]],
-      [/water my (\w+)/i, (m) => ['plant_care', {plant: m[1]}]],
-    ];
-    for (const [pattern, make] of rules) {
-      const match = pattern.exec(message);
-      if (!match) continue;
-      const [tool, args] = make(match);
-      if (!offered.includes(tool)) {
-        return step({thought: 'scripted', finalAnswer: `NOT OFFERED ${tool}: ${offered.join(', ')}`});
-      }
-      return step({thought: `Ask ${tool}.`, toolName: tool, toolInput: args});
-    }
-    return step({thought: 'scripted', finalAnswer: `You said: ${message}`});""")
+TOOL_RESPONDER = tool_call_responder(r"""[
+    [/steep (\w+) tea/i, (m) => ['brew_time', {tea: m[1]}]],
+    [/write (\d+) in roman numerals/i, (m) => ['to_roman', {number: Number(m[1])}]],
+    [/calculate (.+)$/i, (m) => ['calculate', {expression: m[1]}]],
+    [/water my (\w+)/i, (m) => ['plant_care', {plant: m[1]}]],
+]""")
 
 BROKEN_TOOLS = '''\
 from py_agent import tool

@@ -3,7 +3,6 @@ would) holds the library only, and importing py_agent loads no demo or browser m
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,23 +11,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from serving.wheel import build_app_wheel
+
 LIST_MODULES = "import json, sys; import py_agent; print(json.dumps(sorted(sys.modules)))"
-
-
-def load_serve():
-    if "serve" in sys.modules:
-        return sys.modules["serve"]
-    spec = importlib.util.spec_from_file_location("serve", REPO / "serve.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["serve"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    return load_serve().build_app_wheel(tmp_path_factory.mktemp("wheel"))
+    return build_app_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_the_library_and_no_demo(wheel: Path):

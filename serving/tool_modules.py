@@ -39,7 +39,9 @@ from typing import Callable
 
 from py_agent.tool_modules import ToolModuleError, check_module_path, script_dependencies
 
-ROOT = Path(__file__).resolve().parent
+from .common import PrepareError, say, write_atomically
+
+ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "web" / "vendor"
 DEMO_TOOLS = ROOT / "demo_tools"
 CHECK_TIMEOUT_S = 30
@@ -66,14 +68,6 @@ except ToolModuleError as error:
 else:
     print(json.dumps({"ok": True, "tools": [t.name for t in tools]}))
 """
-
-
-def say(message: str) -> None:
-    print(f"[serve] {message}", flush=True)
-
-
-class PrepareError(RuntimeError):
-    """Preparation cannot go on; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -128,21 +122,8 @@ def write_archive(path: Path, digest: str) -> Path:
             item.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(item, file.read_bytes())
     target.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(target, buffer.getvalue())
+    write_atomically(target, buffer.getvalue())
     return target
-
-
-def _write_atomically(target: Path, data: bytes) -> None:
-    handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}-",
-                                         delete=False)
-    try:
-        with handle:
-            handle.write(data)
-        Path(handle.name).chmod(0o644)
-        Path(handle.name).replace(target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 # ----------------------------------------------------------------- dependencies
@@ -309,7 +290,7 @@ class ToolModules:
         except (OSError, ValueError, KeyError):
             pass
         verdict = check_import(path, wheels, self.runtime)
-        _write_atomically(cache, json.dumps({"key": key, "verdict": verdict}).encode())
+        write_atomically(cache, json.dumps({"key": key, "verdict": verdict}).encode())
         return verdict
 
 

@@ -1,8 +1,9 @@
-"""serve.py's tool modules (serve_tools.py): archives, the terminal's verdict on each module,
+"""serve.py's tool modules (serving/tool_modules.py): archives, the terminal's verdict on each module,
 rebuilds on edit, and what a dependency without a pure-Python wheel is told."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import zipfile
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import serve_tools
-from serve_tools import PageRuntime, PrepareError, ToolModules
+from serving import tool_modules as serve_tools
+from serving.common import PrepareError
+from serving.tool_modules import PageRuntime, ToolModules
 
 REPO = Path(__file__).resolve().parents[2]
 TEA = '''\
@@ -154,12 +156,12 @@ def test_fetched_and_refused_dependencies_are_remembered_without_pip(vendor, run
         raise AssertionError("pip must not run")
 
     monkeypatch.setattr(subprocess, "run", no_pip)
-    key = serve_tools.hashlib.sha256(json.dumps([["roman"], "3.14"]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([["roman"], "3.14"]).encode()).hexdigest()
     folder = vendor / "deps" / key[:16]
     write(folder, "resolved.json", json.dumps(["roman-5.2-py3-none-any.whl"]))
     assert serve_tools.fetch_dependencies(["roman"], runtime) == \
         [folder / "roman-5.2-py3-none-any.whl"]
-    key = serve_tools.hashlib.sha256(json.dumps([["psutil"], "3.14"]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([["psutil"], "3.14"]).encode()).hexdigest()
     write(vendor / "deps" / key[:16], "refused.json", json.dumps({"message": "no wheel"}))
     with pytest.raises(PrepareError, match="no wheel"):
         serve_tools.fetch_dependencies(["psutil"], runtime)
