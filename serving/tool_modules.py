@@ -44,6 +44,7 @@ from .common import PrepareError, say, write_atomically
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "web" / "vendor"
 DEMO_TOOLS = ROOT / "demo_tools"
+CHECKS = ROOT / ".cache" / "tool-checks"   # verdicts by content hash (not served)
 CHECK_TIMEOUT_S = 30
 PIP_TIMEOUT_S = 300
 KEEP_RECENT_S = 24 * 3600    # content-addressed folders younger than this are never pruned
@@ -194,8 +195,7 @@ def _pip_failure(stderr: str, requirements: list[str],
 # ----------------------------------------------------------------- import check
 
 def check_import(path: Path, wheels: list[Path], runtime: PageRuntime) -> dict:
-    """Import the module in a child CPython as the worker will; its verdict (cached by
-    content next to the archive, so a re-run checks nothing new)."""
+    """Import the module in a child CPython as the worker will; its verdict."""
     command = [sys.executable, "-I", "-S", "-c", CHECK_SCRIPT, str(path),
                json.dumps([str(runtime.app_wheel), *map(str, wheels)]),
                json.dumps(sorted(BROWSER_ONLY))]
@@ -268,7 +268,7 @@ class ToolModules:
             self.report(f"error: tool module {name!r}: {error}. The page starts without it.")
             return entry
         entry["requirements"] = ["/" + w.relative_to(VENDOR.parent).as_posix() for w in wheels]
-        verdict = self._verdict(archive.parent / "check.json", path, wheels)
+        verdict = self._verdict(CHECKS / f"{digest[:16]}.json", path, wheels)
         if verdict.get("ok"):
             count = len(verdict["tools"])
             self.report(f"tool module {name}: {count} tool{'' if count == 1 else 's'} "
@@ -281,6 +281,7 @@ class ToolModules:
         return entry
 
     def _verdict(self, cache: Path, path: Path, wheels: list[Path]) -> dict:
+        """check_import's verdict, kept in ``cache`` so a re-run checks nothing new."""
         key = hashlib.sha256(json.dumps([str(self.runtime.app_wheel), str(path),
                                          *map(str, wheels)]).encode()).hexdigest()
         try:
@@ -290,6 +291,7 @@ class ToolModules:
         except (OSError, ValueError, KeyError):
             pass
         verdict = check_import(path, wheels, self.runtime)
+        cache.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(cache, json.dumps({"key": key, "verdict": verdict}).encode())
         return verdict
 

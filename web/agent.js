@@ -70,8 +70,11 @@ function withTimeout(promise, ms, what, onTimeout) {
 export function partialField(json, key) {
   const match = new RegExp(`"${key}"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)`).exec(json);
   if (!match) return null;
-  // Drop an escape cut in half at the end, then let JSON unescape the rest.
-  const body = match[1].replace(/\\(u[0-9a-fA-F]{0,3})?$/, '');
+  // Drop an escape cut in half at the end (an odd run of backslashes, maybe with part of
+  // a \uXXXX), then let JSON unescape the rest.
+  const tail = /(\\+)(u[0-9a-fA-F]{0,3})?$/.exec(match[1]);
+  const body = tail && tail[1].length % 2
+    ? match[1].slice(0, tail.index + tail[1].length - 1) : match[1];
   try { return JSON.parse(`"${body}"`); } catch { return body; }
 }
 

@@ -17,6 +17,7 @@ from typing import Any
 from ..tool_modules import LoadedTools, ToolContext, ToolModuleError, load_tool_modules
 
 TOOL_DIR = Path("/home/pyodide/tool_modules")
+FETCH_TIMEOUT_S = 60.0
 INSTALL_TIMEOUT_S = 120.0
 
 
@@ -63,11 +64,12 @@ async def load_served_tools(boot: Any, manifest: dict[str, Any], wanted: str | N
 async def _unpack(boot: Any, entry: dict[str, Any]) -> None:
     name, url = str(entry["name"]), str(entry["archive"])
     try:
-        data = (await boot.fetchBytes(url)).to_bytes()
+        data = (await asyncio.wait_for(boot.fetchBytes(url), FETCH_TIMEOUT_S)).to_bytes()
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             archive.extractall(TOOL_DIR)
-    except Exception as exc:  # a JsException for HTTP errors, BadZipFile, OSError
-        raise ToolModuleError(name, url, f"could not be fetched: {exc}") from exc
+    except Exception as exc:  # a JsException for HTTP errors, BadZipFile, OSError, timeout
+        reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+        raise ToolModuleError(name, url, f"could not be fetched: {reason}") from exc
 
 
 async def _install(name: str, entry: dict[str, Any], manifest: dict[str, Any]) -> None:

@@ -176,6 +176,23 @@ def test_your_own_page_from_the_readme_answers(page: Page, project: Path,
         page.goto(served.url + "/")
         expect(page.locator("#answer")).to_have_text(
             "brew_time -> Steep green tea for 2 minutes.", timeout=BOOT_TIMEOUT_MS)
+        # Asking for a module serve.py does not serve: the agent starts without it and
+        # says so; its memory and sessions answer too.
+        second = page.evaluate("""async () => {
+          const {createAgent} = await import('/agent.js');
+          const agent = await createAgent({tools: ['tea_tools', 'nope'], session: 's2'});
+          const reply = {tools: agent.tools.map((t) => t.name), errors: agent.toolErrors,
+                         sessions: (await agent.sessions()).map((s) => s.session_id),
+                         memory: (await agent.memory({session: 'main'})).recent_turns.length};
+          agent.close();
+          return reply;
+        }""")
+        assert second == {
+            "tools": ["brew_time", "compact"],
+            "errors": [{"module": "nope", "message": "tool module 'nope': is not served here "
+                        "(served: demo_tools, tea_tools); start serve.py with --tools "
+                        "PATH/nope.py"}],
+            "sessions": ["main"], "memory": 1}
         assert watch.problems == []
     finally:
         served.stop()

@@ -32,6 +32,7 @@ BROKEN = "from py_agent import tool\n\nx = 1\nundefined_name\n"
 def vendor(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "vendor"
     monkeypatch.setattr(serve_tools, "VENDOR", folder)
+    monkeypatch.setattr(serve_tools, "CHECKS", tmp_path / "checks")
     return folder
 
 
