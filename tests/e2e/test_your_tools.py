@@ -23,7 +23,7 @@ from playwright.sync_api import Page, expect
 
 from tests import readme
 from tests.e2e.conftest import REPO_ROOT
-from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, Watch, chat,
+from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, Watch, boot, chat,
                              open_chat, tool_call_responder)
 
 pytestmark = pytest.mark.e2e
@@ -139,7 +139,7 @@ def tools_panel(page: Page) -> list[str]:
 
 
 def test_the_page_offers_and_runs_your_tools_and_survives_broken_ones(
-        page: Page, tools_server: Served, install_fake_lm) -> None:
+        page: Page, tools_server: Served, project: Path, install_fake_lm) -> None:
     # The terminal named what is wrong before the page was opened.
     assert "tool module tea_tools: 1 tool (brew_time)" in tools_server.output
     assert "tool module roman_tools: 1 tool (to_roman)" in tools_server.output
@@ -164,6 +164,17 @@ def test_the_page_offers_and_runs_your_tools_and_survives_broken_ones(
         "Steep green tea for 2 minutes.")
     assert chat(page, "Please write 2026 in Roman numerals") == "to_roman -> MMXXVI"
     assert chat(page, "Calculate 6 * 7") == "calculate -> 6 * 7 = 42"
+
+    # Edit the module and reload the page: the running server serves the new version.
+    module = project / "tea_tools.py"
+    original = module.read_text()
+    try:
+        module.write_text(original.replace('f"Steep {tea} tea', 'f"Brew {tea} tea'))
+        boot(page, tools_server.url + "/")
+        assert chat(page, "How long should I steep green tea?") == \
+            "brew_time -> Brew green tea for 2 minutes."
+    finally:
+        module.write_text(original)
     assert watch.problems == []
 
 
