@@ -376,13 +376,16 @@ def prepare(tools: Iterable[Path] = ()) -> dict:
 
 
 def page_runtime(manifest: dict) -> PageRuntime:
-    """The page's Python, Pyodide's package builds and the py_agent wheel, from a manifest."""
+    """The page's Python, Pyodide's package builds and the py_agent wheel (with those of
+    its dependencies, if the manifest lists any), from a manifest."""
     index = WEB / manifest["pyodide"]["indexURL"].strip("/")
     lock = json.loads((index / "pyodide-lock.json").read_text())
     builds = {re.sub(r"[-_.]+", "-", name).lower(): package.get("version", "")
               for name, package in lock.get("packages", {}).items()}
     return PageRuntime(python=manifest["pyodide"]["python"], pyodide_packages=builds,
-                       app_wheel=WEB / manifest["py_agent"]["wheel"].lstrip("/"))
+                       app_wheels=tuple(WEB / url.lstrip("/") for url in (
+                           manifest["py_agent"]["wheel"],
+                           *(d["wheel"] for d in manifest.get("dependencies", [])))))
 
 
 # --------------------------------------------------------------------------- serve

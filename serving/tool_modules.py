@@ -74,11 +74,12 @@ else:
 @dataclass(frozen=True)
 class PageRuntime:
     """What the tool modules are checked and fetched for: the page's Python version,
-    Pyodide's own package builds (name -> version) and the py_agent wheel it gets."""
+    Pyodide's own package builds (name -> version), and the py_agent wheel the page gets
+    with the wheels of py_agent's own dependencies (the check's sys.path)."""
 
     python: str
     pyodide_packages: dict[str, str]
-    app_wheel: Path
+    app_wheels: tuple[Path, ...]
 
 
 def tool_module_path(text: str | Path) -> Path:
@@ -197,7 +198,7 @@ def _pip_failure(stderr: str, requirements: list[str],
 def check_import(path: Path, wheels: list[Path], runtime: PageRuntime) -> dict:
     """Import the module in a child CPython as the worker will; its verdict."""
     command = [sys.executable, "-I", "-S", "-c", CHECK_SCRIPT, str(path),
-               json.dumps([str(runtime.app_wheel), *map(str, wheels)]),
+               json.dumps([*map(str, runtime.app_wheels), *map(str, wheels)]),
                json.dumps(sorted(BROWSER_ONLY))]
     try:
         result = subprocess.run(command, capture_output=True, text=True,
@@ -249,7 +250,7 @@ class ToolModules:
         except OSError as error:
             return {"name": name, "archive": None, "path": None, "dependencies": [],
                     "requirements": [], "error": f"cannot be read: {error}"}
-        key = (path, digest, self.runtime.app_wheel)
+        key = (path, digest, self.runtime.app_wheels)
         if key not in self._prepared:
             self._prepared[key] = self._prepare(name, path, digest)
         return self._prepared[key]
@@ -282,7 +283,7 @@ class ToolModules:
 
     def _verdict(self, cache: Path, path: Path, wheels: list[Path]) -> dict:
         """check_import's verdict, kept in ``cache`` so a re-run checks nothing new."""
-        key = hashlib.sha256(json.dumps([str(self.runtime.app_wheel), str(path),
+        key = hashlib.sha256(json.dumps([*map(str, self.runtime.app_wheels), str(path),
                                          *map(str, wheels)]).encode()).hexdigest()
         try:
             cached = json.loads(cache.read_text())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -34,10 +35,14 @@ def test_the_wheel_holds_the_library_and_no_demo(wheel: Path):
     assert "Name: py-agent" in metadata and "Version: 0.1.0" in metadata
 
 
-def test_importing_py_agent_from_the_wheel_alone_loads_no_demo_or_browser_module(wheel: Path):
-    # -I -S: no site-packages, no working directory: only the standard library and the wheel.
+def test_importing_py_agent_from_the_wheel_loads_no_demo_or_browser_module(wheel: Path):
+    # -I -S: no working directory and no .pth hooks (so no editable install): py_agent
+    # comes from the wheel; its dependencies, if any, from site-packages behind it.
+    purelib = sysconfig.get_paths()["purelib"]
     result = subprocess.run(
         [sys.executable, "-I", "-S", "-c", f"import sys; sys.path.insert(0, {str(wheel)!r}); "
+         f"sys.path.append({purelib!r}); import py_agent; "
+         f"assert py_agent.__file__.startswith({str(wheel)!r}), py_agent.__file__; "
          + LIST_MODULES], capture_output=True, text=True, check=True)
     modules = json.loads(result.stdout)
     assert "py_agent" in modules and "py_agent.tool_modules" in modules

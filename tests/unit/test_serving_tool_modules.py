@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -38,8 +39,10 @@ def vendor(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def runtime() -> PageRuntime:
-    # The checks import py_agent from the source tree (a folder on sys.path, like the wheel).
-    return PageRuntime(python="3.14", pyodide_packages={"pyyaml": "6.0.3"}, app_wheel=REPO)
+    # The checks import py_agent from the source tree (a folder on sys.path, like the wheel)
+    # and its dependencies from this environment's site-packages.
+    return PageRuntime(python="3.14", pyodide_packages={"pyyaml": "6.0.3"},
+                       app_wheels=(REPO, Path(sysconfig.get_paths()["purelib"])))
 
 
 def write(folder: Path, name: str, text: str) -> Path:
