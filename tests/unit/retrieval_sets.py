@@ -60,7 +60,10 @@ def _noop(**_: Any) -> None:
 def tool_from_dict(d: dict[str, Any]) -> Tool:
     """A :class:`Tool` from a plain description (name, description, params, examples...)."""
     params = []
-    for p in d.get("params", []):
+    given = d.get("params", [])
+    if isinstance(given, dict):  # {"name": "type"}
+        given = [{"name": k, "schema": {"type": v}} for k, v in given.items()]
+    for p in given:
         if isinstance(p, str):
             p = {"name": p}
         params.append(ToolParam(p["name"], p.get("schema", {"type": "string"}),
