@@ -192,13 +192,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default="", help="comma-separated set names (default: all)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--only-latency", action="store_true")
     args = parser.parse_args(argv)
     split = None if args.half == "all" else args.half
     wanted = {s for s in args.sets.split(",") if s}
     methods = [m for m in args.methods.split(",") if m]
 
-    print(f"Retrieval quality ({args.half} halves; corpus and demo sets have no halves and are "
-          "shown whole)\n")
+    if not args.only_latency:
+        quality(split, wanted, methods, args.half)
+    if not args.no_latency:
+        latencies(methods)
+    return 0
+
+
+def quality(split: str | None, wanted: set[str], methods: list[str], half: str) -> None:
+    print(f"Retrieval quality ({half} halves; the demo set has no halves and is shown whole)\n")
     print("| set | n | method | R@1 | R@3 | R@5 | MRR | offer recall | empty offers "
           "| chit-chat offered | ms/msg |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -213,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{percent(row.r1)} | {percent(row.r3)} | {percent(row.r5)} | "
                   f"{row.mrr:.3f} | {percent(row.offered)} | {percent(row.empty)} | "
                   f"{percent(row.chitchat_offered)} | {row.ms:.2f} |")
-    if args.no_latency:
-        return 0
 
+
+def latencies(methods: list[str]) -> None:
     corpus = sets.corpus_set()
     big_tools, big_queries = thousand_tools()
     print("\nLatency per message (ranking and building the offer; CPython "
@@ -231,7 +239,6 @@ def main(argv: list[str] | None = None) -> int:
     ToolRetriever(big_tools)
     print(f"\nBuilding our index for 1,000 tools: {(time.perf_counter() - started) * 1000:.0f} ms "
           "(once, when the agent starts).")
-    return 0
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ def current_datetime() -> str:
         which year are we in
         is it the weekend yet?
         what month is it
+        what day is it today?
     """
     now = dt.datetime.now()
     return now.strftime("%A %Y-%m-%d %H:%M")
@@ -54,6 +55,7 @@ def add_days(date: str, days: int) -> str:
         which date is two weeks after March 3
         when is 100 days before my exam on 2026-06-20
         if I start today, when do 30 days end
+        what will the date be in 3 weeks
     """
     result = _parse_date(date) + dt.timedelta(days=days)
     return result.strftime("%A %Y-%m-%d")
@@ -74,6 +76,7 @@ def days_between(start: str, end: str) -> str:
         days between 2026-01-15 and 2026-03-01
         how many days ago was New Year's Day
         how many weeks left until the holidays
+        how many nights from check-in on the 3rd to check-out on the 9th
     """
     delta = (_parse_date(end) - _parse_date(start)).days
     return f"{delta} day" if abs(delta) == 1 else f"{delta} days"
@@ -92,5 +95,6 @@ def day_of_week(date: str) -> str:
         is New Year's Day 2027 a Monday
         which day of the week does my birthday fall on next year
         was 2001-09-01 a weekend
+        is 4 July a weekday this year
     """
     return _parse_date(date).strftime("%A")

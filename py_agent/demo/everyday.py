@@ -52,6 +52,7 @@ def count_words(text: str) -> str:
         word count please: It was a bright cold day in April
         is my cover letter under 300 words
         how long will this article take to read
+        count the words in this: ...
     """
     if not text.strip():
         return "The text is empty: 0 words."
@@ -87,6 +88,7 @@ def split_bill(total: float, people: int = 1, tip_percent: float = 0) -> str:
         what's an 18% tip on 52 dollars
         we're splitting 96 euros three ways plus tip
         how much should I leave as a tip on 45
+        4 of us share a 120 bill, how much each
     """
     if total < 0:
         raise ValueError("the total cannot be negative")
@@ -171,6 +173,7 @@ def pick_random(options: str) -> str:
         choose between the red, green and blue paint for me
         who does the dishes: Ana, Ben or Cleo
         I can't make up my mind, beach or mountains
+        pick a random movie: Alien, Heat or Up
     """
     choices = [c.strip(" .?!\"'") for c in re.split(r",|;|\n|\bor\b", options)]
     choices = [c for c in choices if c]

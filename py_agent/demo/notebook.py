@@ -355,6 +355,7 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
             jot down that my locker code is 4312
             save this for later - flight BA117 leaves at 9:40
             keep a note that Sam prefers tea, not coffee
+            remember that the gate code is 1234
         """
         return await _guard("save the note", book.add_note(text, title))
 
@@ -372,6 +373,7 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
             show me my notes
             did I save anything about the flight
             look up the note on Sam
+            what was the gate code I told you?
         """
         return await _guard("read the notes", book.search_notes(query))
 
@@ -387,6 +389,7 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
             remove note #2
             throw away my note about the locker
             erase what I wrote about the spare key
+            forget my note about the gym
         """
         return await _guard("delete the note", book.delete_note(note))
 
@@ -406,6 +409,7 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
             I have to return the library books by Thursday
             don't let me forget to call grandma
             add pick up the dry cleaning for tomorrow
+            I need to renew my passport before June
         """
         return await _guard("add the to-do", book.add_todo(task, due))
 
@@ -423,6 +427,7 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
             what's left on my list?
             anything overdue
             what are my reminders for this week
+            what else do I have to do?
         """
         return await _guard("read the to-do list", book.list_todos(include_done))
 

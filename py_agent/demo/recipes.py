@@ -163,6 +163,7 @@ def find_recipes(ingredients: str = "", diet: str = "", max_minutes: int = 0) ->
         I need a dinner that's ready in 20 minutes
         meal ideas without gluten
         what should I cook tonight with the leftover rice
+        a dessert without gluten
     """
     try:
         diets = parse_diets(diet)
@@ -248,6 +249,7 @@ def get_recipe(name: str) -> str:
         give me the steps for the pancakes
         what goes into the tomato soup
         full instructions for that risotto please
+        how do I make the lemon pasta
     """
     recipe, close = match_recipe(name)
     if recipe is None:

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 SIZES = (3, 4)
+COMMON = 0.2
 
 
 def grams(word: str, sizes: Sequence[int] = SIZES) -> list[str]:
@@ -38,7 +39,7 @@ class CharNgrams:
                     bag[gram] += weight
             counts.append(bag)
             df.update(bag.keys())
-        n = len(docs)
+        n = self.documents = len(docs)
         self.idf = {g: math.log((n + 1) / (f + 0.5)) for g, f in df.items()}
         self.postings: dict[str, list[tuple[int, float]]] = {}
         for index, bag in enumerate(counts):
@@ -56,10 +57,18 @@ class CharNgrams:
         return {g: v / norm for g, v in vector.items()}
 
     def scores(self, words: Iterable[str]) -> dict[int, float]:
-        """Document index -> cosine similarity in [0, 1], for documents sharing a gram."""
+        """Document index -> cosine similarity in [0, 1], for documents sharing a gram.
+
+        Grams found in more than ``COMMON`` of the documents ("ing", "<th") are skipped:
+        they weigh little and cost the most.
+        """
         out: dict[int, float] = {}
+        limit = max(8, int(self.documents * COMMON))
         for gram, q in self.query_vector(words).items():
-            for index, d in self.postings[gram]:
+            postings = self.postings[gram]
+            if len(postings) > limit:
+                continue
+            for index, d in postings:
                 out[index] = out.get(index, 0.0) + q * d
         return out
 

@@ -220,7 +220,7 @@ class ToolRetriever:
         """The best ``k`` by turns: after each pick, the words it already matched count for
         less, so a request with two intents ("convert 2 lb to grams and double it") is
         offered a tool for each rather than three for the first."""
-        pool = list(ranked)
+        pool = list(ranked[:max(10, 4 * k)])  # lower ranks cannot catch up
         picked: list[_Candidate] = []
         covered: set[str] = set()
         while pool and len(picked) < k:

@@ -93,15 +93,18 @@ def test_no_request_of_the_projects_sets_gets_an_empty_offer(data):
     assert empty == []
 
 
-def test_everyday_requests_find_their_tool_in_the_offer():
+@pytest.mark.parametrize("half, floor", [("tune", 0.95), ("report", 0.90)])
+def test_everyday_requests_find_their_tool_in_the_offer(half, floor):
+    """The demo's examples and the retriever were tuned on the tune half only; the report
+    half measures how that carries over (bench/retrieval.py has the numbers)."""
     data = sets.everyday_set()
     retriever = ToolRetriever(data.tools)
-    requests = [q for q in data.queries if q.expected]
+    requests = [q for q in data.half(half) if q.expected]
     missed = [q.text for q in requests
               if not q.hit(names(retriever.retrieve(q.text, previous=q.previous)))]
     recall = 1 - len(missed) / len(requests)
-    print(f"everyday offer recall {recall:.3f} ({len(missed)} missed)")
-    assert recall >= 0.95
+    print(f"everyday {half} offer recall {recall:.3f} ({len(missed)} missed)")
+    assert recall >= floor
 
 
 @pytest.mark.parametrize("previous, tools, message, expected", [
