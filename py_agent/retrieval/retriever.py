@@ -126,6 +126,13 @@ class ToolRetriever:
             matching term.
         previous_weight: how much the previous turn's message counts.
         previous_tool_bonus: added for each tool the previous turn used.
+        function_word_weight: the weight of a function word ("how", "that") shared with a
+            tool that also matched a content word.
+        payload_weight: the weight of words in quotes or after a short lead-in.
+        coverage_discount: what a word already matched by an offered tool still counts
+            for the next pick.
+
+    The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
     """
 
     def __init__(self, tools: Iterable[Tool], *, top_k: int = 3, k1: float = 1.2,
