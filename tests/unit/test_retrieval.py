@@ -84,8 +84,8 @@ def test_chitchat_without_content_words_gets_no_tool(message):
     assert ToolRetriever(demo_tools()).retrieve(message) == []
 
 
-@pytest.mark.parametrize("data", [sets.corpus_set(), sets.demo_set(), sets.everyday_set()],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize("data", [sets.corpus_set(), sets.demo_set(), sets.everyday_set(),
+                                  sets.heldout_set()], ids=lambda d: d.name)
 def test_no_request_of_the_projects_sets_gets_an_empty_offer(data):
     retriever = ToolRetriever(data.tools)
     empty = [q.text for q in data.queries
