@@ -216,3 +216,9 @@ def test_beats_substring_overlap_on_the_labelled_corpus():
     print(f"recall@3: ours={ours:.3f} substring={baseline:.3f}")
     assert ours > baseline + 0.1
     assert ours >= 0.85
+
+
+def test_every_demo_tool_has_three_to_six_examples():
+    for t in demo_tools():
+        assert 3 <= len(t.examples) <= 6, (t.name, len(t.examples))
+        assert len(set(t.examples)) == len(t.examples)
