@@ -12,10 +12,12 @@ Preparing is idempotent and, once done, needs no network:
 2. The runtime files of the pinned Pyodide, PyScript and MicroPython are copied
    into ``web/vendor/<name>-<version>/``; versioned paths are cached forever.
 3. micropip's wheel is fetched with pip once (it is not in Pyodide's npm package).
-4. The ``py_agent`` wheel is built from the working tree with the standard
+4. The wheels of py_agent's pinned, pure-Python dependencies (``snowballstemmer``, ``assel``) are
+   fetched with pip once into ``web/vendor/wheels/``.
+5. The ``py_agent`` wheel is built from the working tree with the standard
    library into ``web/vendor/wheels/<content-hash>/``, so a code change is a new
    URL and never a stale cache entry.
-5. ``web/vendor/manifest.json`` tells the worker what to load.
+6. ``web/vendor/manifest.json`` tells the worker what to load.
 
 Serving uses only the standard library. ``/`` is ``web/``; ``/worker/`` is the
 repository's ``worker/``; nothing else is reachable. Every response carries the
@@ -273,25 +275,45 @@ def pyodide_lock_info(pyodide_dir: Path) -> tuple[str, str]:
 
 def ensure_micropip(version: str, python: str) -> Path:
     """micropip's wheel in web/vendor/wheels/, fetched with pip when missing."""
+    return ensure_wheel("micropip", version, python)
+
+
+def ensure_wheel(name: str, version: str, python: str) -> Path:
+    """A pure-Python wheel of ``name==version`` in web/vendor/wheels/, fetched with pip once."""
     wheels = VENDOR / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"micropip-{version}-*.whl"))
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    found = sorted(wheels.glob(pattern))
     if found:
-        say(f"micropip {version} wheel present")
+        say(f"{name} {version} wheel present")
         return found[0]
-    say(f"fetching micropip {version} with pip (Python {python} wheel)")
+    say(f"fetching {name} {version} with pip (Python {python} wheel)")
     with tempfile.TemporaryDirectory(dir=VENDOR) as scratch:
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"micropip=={version}", "--no-deps",
+            [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps",
              "--only-binary=:all:", "--python-version", python, "--dest", scratch,
              "--disable-pip-version-check", "--quiet"])
-        downloaded = sorted(Path(scratch).glob(f"micropip-{version}-*.whl"))
+        downloaded = sorted(Path(scratch).glob(pattern))
         if result.returncode != 0 or not downloaded:
-            raise PrepareError("pip could not fetch micropip's wheel; the package index must "
+            raise PrepareError(f"pip could not fetch {name}'s wheel; the package index must "
                                "be reachable for the first run.")
         final = wheels / downloaded[0].name
         shutil.move(str(downloaded[0]), final)
     return final
+
+
+def ensure_dependency_wheels(python: str) -> list[dict]:
+    """The wheels of py_agent's dependencies (pinned ``name==version`` in pyproject.toml, all
+    pure Python) for the worker to install offline, as manifest entries."""
+    entries = []
+    for requirement in project_metadata()["project"].get("dependencies", []):
+        name, _, version = requirement.partition("==")
+        if not version:
+            raise PrepareError(f"pin {requirement!r} as name==version in pyproject.toml: the "
+                               "page installs exactly the wheel serve.py vendors")
+        wheel = ensure_wheel(name.strip(), version.strip(), python)
+        entries.append({"name": name.strip(), "version": version.strip(), "wheel": url_of(wheel)})
+    return entries
 
 
 # ---- the py_agent wheel, built with the standard library
@@ -462,6 +484,7 @@ def prepare() -> dict:
     for stale in (VENDOR / "wheels").glob("micropip-*.whl"):
         if stale != micropip_wheel:
             stale.unlink()
+    dependencies = ensure_dependency_wheels(python)
     app_wheel, app_hash = ensure_app_wheel()
     check_page_references(names)
 
@@ -478,6 +501,7 @@ def prepare() -> dict:
         "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
+        "dependencies": dependencies,
     }
     if new_manifest != manifest:
         write_atomically(MANIFEST, (json.dumps(new_manifest, indent=2) + "\n").encode())
