@@ -14,13 +14,15 @@ Preparing is idempotent and, once done, needs no network:
 2. The runtime files of the pinned Pyodide, PyScript and MicroPython are copied
    into ``web/vendor/<name>-<version>/``; versioned paths are cached forever.
 3. micropip's wheel is fetched with pip once (it is not in Pyodide's npm package).
-4. The ``py_agent`` wheel is built from the working tree by the project's build
+4. The wheels of py_agent's pinned, pure-Python dependencies (``snowballstemmer``,
+   ``assel``) are fetched with pip once into ``web/vendor/wheels/``.
+5. The ``py_agent`` wheel is built from the working tree by the project's build
    backend (setuptools, see serving/wheel.py) into
    ``web/vendor/wheels/<source-hash>/``, only when the source changed, so a code
    change is a new URL and never a stale cache entry.
-5. The tool modules (the demo's ``demo_tools/`` and each ``--tools`` one) are
+6. The tool modules (the demo's ``demo_tools/`` and each ``--tools`` one) are
    zipped, checked and given their PEP 723 wheels (serving/tool_modules.py).
-6. ``web/vendor/manifest.json`` tells the worker what to load. The server hands
+7. ``web/vendor/manifest.json`` tells the worker what to load. The server hands
    out its own manifest, with its tool modules rebuilt when their sources change.
 
 Serving uses only the standard library. ``/`` is ``web/`` (with ``--site`` in
@@ -269,25 +271,45 @@ def pyodide_lock_info(pyodide_dir: Path) -> tuple[str, str]:
 
 def ensure_micropip(version: str, python: str) -> Path:
     """micropip's wheel in web/vendor/wheels/, fetched with pip when missing."""
+    return ensure_wheel("micropip", version, python)
+
+
+def ensure_wheel(name: str, version: str, python: str) -> Path:
+    """A pure-Python wheel of ``name==version`` in web/vendor/wheels/, fetched with pip once."""
     wheels = VENDOR / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"micropip-{version}-*.whl"))
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    found = sorted(wheels.glob(pattern))
     if found:
-        say(f"micropip {version} wheel present")
+        say(f"{name} {version} wheel present")
         return found[0]
-    say(f"fetching micropip {version} with pip (Python {python} wheel)")
+    say(f"fetching {name} {version} with pip (Python {python} wheel)")
     with tempfile.TemporaryDirectory(dir=VENDOR) as scratch:
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"micropip=={version}", "--no-deps",
+            [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps",
              "--only-binary=:all:", "--python-version", python, "--dest", scratch,
              "--disable-pip-version-check", "--quiet"])
-        downloaded = sorted(Path(scratch).glob(f"micropip-{version}-*.whl"))
+        downloaded = sorted(Path(scratch).glob(pattern))
         if result.returncode != 0 or not downloaded:
-            raise PrepareError("pip could not fetch micropip's wheel; the package index must "
+            raise PrepareError(f"pip could not fetch {name}'s wheel; the package index must "
                                "be reachable for the first run.")
         final = wheels / downloaded[0].name
         shutil.move(str(downloaded[0]), final)
     return final
+
+
+def ensure_dependency_wheels(python: str) -> list[dict]:
+    """The wheels of py_agent's dependencies (pinned ``name==version`` in pyproject.toml, all
+    pure Python) for the worker to install offline, as manifest entries."""
+    entries = []
+    for requirement in project_metadata()["project"].get("dependencies", []):
+        name, _, version = requirement.partition("==")
+        if not version:
+            raise PrepareError(f"pin {requirement!r} as name==version in pyproject.toml: the "
+                               "page installs exactly the wheel serve.py vendors")
+        wheel = ensure_wheel(name.strip(), version.strip(), python)
+        entries.append({"name": name.strip(), "version": version.strip(), "wheel": url_of(wheel)})
+    return entries
 
 
 def url_of(path: Path) -> str:
@@ -346,6 +368,7 @@ def prepare(tools: Iterable[Path] = ()) -> dict:
     for stale in (VENDOR / "wheels").glob("micropip-*.whl"):
         if stale != micropip_wheel:
             stale.unlink()
+    dependencies = ensure_dependency_wheels(python)
     app_wheel, app_hash = ensure_app_wheel()
     check_page_references(names)
 
@@ -362,6 +385,7 @@ def prepare(tools: Iterable[Path] = ()) -> dict:
         "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
+        "dependencies": dependencies,
     }
     modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(new_manifest))
     new_manifest["tool_modules"] = modules.entries()

@@ -196,8 +196,12 @@ async function boot() {
   }
   const manifest = await response.json();
   const wheelURL = new URL(manifest.py_agent.wheel, self.location.origin).href;
-  // Start downloading the wheel while Pyodide loads.
-  const wheelBytes = installer === 'unpack' ? fetchBytes(wheelURL) : null;
+  // py_agent's own pure-Python dependencies (snowballstemmer), vendored by serve.py.
+  const dependencyURLs = (manifest.dependencies || []).map(
+    (d) => new URL(d.wheel, self.location.origin).href);
+  // Start downloading the wheels while Pyodide loads.
+  const wheelBytes = installer === 'unpack'
+    ? Promise.all([wheelURL, ...dependencyURLs].map(fetchBytes)) : null;
   wheelBytes?.catch(() => {});  // awaited below; avoid an early unhandled rejection
   // The tool modules' archives too (small; the entry point picks which to load).
   const prefetched = new Map();
@@ -224,12 +228,15 @@ async function boot() {
   if (installer === 'unpack') {
     // A pure-Python wheel only needs unzipping into site-packages: ~70 ms, where
     // micropip (load it, then resolve and install) takes 0.4-0.8 s; see bench/boot.py.
-    pyodide.unpackArchive(await wheelBytes, 'wheel', {extractDir: sitePackages});
+    for (const bytes of await wheelBytes) {
+      pyodide.unpackArchive(bytes, 'wheel', {extractDir: sitePackages});
+    }
     pyodide.runPython('import importlib; importlib.invalidate_caches()');
   } else {
     await pyodide.loadPackage(new URL(manifest.micropip.wheel, self.location.origin).href,
                               {messageCallback: () => {}});
     const micropip = pyodide.pyimport('micropip');
+    for (const url of dependencyURLs) await micropip.install(url);
     await micropip.install(wheelURL);
     micropip.destroy();
   }
