@@ -184,6 +184,7 @@ def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None =
     and so is a tool whose name an earlier module (or the agent) already uses."""
     context = context or ToolContext()
     taken = {name: "the agent itself" for name in reserved}
+    seen: set[int] = set()   # one tool imported by two modules is offered once
     loaded = LoadedTools()
     for path in paths:
         name = module_name(path)
@@ -194,12 +195,15 @@ def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None =
             continue
         kept = []
         for item in tools:
+            if id(item) in seen:
+                continue
             if item.name in taken:
                 loaded.errors.append(ToolModuleError(
                     name, path, f"its tool {item.name!r} was left out: {taken[item.name]} "
                     "already has a tool of that name (rename it: @tool(name=...))"))
                 continue
             taken[item.name] = f"tool module {name!r}"
+            seen.add(id(item))
             kept.append(item)
         loaded.modules[name] = [t.name for t in kept]
         loaded.tools.extend(kept)

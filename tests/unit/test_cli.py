@@ -183,8 +183,24 @@ def test_tool_files_give_their_module_level_tools_once(tmp_path):
                                    "    '''Another calculate.'''\n    return x\n")
     names = [t.name for t in load_tool_files([str(tmp_path / "a.py"), str(tmp_path / "b.py")])]
     assert names == ["calculate", "convert_units"]
-    with pytest.raises(ToolFileError, match="already defined"):
+    with pytest.raises(ToolFileError, match="already has a tool of that name"):
         load_tool_files([str(tmp_path / "a.py"), str(tmp_path / "c.py")])
+
+
+
+def test_the_demo_tool_package_keeps_its_notes_in_the_chat_database(tmp_path):
+    """--tools takes the page's modules, package folders too; make_tools(context) gets
+    the SQLite database's key-value store, so a note outlives the process."""
+    package = Path(__file__).resolve().parents[2] / "demo_tools"
+    db = tmp_path / "chat.db"
+    for text, expected in (("buy oat milk", "saved"), (None, "oat milk")):
+        store = SqliteStore(db)
+        try:
+            tools = {t.name: t for t in load_tool_files([str(package)], store.key_value_store())}
+            result = run(tools["add_note"](text) if text else tools["search_notes"]("milk"))
+        finally:
+            store.close()
+        assert expected in result.lower()
 
 
 # ------------------------------------------------------------- live answers
