@@ -12,6 +12,9 @@ or absent:
   priority by category and recency)?
 - Did a summary really carry a fact it was asked to keep (its names and numbers
   are there, or most of its words)? If not, the fact stays a key fact.
+- May a new user message change a key fact (it takes something back or changes
+  it, or it speaks of a known fact's subject)? Then it is read for facts at once,
+  not at the next periodic refresh, so the old value is not shown as current.
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ _USER = frozenset("user user's users the".split())
 # Thai food" and "likes Italian food" can both be true, "lives in Leeds/Bristol" cannot,
 # and neither can "owns a cat named Tom/Felix".
 _SINGLE_VALUED = frozenset("is are was were lives".split())
+# How people say that something they told before has changed or no longer holds.
+_REVISION = re.compile(
+    r"\b(?:no longer|any ?more|chang(?:e|ed|ing)|moved?|switch(?:ed)?|instead|"
+    r"cancel(?:l?ed)?|used to|gave up|given up|pulled out|postponed|rescheduled|pushed|"
+    r"not true|sold|quit|stopped|raised|lowered|replaced|reset|now|new)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# Asking to drop or correct what was said needs no first person ("forget the Galway trip").
+_ASKED_TO_FORGET = re.compile(r"\b(?:forget|scratch (?:that|the)|ignore|updat(?:e|ed)|"
+                              r"correction)\b", re.IGNORECASE)
+_FIRST_PERSON = frozenset("i i'm i've i'd i'll me my mine we we're we've our ours us".split())
 _STOPWORDS = frozenset("the a an and or of to in on at for with by from is are was were be "
                        "been has have had it its that this their they them he she his her "
                        "user user's users who which what when where as not but so very".split())
@@ -126,3 +139,33 @@ def carried_by(fact: Fact, text: str) -> bool:
         return True
     stems = {_stem(w) for w in haystack}
     return len(content & stems) >= 0.6 * len(content)
+
+
+def may_revise(message: str, facts: Iterable[Fact]) -> bool:
+    """Whether a user message may change what the key facts say: it asks to forget or
+    correct something; or one of its statements (not a question) speaks of the user
+    ("I", "our") with words of change ("moved", "no longer", "now"); or it shares a name, or two longer content
+    words, with a known fact. Cheap and generous: a false alarm costs one short
+    extraction call, a miss shows an old value as current until the next refresh."""
+    facts = list(facts)
+    if not facts:
+        return False
+    if _ASKED_TO_FORGET.search(message) or any(
+            _REVISION.search(s) and any(w.lower() in _FIRST_PERSON for w in words(s))
+            for s in _SENTENCE.findall(message) if not s.rstrip().endswith("?")):
+        return True
+    names = _names(message)
+    stems = _long_stems(words(message))
+    return any(names & _names(fact.text) or len(stems & _long_stems(words(fact.text))) >= 2
+               for fact in facts)
+
+
+def _names(text: str) -> set[str]:
+    """Capitalised words past the first (people, places, brands), not numbers: a
+    number alone ("10", "000") ties too many unrelated messages to a fact."""
+    _, values, _ = shape(text)
+    return {v for v in values if v.isalpha() and len(v) > 2 and v not in _STOPWORDS}
+
+
+def _long_stems(said: list[str]) -> set[str]:
+    return {_stem(w) for w in said if len(w) >= 5 and w.lower() not in _STOPWORDS}

@@ -39,6 +39,7 @@ from ._compaction_prompts import InvalidSummaryError, fallback_summary
 from ._compaction_steps import (DESTROY_TIMEOUT_S, Ask, CompactionPreemptedError,
                                 bounded_call, extract_facts, outdated, settle_folds, summarize)
 from .events import AgentEvent, log
+from ._fact_rules import may_revise
 from .facts import over_budget, render_known
 from .memory import Budget
 from .model import ModelError, Purpose
@@ -114,7 +115,10 @@ class Compactor:
             return False
         unread = [t for t in state.recent_turns if t.id > state.facts_through]
         tokens = sum(self.agent.accountant.turn_tokens(t) for t in unread)
-        return tokens >= budget.turn_budget * self.policy.facts_refresh_ratio
+        # A turn that may change a key fact is read at once: else the old value would
+        # be shown as current until the next periodic refresh.
+        return tokens >= budget.turn_budget * self.policy.facts_refresh_ratio or \
+            any(may_revise(t.user, state.facts) for t in unread)
 
     # ------------------------------------------------------------ scheduling
 

@@ -199,6 +199,39 @@ def test_an_update_supersedes_the_old_fact_and_the_log_says_so(make_agent):
     assert retracted[0].reason == "the user asked to forget it"
 
 
+def key_facts(prompt: str) -> str:
+    return prompt.split("Key facts:", 1)[1].split("\n\n", 1)[0] if "Key facts:" in prompt else ""
+
+
+def test_a_changed_fact_is_read_at_once_even_while_the_summary_hangs(make_agent):
+    """A turn that changes a key fact is read for facts right away, not at the next
+    periodic refresh: the next prompt does not show the old value as current, also
+    while every summary call hangs and is stopped."""
+    agent, model, _ = make_agent(facts=locker_extractor, summary=never,
+                                 window=SMALL["window"], memory=QUICK)
+
+    async def scenario():
+        await agent.run("My locker code is 4471, remember it.", session_id="s")
+        await agent.wait_idle(timeout=2)
+        for i in range(40):  # until a periodic refresh has read the code
+            if (await agent.memory_state("s")).facts:
+                break
+            await agent.run(f"Message number {i}: {LONG}", session_id="s")
+            assert await agent.wait_idle(timeout=2)
+        # Right after a refresh: one short turn is far below the periodic threshold.
+        await agent.run("The gym reset the lockers, my locker code is 8032 now.",
+                        session_id="s")
+        assert await agent.wait_idle(timeout=2)
+        await agent.run("What should I cook tonight?", session_id="s")
+
+    run(scenario())
+    last = key_facts(first_prompts(model)[-1].input)
+    assert "8032" in last and "4471" not in last
+    records = run(agent.compressions("s"))
+    assert records[-1].kind == "facts" and records[-1].facts_turn_ids[-1] == \
+        run(agent.memory_state("s")).facts[0].turn_id
+
+
 def many_facts_extractor(call: PromptCall) -> str:
     facts = [{"category": "background", "text": f"The user owns a thing named Item{m}"}
              for m in re.findall(r"^User: Message number (\d+)", call.input, re.MULTILINE)]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from py_agent import Fact, MemoryPolicy, SessionState
-from py_agent._fact_rules import carried_by, lowest_first, same_subject
+from py_agent._fact_rules import carried_by, lowest_first, may_revise, same_subject
 from py_agent.facts import FactOp, consolidate, facts_tokens, over_budget, parse_fact_ops
 from py_agent.state import FactIds
 from py_agent.tokens import TokenCounter
@@ -145,3 +145,33 @@ def test_facts_saved_without_ids_get_them_on_load():
     state = SessionState.from_dict({"session_id": "s", "facts": [
         {"category": "need", "text": "a"}, {"category": "need", "text": "b", "id": "f1"}]})
     assert [f.id for f in state.facts] == ["f2", "f1"] and state.next_fact_id == 3
+
+
+KNOWN = [Fact("follow-up", "The user has a dentist appointment (Dr Achterberg) on Friday."),
+         Fact("background", "The user lives in Leeds."),
+         Fact("need", "The user's weekly grocery budget is £115.")]
+
+
+@pytest.mark.parametrize("message", [
+    "They've moved my appointment to 15:15, same day.",          # change, first person
+    "We're not going to Galway anymore.",                        # no longer holds
+    "Forget the library reminder, it's done.",                   # asked to forget
+    "Dr Achterberg's surgery rang this morning.",                # a known fact's name
+    "Food prices have beaten us, the weekly grocery budget is £140.",  # its words
+])
+def test_a_message_that_may_change_a_key_fact_is_noticed(message):
+    assert may_revise(message, KNOWN)
+
+
+@pytest.mark.parametrize("message", [
+    "What's 350 degrees in Celsius?",
+    "How do I make a quick berry compote?",
+    "Convert 10 km to miles.",
+    "Can I use caster sugar instead of granulated?",  # a change word, but not about the user
+])
+def test_small_talk_does_not_look_like_a_change(message):
+    assert not may_revise(message, KNOWN)
+
+
+def test_nothing_can_change_when_nothing_is_known():
+    assert not may_revise("I moved to Bristol, forget Leeds.", [])
