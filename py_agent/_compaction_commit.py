@@ -1,4 +1,4 @@
-"""Committing one memory pass: the new state and its record written together.
+"""Starting and committing one memory pass: the new state and its record written together.
 
 The compactor (:mod:`py_agent.compaction`) gathers a :class:`Pass`: the turns it
 compacted, the facts after consolidation and folds, the summary (or None when the
@@ -11,12 +11,13 @@ notice, writes state and record in one store call, and emits the page's event.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from .events import AgentEvent
+from .events import AgentEvent, log
+from .memory import Budget
 from .model import Purpose
 from .results import CompactionReport
-from .state import CompressionRecord, Fact, FactChange, Turn, now_ms
+from .state import CompressionRecord, Fact, FactChange, SessionState, Turn, now_ms
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -36,6 +37,32 @@ class Pass:
     summary: str | None = None
     summary_error: str | None = None
     summary_asked: bool = False
+
+
+async def start_pass(agent: "Agent", session_id: str, trigger: str, focus: str | None,
+                     chosen: list[Turn], budget_of: Callable[[SessionState], Budget | None]
+                     ) -> Pass | None:
+    """Archive unsaved turns, then a pass over the session as it is now (None if the
+    turns could not be archived: nothing is compacted that the archive lacks)."""
+    if agent._unsaved.get(session_id) and session_id not in agent._detached:
+        async with agent._lock(agent._state_locks, session_id):
+            try:
+                await agent.store.commit_turn(agent._states[session_id],
+                                              list(agent._unsaved[session_id]))
+                agent._unsaved[session_id].clear()
+            except Exception as exc:
+                log.warning("not compacting %s: unsaved turns (%s)", session_id, exc)
+                return None
+    state = agent._states[session_id]
+    budget = budget_of(state)
+    record = CompressionRecord(
+        session_id=session_id, started_at=now_ms(), duration_ms=0, ok=False,
+        turn_ids=[t.id for t in chosen], previous_summary=state.summary, summary_prompt="",
+        summary="", focus=focus, trigger=trigger,  # type: ignore[arg-type]
+        tokens_before=budget.summary + budget.facts + budget.turns if budget else 0,
+        facts_before=list(state.facts), policy=agent.policy.to_dict())
+    return Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
+                last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0)
 
 
 async def commit_pass(agent: "Agent", session_id: str, work: Pass, failures: int,

@@ -34,7 +34,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from ._compaction_commit import Pass, commit_pass
+from ._compaction_commit import Pass, commit_pass, start_pass
 from ._compaction_prompts import InvalidSummaryError, fallback_summary
 from ._compaction_steps import (DESTROY_TIMEOUT_S, Ask, CompactionPreemptedError,
                                 bounded_call, extract_facts, outdated, settle_folds, summarize)
@@ -44,7 +44,7 @@ from .facts import over_budget, render_known
 from .memory import Budget
 from .model import ModelError, Purpose
 from .results import CompactionReport
-from .state import CompressionRecord, Fact, FactChange, SessionState, Turn, now_ms
+from .state import Fact, FactChange, SessionState, Turn
 
 if TYPE_CHECKING:  # the agent owns the compactor; its session tables are shared
     from .agent import Agent
@@ -228,27 +228,7 @@ class Compactor:
 
     async def _start(self, session_id: str, trigger: str, focus: str | None,
                      chosen: list[Turn]) -> Pass | None:
-        """Archive unsaved turns, then a pass over the session as it is now."""
-        agent = self.agent
-        if agent._unsaved.get(session_id) and session_id not in agent._detached:
-            async with agent._lock(agent._state_locks, session_id):
-                try:  # the archive holds every raw turn before any is compacted
-                    await agent.store.commit_turn(agent._states[session_id],
-                                                  list(agent._unsaved[session_id]))
-                    agent._unsaved[session_id].clear()
-                except Exception as exc:
-                    log.warning("not compacting %s: unsaved turns (%s)", session_id, exc)
-                    return None
-        state = agent._states[session_id]
-        budget = self._budget(state)
-        record = CompressionRecord(
-            session_id=session_id, started_at=now_ms(), duration_ms=0, ok=False,
-            turn_ids=[t.id for t in chosen], previous_summary=state.summary, summary_prompt="",
-            summary="", focus=focus, trigger=trigger,  # type: ignore[arg-type]
-            tokens_before=budget.summary + budget.facts + budget.turns if budget else 0,
-            facts_before=list(state.facts), policy=self.policy.to_dict())
-        return Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
-                     last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0)
+        return await start_pass(self.agent, session_id, trigger, focus, chosen, self._budget)
 
     async def refresh_facts(self, session_id: str) -> bool:
         """A facts refresh: read the unread raw turns for facts, and if that puts the
