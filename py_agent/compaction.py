@@ -4,8 +4,9 @@ Two kinds of background pass keep a session's memory, one at a time per session:
 
 - a **facts refresh** once the raw turns not yet read for facts fill
   ``facts_refresh_ratio`` of the turn budget: the extractor sees the known facts (with short ids)
-  and those turns, and adds, updates or retracts facts (:mod:`py_agent.facts`),
-  so a fact the user changed is not shown as current for long;
+  and those turns, and adds, updates or retracts facts (:mod:`py_agent.facts`);
+  also right after a turn that may change a known fact
+  (:func:`~py_agent._fact_rules.may_revise`), so an old value is not shown as current;
 - a **compaction** once the raw turns outgrow their token budget (or the user or
   the model asks): (a) if some of its turns were not read for facts yet, facts
   from every unread turn; (b) if the facts are

@@ -54,7 +54,8 @@ class MemoryPolicy:
         extract_facts: run structured key-fact extraction.
         facts_refresh_ratio: read the raw turns for facts once those not read yet
             fill this share of the turn budget, between compactions, so a fact the
-            user changes or retracts is not shown as current for long. A compaction
+            user changes or retracts is not shown as current for long (a turn that
+            may change a known fact is read at once, whatever the ratio). A compaction
             reads them too when it must (its turns were not read yet). With the
             default ratios this is one read between two compactions, so memory costs
             two model calls per compaction, as before facts were refreshed.
