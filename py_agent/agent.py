@@ -12,7 +12,7 @@ import asyncio
 from collections import Counter
 from typing import AsyncIterator, Iterable
 
-from ._loop import COMPACT_TOOL, TurnAborted, TurnContext, condensed_steps, run_turn
+from ._loop import COMPACT_TOOL, STEP_TIMEOUT_S, TurnAborted, TurnContext, condensed_steps, run_turn
 from ._tool_runner import ToolPolicy
 from ._compaction_prompts import summary_messages
 from .compaction import DESTROY_TIMEOUT_S, Compactor
@@ -68,6 +68,8 @@ class Agent:
         memory: thresholds for compaction; see :class:`MemoryPolicy`.
         tool_policy: timeout, retries and output cap for tool calls.
         max_steps: iteration cap of one turn.
+        step_timeout_s: a step call that gives no answer within this many seconds is
+            stopped and the turn ends with an error (None: only the user's Stop ends it).
         on_event: called with every :class:`AgentEvent`, including background ones.
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
     """
@@ -76,7 +78,8 @@ class Agent:
                  tools: Iterable[Tool] = (), memory: MemoryPolicy | None = None, *,
                  tool_policy: ToolPolicy | None = None, max_steps: int = 7, top_k: int = 3,
                  on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
-                 system_instruction: str = SYSTEM_INSTRUCTION) -> None:
+                 system_instruction: str = SYSTEM_INSTRUCTION,
+                 step_timeout_s: float | None = STEP_TIMEOUT_S) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = model
@@ -86,6 +89,7 @@ class Agent:
         self.policy = self.requested_policy
         self.tool_policy = tool_policy or ToolPolicy()
         self.max_steps = max_steps
+        self.step_timeout_s = step_timeout_s
         self.on_event = on_event
         registry = list(tools)
         if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
@@ -222,7 +226,8 @@ class Agent:
         ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
                           first_prompt=build_first_prompt,
                           new_session=lambda: self._clone(Purpose.STEP), emit=emit,
-                          tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort)
+                          tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort,
+                          step_timeout_s=self.step_timeout_s)
         try:
             await self._base(Purpose.STEP)
             await self._check_message_fits(message, offered)
@@ -509,6 +514,9 @@ def _model_error_text(exc: Exception) -> str:
     if name == "ModelUnavailableError":
         return ("The on-device model is not available right now, so I can't answer. "
                 "Your message is saved; try again once the model is ready.")
+    if name == "StepTimeoutError":
+        return (f"The model stopped answering ({exc}), so I gave up on this message. "
+                "Your message is saved; please try again.")
     if name == "ModelNetworkError":
         return "The model could not be reached (it may still be downloading). Please try again."
     return f"Something went wrong while asking the model: {exc}"
