@@ -1,7 +1,7 @@
 """Static word vectors: a third signal that knows "kg" is near "pounds".
 
 Character n-grams join words that share letters; BM25 joins words that share a stem.
-Neither knows that "gigs" and "megabytes", or "heads" and "coin", belong together.
+Neither knows that "kg" and "pounds", or "jazz" and "songs", belong together.
 A small table of GloVe vectors (see ``bench/make_word_vectors.py``: the 40,000 most
 frequent words, 50 dimensions, int8, 2.3 MB, shipped with the wheel) does: a
 text's vector is the weighted mean of its words' vectors, frequent words weighing

@@ -10,7 +10,7 @@ Three signals, fused:
   spelling) and offer candidates when no word matches at all.
 - **Word vectors** (:mod:`.embeddings`, a small GloVe table shipped with the
   package): the cosine of the message's mean word vector with each tool's, which
-  knows that "kilos" and "pounds", or "gigs" and "megabytes", belong together.
+  knows that "kg" and "pounds", or "jazz" and "songs", belong together.
 
 The fused score is a weighted sum of the three, BM25F and n-grams each divided by
 its best score for the message, word vectors rescaled from the registry's mean (0)
@@ -219,8 +219,9 @@ class ToolRetriever:
             for index, score in self._bm25.scores(weak).items():
                 if index in lexical:
                     lexical[index] += score
-        similarity = self._ngrams.scores(words(request))
-        meaning = self._meaning_scores(words(request))
+        request_words = words(request)
+        similarity = self._ngrams.scores(request_words)
+        meaning = self._meaning_scores(request_words)
         chosen = set(lexical) | {i for i, s in similarity.items() if s >= self.min_similarity}
         if meaning and self.meaning_candidates:
             chosen |= set(sorted(meaning, key=lambda i: -meaning[i])[:self.meaning_candidates])
@@ -303,7 +304,8 @@ class ToolRetriever:
 
     def retrieve(self, query: str, k: int | None = None, *,
                  previous: PreviousTurn | None = None) -> list[ScoredTool]:
-        """The top ``k`` candidates (see the module docstring), then every pinned tool.
+        """The top ``k`` candidates and up to ``close_extra`` more whose score is close to
+        the best (see the module docstring), then every pinned tool.
 
         When the whole registry fits in ``k`` there is nothing to choose between,
         so every tool is offered, matching or not.
