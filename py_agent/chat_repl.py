@@ -35,16 +35,8 @@ Commands: /memory (what the next prompt carries), /compact [focus] (compact now)
 
 
 def policy_for_window(window: int) -> MemoryPolicy:
-    """The default memory policy (sized for Gemini Nano's 9,216 tokens), scaled down for a
-    smaller window, so a 2,048- or 4,096-token local model still has room for turns."""
-    if window >= DEFAULT_CONTEXT_WINDOW:
-        return MemoryPolicy()
-    scale = window / DEFAULT_CONTEXT_WINDOW
-    default = MemoryPolicy()
-    return MemoryPolicy(
-        reserved_turn_tokens=max(384, int(default.reserved_turn_tokens * scale)),
-        summary_target_tokens=max(96, int(default.summary_target_tokens * scale)),
-        summary_max_tokens=max(192, int(default.summary_max_tokens * scale)))
+    """The memory policy for a model with this window (see :meth:`MemoryPolicy.for_window`)."""
+    return MemoryPolicy.for_window(window, sized_for=DEFAULT_CONTEXT_WINDOW)
 
 
 @dataclass

@@ -79,6 +79,19 @@ class MemoryPolicy:
         if problems:
             raise MemoryPolicyError("invalid MemoryPolicy: " + "; ".join(problems))
 
+    @classmethod
+    def for_window(cls, window: int, *, sized_for: int = 9216) -> "MemoryPolicy":
+        """The defaults (sized for Gemini Nano's ``sized_for`` tokens), scaled down for a
+        smaller window, so a 2,048- or 4,096-token local model still has room for turns;
+        a larger window keeps them (its budgets grow with the window anyway)."""
+        default = cls()
+        if window >= sized_for:
+            return default
+        scale = window / sized_for
+        return cls(reserved_turn_tokens=max(384, int(default.reserved_turn_tokens * scale)),
+                   summary_target_tokens=max(96, int(default.summary_target_tokens * scale)),
+                   summary_max_tokens=max(192, int(default.summary_max_tokens * scale)))
+
     def check_window(self, context_window: int, prefix_tokens: int) -> None:
         """Fail early, and clearly, when the model's window cannot hold this policy."""
         room = context_window - prefix_tokens - self.reserved_turn_tokens - self.summary_max_tokens
