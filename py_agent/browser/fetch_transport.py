@@ -120,6 +120,8 @@ class FetchResponse:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         body = self._response.body
+        if self._finished:   # closed: nothing more comes (as with the stdlib transport)
+            return
         if body is None or type(body).__name__ in ("JsNull", "JsUndefined"):
             self._finished = True
             return
