@@ -164,7 +164,9 @@ class BackendSwitch:
                 raise ValueError("model must be a model name")
             old = self.agent
             try:
-                await asyncio.wait_for(self._idle(), IDLE_WAIT_S)
+                # Decided here: inside wait_for, CPython < 3.12 runs _idle as another task.
+                others = [t for t in self._busy if t is not asyncio.current_task()]
+                await asyncio.wait_for(self._idle(others), IDLE_WAIT_S)
             except asyncio.TimeoutError:
                 raise RuntimeError("the current model is still busy (a turn or a memory "
                                    "compaction); try again when it has finished") from None
@@ -184,8 +186,7 @@ class BackendSwitch:
             self._announce()
             self._replay()
 
-    async def _idle(self) -> None:
-        others = [t for t in self._busy if t is not asyncio.current_task()]
+    async def _idle(self, others: list[asyncio.Task]) -> None:
         if others:
             await asyncio.gather(*others, return_exceptions=True)
         if self.agent is not None:
