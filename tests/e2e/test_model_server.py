@@ -150,3 +150,23 @@ def test_without_gemini_nano_or_a_server_the_page_says_what_to_do(
     expect(hint).to_contain_text("python serve.py --model-url")
     expect(page.get_by_test_id("model-choice-row")).to_be_hidden()
     expect(page.get_by_test_id("chat-input")).to_be_disabled()
+
+
+def test_the_user_switches_model_and_the_choice_is_kept(
+        page: Page, served: str, model_server: FakeServer) -> None:
+    boot(page, served + "/")
+    choice = page.get_by_test_id("model-choice")
+    values = choice.locator("option").evaluate_all("nodes => nodes.map(n => n.value)")
+    assert values == ["prompt-api", "server:fake-model", "server:other-model"]
+    choice.select_option("server:other-model")
+    expect(page.get_by_test_id("model-state")).to_have_text("Model: other-model (server)")
+    chat(page, "Hello from the other model")
+    assert model_server.chat_requests()[-1]["model"] == "other-model"
+
+    boot(page, served + "/")   # the next visit starts with the choice
+    expect(page.get_by_test_id("model-state")).to_have_text("Model: other-model (server)")
+    expect(choice).to_have_value("server:other-model")
+    # Back to Gemini Nano, which this browser lacks: the page says so, as without a server.
+    choice.select_option("prompt-api")
+    expect(page.get_by_test_id("model-guide")).to_be_visible()
+    expect(page.get_by_test_id("chat-input")).to_be_disabled()

@@ -111,7 +111,10 @@ def _on_change(event):
     _save(backend, model)
     choice_note.textContent = "Switching…"
     choice.disabled = True
-    request("use_model", _on_switched, backend=backend, model=model or None)
+    fields = {"backend": backend}
+    if model:   # no key at all otherwise (None would cross to the worker as a JS null)
+        fields["model"] = model
+    request("use_model", _on_switched, **fields)
 
 
 def start():
