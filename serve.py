@@ -119,7 +119,7 @@ KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
 # Everything else is closed: no plugins, no <base>, no framing, forms post only here.
 _CSP_COMMON = [
     "worker-src 'self'",
-    "connect-src 'self'{connect}",
+    "connect-src 'self'",
     "img-src 'self' data:",
     "font-src 'self'",
     "object-src 'none'",
@@ -519,12 +519,16 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         return CACHE_REVALIDATE
 
     def content_security_policy(self) -> str:
-        connect = self.model_server.connect_sources() if self.model_server else ""
         local = self.translate_path(self.path)
         if not local.endswith(".html"):
-            return CSP.format(connect=connect)
-        hashes = "".join(f" '{h}'" for h in inline_script_hashes(Path(local)))
-        return CSP_PAGE.format(hashes=hashes, connect=connect)
+            policy = CSP
+        else:
+            hashes = "".join(f" '{h}'" for h in inline_script_hashes(Path(local)))
+            policy = CSP_PAGE.format(hashes=hashes)
+        if self.model_server is not None:   # its origin, when the worker fetches it directly
+            policy = policy.replace("connect-src 'self'",
+                                    "connect-src 'self'" + self.model_server.connect_sources())
+        return policy
 
     def do_GET(self) -> None:  # noqa: N802
         if not self.proxy_model_request():
@@ -657,13 +661,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     served = f"{site} in front of web/" if site else "web/"
     say(f"serving {served} (and worker/ at /worker/) on {server.url}/")
-    if model_server is not None:
-        how = ("through this server at /model/" + (", with the API key from the environment"
-                                                   if model_server.api_key else "")
-               if model_server.proxy else "directly from the page (CORS)")
-        say(f"model server {model_server.base_url}, reached {how}")
-        for note in check_model_server(model_server, server.url):
-            say(note)
+    for note in check_model_server(model_server, server.url) if model_server else ():
+        say(note)
     say(f"open {server.url}/ in Chrome; Ctrl-C stops")
     try:
         server.serve_forever()

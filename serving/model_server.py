@@ -192,8 +192,12 @@ def _error(handler: Any, status: int, message: str, code: str) -> None:
 # ------------------------------------------------------------------ start-up check
 
 def check_model_server(server: ModelServer, page_origin: str) -> list[str]:
-    """Lines for the terminal: is the server up, what it serves, will the page be let in."""
-    notes = []
+    """Lines for the terminal: how the page reaches the server, is it up, what it serves,
+    will the page be let in."""
+    how = ("through serve.py at /model/" + (", with the API key from the environment"
+                                            if server.api_key else "")
+           if server.proxy else "directly from the page (CORS)")
+    notes = [f"model server {server.base_url}, reached {how}"]
     headers = {"Authorization": f"Bearer {server.api_key}"} if server.api_key else {}
     try:
         with urllib.request.urlopen(urllib.request.Request(

@@ -96,7 +96,7 @@ class FetchTransport:
                 f"the browser could not connect ({_describe(exc)}): the server is not "
                 "running, the address is wrong, or the server does not accept requests "
                 f"from this page{' (' + self.origin + ')' if self.origin else ''}: it must "
-                "allow this origin (CORS), or be reached through `serve.py`'s proxy"
+                "allow this origin (CORS), or be reached through serve.py (--model-proxy)"
             ) from None
         return FetchResponse(response, controller, request.read_timeout)
 

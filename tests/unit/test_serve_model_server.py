@@ -138,7 +138,7 @@ def test_the_start_up_check_names_the_models_and_a_cors_refusal():
     with FakeServer(agent_responder, cors=False) as fake:
         notes = check_model_server(model_server_from_args(fake.url, "nope", environ={}),
                                    "http://127.0.0.1:8000")
-    assert "serving fake-model" in notes[0]
+    assert "directly from the page" in notes[0] and "serving fake-model" in notes[1]
     assert any("'nope' is not among them" in n for n in notes)
     assert any("CORS" in n and "--model-proxy" in n for n in notes)
     with FakeServer(agent_responder) as fake:
