@@ -32,7 +32,8 @@ RECORD_CHUNKS = """() => {
 def serve_with(model_url: str, **options):
     serve = load_serve_module()
     serve.prepare()
-    model_server = serve.model_server_from_args(model_url, environ={}, **options)
+    options.setdefault("environ", {})
+    model_server = serve.model_server_from_args(model_url, **options)
     server = serve.make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -139,6 +140,27 @@ def test_an_unreachable_server_is_said_clearly_and_loses_no_turn(page: Page) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_server_that_lets_no_page_in_is_reached_through_serve_py(page: Page) -> None:
+    with FakeServer(agent_responder, cors=False, api_key="sk-e2e-secret") as fake:
+        direct = serve_with(fake.url, model="fake-model")
+        keyed = serve_with(fake.url, model="fake-model",
+                           environ={"PY_AGENT_API_KEY": "sk-e2e-secret"})
+        try:
+            # Directly, the browser's CORS check stops the worker's fetch: the page says so.
+            boot(page, direct.url + "/")
+            expect(page.get_by_test_id("status")).to_contain_text("CORS")
+            # Through serve.py, which adds the key: it answers, and the page never sees it.
+            boot(page, keyed.url + "/")
+            assert "391" in chat(page, "What is 17 times 23?")
+            assert "sk-e2e-secret" not in page.content()
+            manifest = page.evaluate("fetch('/vendor/manifest.json').then(r => r.text())")
+            assert "sk-e2e-secret" not in manifest and '"/model/v1"' in manifest
+        finally:
+            for server in (direct, keyed):
+                server.shutdown()
+                server.server_close()
 
 
 def test_without_gemini_nano_or_a_server_the_page_says_what_to_do(
