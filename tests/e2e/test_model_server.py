@@ -23,9 +23,16 @@ pytestmark = pytest.mark.e2e
 
 # Small enough that a few turns compact (memory scaled to it: MemoryPolicy.for_window).
 WINDOW = 1500
+# Each streamed piece, and the thought the page shows once it has handled it (the page's
+# own listener runs first: it was added first).
 RECORD_CHUNKS = """() => {
   window.__chunks = [];
-  window.pyAgentLLM.addEventListener('chunk', (event) => window.__chunks.push(event.detail));
+  window.__shown = [];
+  window.pyAgentLLM.addEventListener('chunk', (event) => {
+    window.__chunks.push(event.detail);
+    const thoughts = document.querySelectorAll('[data-role="assistant"] .thought');
+    window.__shown.push(thoughts.length ? thoughts[thoughts.length - 1].textContent : '');
+  });
 }"""
 
 
@@ -82,6 +89,10 @@ def test_the_server_answers_with_a_tool_streams_compacts_and_is_remembered_after
     assert len(by_request) == 2 and all(len(texts) > 3 for texts in by_request.values())
     for texts in by_request.values():   # each step's reply grows piece by piece
         assert all(a == b[:len(a)] and len(a) < len(b) for a, b in zip(texts, texts[1:]))
+    # ...and the page showed the first step's thought growing as it came.
+    shown = [t for t in page.evaluate("window.__shown") if t]
+    first = shown[:shown.index("This needs arithmetic.")]
+    assert len(first) >= 2 and all("This needs arithmetic.".startswith(t) for t in first), shown
     bodies = model_server.chat_requests()
     assert bodies and all(b["model"] == "fake-model" and b["stream"] for b in bodies)
 
