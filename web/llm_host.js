@@ -8,6 +8,8 @@
  *            {type: 'llm-result', id, ok: false, error: {name, message, originalName, requested?, quota?}}
  *   event    {type: 'llm-event', event: 'downloadprogress', loaded, requestId}
  *            {type: 'llm-event', event: 'contextoverflow', sessionId, requestId}
+ *   from the worker, relayed as a 'chunk' event (a model the worker streams itself):
+ *            {type: 'llm-event', event: 'chunk', requestId, purpose, conversationId, chunk, text}
  *
  *   availability([options])          -> {availability, reason}; reason 'unsupported' when the API is absent
  *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})
@@ -82,6 +84,11 @@ export class LLMHost extends EventTarget {
       const msg = event.data;
       if (msg && msg.type === 'llm') {
         this.handle(msg).then((reply) => target.postMessage(reply));
+      } else if (msg && msg.type === 'llm-event' && msg.event === 'chunk') {
+        // A model the worker reaches itself (an OpenAI-compatible server) streams there;
+        // its pieces come here to reach the page as the Prompt API's do.
+        const {type: _type, event: _event, ...detail} = msg;
+        this._emit('chunk', detail, this._options.onChunk, true);
       }
     };
     target.addEventListener('message', listener);

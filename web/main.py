@@ -8,7 +8,7 @@ import sys
 
 from pyscript import window
 
-from ui import chat, layout, memory, sessions, status, tools_panel
+from ui import chat, layout, memory, model_choice, sessions, status, tools_panel
 from ui.link import take_over_worker
 
 runtime = "%s %s" % (sys.implementation.name,
@@ -18,6 +18,7 @@ status.status.setAttribute("data-ui-ms", str(int(window.performance.now())))  # 
 
 layout.start()
 status.start(runtime)
+model_choice.start()
 memory.start()
 chat.start(status.llm_host())
 sessions.start()

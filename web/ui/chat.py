@@ -513,9 +513,9 @@ def on_controls():
         chat_input.placeholder = "The agent could not start; see the message above."
     elif not state["booted"]:
         chat_input.placeholder = "Starting the agent…"
-    elif state["model"] == UNAVAILABLE:
+    elif state["model"] == UNAVAILABLE and state["server"] is None:
         chat_input.placeholder = "Chrome's built-in model is not available here (see above)."
-    elif state["model"] is None:
+    elif state["model"] is None and state["server"] is None:
         chat_input.placeholder = "Checking Chrome's built-in model…"
     else:
         chat_input.placeholder = "Ask something (Enter sends, Shift+Enter for a new line)"
