@@ -69,11 +69,14 @@ RUNTIMES = [
     # The MicroPython engine PyScript runs for <script type="mpy">; the -settrace and
     # -ulab builds are picked by PyScript when a page asks for debug or ulab.
     ("@micropython/micropython-webassembly-pyscript", "micropython", ["*.mjs", "*.wasm"]),
+    # The page's Markdown parser: its self-contained browser ES module (no eval inside).
+    ("markdown-it", "markdown-it", ["dist/browser/markdown-it.esm.min.mjs",
+                                    "dist/browser/markdown-it.esm.min.mjs.map", "LICENSE"]),
 ]
 
 # One file per runtime whose presence says its vendor copy is complete (copies are atomic).
 KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
-             "micropython": "micropython.wasm"}
+             "micropython": "micropython.wasm", "markdown-it": "markdown-it.esm.min.mjs"}
 
 # Content-Security-Policy. Everything must come from this origin. A CSP applies to the
 # document or worker whose response carries it, so the page and the agent worker each get
