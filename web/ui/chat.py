@@ -1,11 +1,12 @@
 # The conversation: messages, sending a turn, stopping or retrying it, rendering the
 # events and streamed text of the running turn, and keeping the newest message in view.
 #
-# Answers are Markdown, rendered by ui/markdown.py into DOM nodes (never as HTML); the
-# user's own messages, errors and tool output stay plain text.
+# Answers are Markdown, rendered by markdown.js (markdown-it's tokens built into DOM nodes,
+# never HTML); the user's own messages, errors and tool output stay plain text.
 import json
 
 from pyscript import document, window
+from pyscript.js_modules import markdown
 
 from ui.app import can_send, emit, model_usable, on, state, turn_of, UNAVAILABLE
 from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, part, seconds,
@@ -13,7 +14,7 @@ from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, par
 from ui.link import request
 from ui.memory import compacted_ids
 from ui.status import clear_worker_error, render_status, show_storage_warning
-from ui import markdown, trace
+from ui import trace
 
 messages_el = by_id("messages")
 form = by_id("composer")
@@ -23,7 +24,8 @@ stop_button = by_id("stop-button")
 jump_button = by_id("jump-latest")
 announcer = by_id("answer-announcer")
 
-PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often
+PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
+PREVIEW_BACKOFF = 3  # and waits at least this many times its last render's cost
 BOTTOM_SLACK = 48    # px: this close to the end still counts as "at the latest message"
 
 
@@ -106,13 +108,14 @@ def add_assistant_message(turn_id=None, open_trace=True):
     return node
 
 
-def set_answer(message, text, rich=True):
+def set_answer(message, text, rich=True, streaming=False):
     """The message's answer: Markdown rendered as DOM nodes, or (rich=False: errors,
-    notices) plain text."""
+    notices) plain text. While it streams, only what the rest can still change is
+    rebuilt."""
     node = part(message, ".text")
     if rich:
         try:
-            markdown.render(text, node)
+            (markdown.preview if streaming else markdown.render)(text, node)
             node.classList.add("markdown")
             return
         except Exception as error:   # never lose an answer to a rendering bug
@@ -224,7 +227,7 @@ def send(text, from_input=True):
     session_id = state["session"]
     turn = {"session": session_id, "text": text, "message": message, "step": 0,
             "started": now_ms(), "phase": "Thinking…",
-            "preview": None, "timer": None, "previewed": 0, "final": False,
+            "preview": None, "timer": None, "quiet_until": 0, "final": False,
             "streamed": None}
     state["turn"] = turn
     state["note"] = ""
@@ -436,11 +439,13 @@ def escapes_at(text, index):
 
 
 def preview_answer(turn, text):
-    """Show the answer as it streams, re-rendering at most every PREVIEW_MS."""
+    """Show the answer as it streams: at most every PREVIEW_MS, and never more than a
+    quarter of the time (a long answer that is slow to render is shown less often, so
+    the page stays responsive however long it gets)."""
     turn["preview"] = text
     if turn["timer"] is not None:
         return
-    wait = PREVIEW_MS - (now_ms() - turn["previewed"])
+    wait = turn["quiet_until"] - now_ms()
     if wait <= 0:
         flush_preview()
     else:
@@ -456,10 +461,12 @@ def flush_preview():
     turn["preview"] = None
     if text is None or turn["final"]:
         return
-    turn["previewed"] = now_ms()
+    started = now_ms()
     was_at_latest = at_latest()
-    set_answer(turn["message"], text)
+    set_answer(turn["message"], text, streaming=True)
     after_change(was_at_latest)
+    ended = now_ms()
+    turn["quiet_until"] = ended + max(PREVIEW_MS, PREVIEW_BACKOFF * (ended - started))
 
 
 _flush_proxy = keep(flush_preview)
