@@ -43,10 +43,11 @@ export function build(tokens, parent, options = PAGE, depth = 0) {
   for (const token of tokens) {
     if (token.nesting === -1) {
       stack.pop();
-      if (token.block && !token.hidden) stack[stack.length - 1].append('\n');
       continue;
     }
     const top = stack[stack.length - 1];
+    // A newline between blocks: invisible, but textContent reads as lines.
+    if (token.block && !token.hidden && token.type !== 'inline' && top.lastChild) top.append('\n');
     if (token.nesting === 1) {
       const deep = depth + stack.length > MAX_DEPTH;
       stack.push(token.hidden || deep ? top : open(token, top, options));
@@ -112,11 +113,10 @@ function leaf(token, parent, { breaks, safe }) {
         pre.className = 'md-code';
         if (lang) pre.setAttribute('data-lang', lang.slice(0, 30));
       }
-      parent.append('\n');
       return;
     }
     case 'hr':
-      parent.append(doc.createElement('hr'), '\n');
+      parent.append(doc.createElement('hr'));
       return;
     case 'image':
       image(token, parent, safe);
@@ -218,12 +218,9 @@ export function preview(text, parent) {
   state.refsKey = JSON.stringify(env.references);
   const cut = liveStart(tokens, tail);
   while (parent.childNodes.length > state.nodes) parent.lastChild.remove();
-  const doc = parent.ownerDocument;
   if (cut.token > 0) {
-    const done = doc.createDocumentFragment();
-    build(tokens.slice(0, cut.token), done);
-    state.nodes += done.childNodes.length;
-    parent.append(done);
+    attach(tokens.slice(0, cut.token), parent);
+    state.nodes = parent.childNodes.length;
     state.first = parent.firstChild;
     const segment = tail.slice(0, cut.char);
     if (Object.keys(env.references).length > Object.keys(state.refs).length) {
@@ -233,10 +230,16 @@ export function preview(text, parent) {
     }
     state.frozen += segment;
   }
-  const live = doc.createDocumentFragment();
-  build(tokens.slice(cut.token), live);
-  parent.append(live);
+  attach(tokens.slice(cut.token), parent);
   if (!state.nodes) state.first = parent.firstChild;
+}
+
+/** Build ``tokens`` after what ``parent`` holds, a newline between, as render() does. */
+function attach(tokens, parent) {
+  const fragment = parent.ownerDocument.createDocumentFragment();
+  build(tokens, fragment);
+  if (parent.lastChild && fragment.firstChild) parent.append('\n');
+  parent.append(fragment);
 }
 
 /** Where the blocks that can still change start: {token: index, char: offset in text}. */
