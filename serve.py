@@ -84,14 +84,14 @@ KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
 #
 #   'wasm-unsafe-eval'   WebAssembly.instantiate*() of micropython.wasm (page) and
 #                        pyodide.asm.wasm (worker). Without it neither interpreter starts.
-#   'unsafe-eval'        the page only: PyScript builds its plugin hooks with Function()
-#                        at start-up (polyscript's hook composer) and fails without it.
-#                        The agent worker, which runs the agent and its tools, does not
-#                        get it: no JavaScript eval there. Neither does any other script.
-#   'sha256-…'           the page only: index.html's one small inline script, which
-#                        starts the worker before PyScript is up (saves ~0.5 s of boot).
-#                        The server hashes the inline scripts of each HTML file it
-#                        serves, so exactly those and no others may run.
+#   (no 'unsafe-eval')   no JavaScript eval anywhere. PyScript compiles the hooks it gives
+#                        its own workers with Function(); index.html clears its one
+#                        default worker hook (the page runs no PyScript worker), so
+#                        nothing is compiled from a string.
+#   'sha256-…'           the page only: index.html's small inline scripts (one starts the
+#                        worker before PyScript is up, saving ~0.5 s of boot). The server
+#                        hashes the inline scripts of each HTML file it serves, so exactly
+#                        those and no others may run.
 #   style-src 'self'     no inline styles: PyScript styles its error banner through the
 #                        CSSOM (element.style), which CSP does not restrict.
 #   worker-src 'self'    the agent worker is a same-origin module script.
@@ -111,7 +111,7 @@ _CSP_COMMON = [
 # For HTML documents (the page); {hashes} are those of the document's inline scripts.
 CSP_PAGE = "; ".join([
     "default-src 'self'",
-    "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'{hashes}",
+    "script-src 'self' 'wasm-unsafe-eval'{hashes}",
     "style-src 'self'",
     *_CSP_COMMON,
 ])

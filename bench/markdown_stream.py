@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 import serve  # noqa: E402
 from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
-from tests.e2e.pages import step_responder  # noqa: E402
+from tests.e2e.pages import fake_lm_config_script, step_responder  # noqa: E402
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update"]
@@ -64,7 +64,7 @@ def open_page(browser, base: str, answer: str, plain: bool, chunk: int):
         "return step({thought: 'Answering.', finalAnswer: %s});" % json.dumps(answer))
     config = {"responderSource": responder, "chunkSize": chunk, "chunkDelayMs": 0,
               "contextWindow": 1_000_000}
-    page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(config)};")
+    page.add_init_script(script=fake_lm_config_script(config))
     page.add_init_script(path=str(FAKE_LM))
     if plain:
         page.route("**/markdown.js", lambda route: route.fulfill(

@@ -166,7 +166,11 @@ class Demo:
                                            device_scale_factor=1, reduced_motion="reduce")
         page = context.new_page()
         if fake_config.get("availability") != "none":
-            page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(fake_config)};")
+            # The responder goes in as code: the page's CSP allows no eval.
+            source = fake_config.pop("responderSource", None)
+            page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(fake_config)};"
+                                 + (f"window.__fakeLMConfig.responder = ({source});"
+                                    if source else ""))
             page.add_init_script(path=str(FAKE_LM_JS))
         page.on("pageerror", lambda error: print(f"[screenshots] page error: {error}"))
         page.goto(self.url + "/")

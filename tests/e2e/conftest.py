@@ -98,8 +98,10 @@ def install_fake_lm():
     e.g. install(page, availability="downloadable", contextWindow=500,
     responderSource="(input, ctx) => 'hi'", replies=["first", "second"]).
     """
+    from tests.e2e.pages import fake_lm_config_script
+
     def install(page, **config) -> None:
-        page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(config)};")
+        page.add_init_script(script=fake_lm_config_script(config))
         page.add_init_script(path=str(FAKE_LM_JS))
     return install
 
