@@ -16,7 +16,8 @@
  *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
- *        event: {sessionId, requestId, purpose, chunk, text}) and only the final text to the worker.
+ *        event: {sessionId, requestId, purpose, chunk, text, offset}: offset is where chunk starts
+ *        in text, 0 for a new call) and only the final text to the worker.
  *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed
@@ -216,7 +217,7 @@ export class LLMHost extends EventTarget {
             if (finished) break;
             const chunk = String(value);   // current Chrome streams deltas
             result += chunk;
-            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, chunk, text: result }, this._options.onChunk, true);
+            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, chunk, text: result, offset: result.length - chunk.length }, this._options.onChunk, true);
           }
         } finally {
           reader.releaseLock();

@@ -3,8 +3,6 @@
 #
 # Answers are Markdown, rendered by markdown.js (markdown-it's tokens built into DOM nodes,
 # never HTML); the user's own messages, errors and tool output stay plain text.
-import json
-
 from pyscript import document, window
 from pyscript.js_modules import markdown
 
@@ -14,6 +12,7 @@ from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, par
 from ui.link import request
 from ui.memory import compacted_ids
 from ui.status import clear_worker_error, render_status, show_storage_warning
+from ui.streamed_reply import StreamedReply
 from ui import trace
 
 messages_el = by_id("messages")
@@ -228,7 +227,7 @@ def send(text, from_input=True):
     turn = {"session": session_id, "text": text, "message": message, "step": 0,
             "started": now_ms(), "phase": "Thinking…",
             "preview": None, "timer": None, "quiet_until": 0, "final": False,
-            "streamed": None}
+            "streamed": None, "reply": None, "answering": False}
     state["turn"] = turn
     state["note"] = ""
     scroll_to_latest()   # the user's own message: always shown
@@ -391,58 +390,11 @@ def on_agent_event(event):
 
 # ------------------------------------------------------------------ streaming
 
-def partial_string(text, key):
-    """The value of string field ``key`` in a JSON object that is still streaming in,
-    as far as it has arrived, or None when the field has not started yet."""
-    at = text.find('"%s"' % key)
-    if at < 0:
-        return None
-    rest = text[at + len(key) + 2:].lstrip()
-    if not rest.startswith(":"):
-        return None
-    rest = rest[1:].lstrip()
-    if not rest.startswith('"'):
-        return None
-    rest = rest[1:]
-    end = 0
-    while True:
-        end = rest.find('"', end)
-        if end < 0:
-            body = rest
-            break
-        slashes = 0
-        while end - slashes - 1 >= 0 and rest[end - slashes - 1] == "\\":
-            slashes += 1
-        if slashes % 2 == 0:
-            body = rest[:end]
-            break
-        end += 1
-    # Drop an escape cut in half at the end, then let the JSON parser unescape.
-    if (len(body) - len(body.rstrip("\\"))) % 2:
-        body = body[:-1]
-    else:
-        cut = body.rfind("\\u")
-        if 0 <= cut and len(body) - cut < 6 and escapes_at(body, cut):
-            body = body[:cut]
-    try:
-        return json.loads('"' + body + '"')
-    except Exception:
-        return body
-
-
-def escapes_at(text, index):
-    """Does the backslash at ``index`` start an escape (not end an escaped backslash)?"""
-    run = 0
-    while index - run - 1 >= 0 and text[index - run - 1] == "\\":
-        run += 1
-    return run % 2 == 0
-
-
-def preview_answer(turn, text):
-    """Show the answer as it streams: at most every PREVIEW_MS, and never more than a
-    quarter of the time (a long answer that is slow to render is shown less often, so
-    the page stays responsive however long it gets)."""
-    turn["preview"] = text
+def preview_answer(turn, reply):
+    """Show the answer of ``reply`` (a StreamedReply) as it streams: at most every
+    PREVIEW_MS, and never more than a quarter of the time (a long answer that is slow to
+    render is shown less often, so the page stays responsive however long it gets)."""
+    turn["preview"] = reply
     if turn["timer"] is not None:
         return
     wait = turn["quiet_until"] - now_ms()
@@ -457,13 +409,13 @@ def flush_preview():
     if turn is None:
         return
     turn["timer"] = None
-    text = turn["preview"]
+    reply = turn["preview"]
     turn["preview"] = None
-    if text is None or turn["final"]:
+    if reply is None or turn["final"]:
         return
     started = now_ms()
     was_at_latest = at_latest()
-    set_answer(turn["message"], text, streaming=True)
+    set_answer(turn["message"], reply.answer(), streaming=True)
     after_change(was_at_latest)
     ended = now_ms()
     turn["quiet_until"] = ended + max(PREVIEW_MS, PREVIEW_BACKOFF * (ended - started))
@@ -491,20 +443,30 @@ def show_streamed_thought(turn, thought):
 
 
 def on_chunk(event):
+    """A streamed delta of a model call: the step's thought and, from a step that answers
+    (not one that calls a tool), its answer. Only the delta is read (the text so far
+    would be a copy of the whole reply per chunk)."""
     turn = state["turn"]
     if turn is None or turn["final"]:
         return
     detail = event.detail
     if str(getattr(detail, "purpose", "")) != "step":
         return
-    text = str(detail.text)
-    thought = partial_string(text, "thought")
-    if thought:
-        show_streamed_thought(turn, thought)
-    # Preview the answer only from a step that answers (not one that calls a tool).
-    answer = partial_string(text, "finalAnswer")
-    if answer and partial_string(text, "toolName") == "none":
-        preview_answer(turn, answer)
+    reply = turn["reply"]
+    offset = int(detail.offset)
+    if reply is None or offset != reply.size:
+        reply = turn["reply"] = StreamedReply()
+        if offset:   # joined mid-call: catch up once
+            reply.feed(str(detail.text)[:offset])
+    had_answer = reply.parts is not None
+    reply.feed(str(detail.chunk))
+    if not had_answer:
+        thought = reply.field("thought")
+        if thought:
+            show_streamed_thought(turn, thought)
+        turn["answering"] = reply.parts is not None and reply.field("toolName") == "none"
+    if turn["answering"]:
+        preview_answer(turn, reply)
 
 
 # ------------------------------------------------------------------ controls
