@@ -70,9 +70,7 @@ def open_page(browser, base: str, answer: str, plain: bool, chunk: int):
         page.route("**/markdown.js", lambda route: route.fulfill(
             status=200, body=PLAIN_MODULE, content_type="application/javascript"))
     page.goto(base + "/")
-    page.get_by_test_id("chat-input").wait_for(state="visible", timeout=120_000)
-    page.wait_for_function("!document.querySelector('[data-testid=\"chat-input\"]').disabled",
-                           timeout=120_000)
+    page.wait_for_selector('[data-testid="chat-input"]:not([disabled])', timeout=120_000)
     return page
 
 

@@ -153,6 +153,16 @@ def chromium_flags() -> list[str]:
     raise RuntimeError("CHROMIUM_FLAGS not found in tests/e2e/conftest.py")
 
 
+def wait_until(page, expression: str, timeout: int) -> None:
+    """Poll the JS ``expression`` until truthy (Playwright's wait_for_function evals its
+    predicate in the page, which the page's CSP forbids)."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {timeout} ms: {expression}")
+        page.wait_for_timeout(50)
+
+
 class Demo:
     def __init__(self, browser, url: str, out: Path, wanted: set[str]) -> None:
         self.browser, self.url, self.out, self.wanted = browser, url, out, wanted
@@ -217,7 +227,8 @@ class Demo:
         before = page.locator(answers).count()
         page.get_by_test_id("chat-input").fill(text)
         page.get_by_test_id("send-button").click()
-        page.wait_for_function(
+        wait_until(
+            page,
             f"document.querySelectorAll('{answers}').length > {before} && "
             f"document.querySelectorAll('{answers}')[{before}].dataset.state === 'answered'",
             timeout=TURN_TIMEOUT_MS)
@@ -233,7 +244,8 @@ class Demo:
         if focus.count():
             focus.fill("keep the dietary constraints")
         page.get_by_test_id("compact-button").click()
-        page.wait_for_function(
+        wait_until(
+            page,
             "document.querySelector('[data-testid=\"memory-summary\"]').textContent.trim() !== ''",
             timeout=TURN_TIMEOUT_MS)
         page.wait_for_selector('[data-testid="compact-button"]:not([disabled])')
@@ -291,7 +303,8 @@ class Demo:
                          downloadStepMs=400)
         page.get_by_test_id("chat-input").fill("Hello! What can you do?")
         page.get_by_test_id("send-button").click()
-        page.wait_for_function(
+        wait_until(
+            page,
             "Number(document.querySelector('[data-testid=\"download-progress\"]')"
             ".getAttribute('value')) >= 0.4", timeout=TURN_TIMEOUT_MS * 2)
         page.evaluate("document.activeElement?.blur()")

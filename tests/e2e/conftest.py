@@ -35,7 +35,6 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 import functools  # noqa: E402
 import http.server  # noqa: E402
-import json  # noqa: E402
 import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
 

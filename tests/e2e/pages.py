@@ -9,6 +9,7 @@ plain functions on a Playwright ``Page``.
 from __future__ import annotations
 
 import json
+import time
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -47,6 +48,20 @@ def fake_lm_config_script(config: dict) -> str:
     if source:
         script += f"\nwindow.__fakeLMConfig.responder = ({source});"
     return script
+
+
+def wait_until(page: Page, expression: str, timeout_ms: int = 10_000):
+    """Poll the JS ``expression`` until it is truthy; its value. (Playwright's
+    wait_for_function evals its predicate inside the page, which the page's CSP forbids;
+    page.evaluate is not an eval of the page's.)"""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout_ms} ms: {expression}")
+        page.wait_for_timeout(50)
 
 
 def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
