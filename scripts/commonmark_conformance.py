@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         server.server_close()
 
     rows = sorted(commonmark.table(results), key=lambda row: row["section"])
-    print(f"| section | examples | raw HTML | images | rendered | spec match | page match |")
+    print("| section | examples | raw HTML | images | rendered | spec match | page match |")
     print("|---|--:|--:|--:|--:|--:|--:|")
     totals = {key: 0 for key in ("examples", "raw HTML", "image", "rendered", "spec_ok",
                                  "page_ok")}
