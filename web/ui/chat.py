@@ -24,7 +24,7 @@ jump_button = by_id("jump-latest")
 announcer = by_id("answer-announcer")
 
 PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
-PREVIEW_BACKOFF = 3  # and waits at least this many times its last render's cost
+PREVIEW_BACKOFF = 5  # and waits at least this many times its last render's cost
 BOTTOM_SLACK = 48    # px: this close to the end still counts as "at the latest message"
 
 
@@ -392,7 +392,7 @@ def on_agent_event(event):
 
 def preview_answer(turn, reply):
     """Show the answer of ``reply`` (a StreamedReply) as it streams: at most every
-    PREVIEW_MS, and never more than a quarter of the time (a long answer that is slow to
+    PREVIEW_MS, and never more than a sixth of the time (a long answer that is slow to
     render is shown less often, so the page stays responsive however long it gets)."""
     turn["preview"] = reply
     if turn["timer"] is not None:
