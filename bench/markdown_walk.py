@@ -33,6 +33,8 @@ from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
 PAGE = """<!doctype html><meta charset="utf-8"><title>walk</title><link rel="icon" href="data:,">
 <script type="module">
   import * as markdown from '/markdown.js';
+  import {hooks} from '%(core)s';
+  hooks.worker.onBeforeRunAsync.clear();   // as index.html does: no eval under the CSP
   globalThis.walkBench = {markdown, parser: markdown.createParser()};
 </script>
 <script type="module" src="%(core)s"></script>

@@ -454,8 +454,9 @@ def on_chunk(event):
         return
     reply = turn["reply"]
     offset = int(detail.offset)
-    if reply is None or offset != reply.size:
+    if reply is None or offset != reply.size:   # a new model call (or a gap): start over
         reply = turn["reply"] = StreamedReply()
+        turn["answering"] = False
         if offset:   # joined mid-call: catch up once
             reply.feed(str(detail.text)[:offset])
     had_answer = reply.parts is not None
