@@ -31,6 +31,15 @@ def run(cmd: list[str], **kwargs) -> None:
     subprocess.run(cmd, check=True, **kwargs)
 
 
+def run_quietly(cmd: list[str], **kwargs) -> None:
+    """Run a noisy installer; show its output only if it fails."""
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          **kwargs)
+    if done.returncode:
+        print(done.stdout[-4000:], file=sys.stderr)
+        raise subprocess.CalledProcessError(done.returncode, cmd)
+
+
 def ensure_venv() -> None:
     """A virtual environment with py-agent and its test dependencies."""
     if not PYTHON.exists():
@@ -55,8 +64,8 @@ def ensure_chromium() -> None:
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     say("installing Debian's chromium package (apt-get)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run([*sudo, "apt-get", "update", "-qq"], env=env)
-    run([*sudo, "apt-get", "install", "-y", "-qq", "chromium"], env=env)
+    run_quietly([*sudo, "apt-get", "update", "-qq"], env=env)
+    run_quietly([*sudo, "apt-get", "install", "-y", "-qq", "chromium"], env=env)
 
 
 def main() -> int:

@@ -124,7 +124,8 @@ class InMemoryStore(FailNextWrite):
             self._states[state.session_id] = copy.deepcopy(state)
 
     async def read_archive(self, session_id: str) -> list[Turn]:
-        return copy.deepcopy(self._archives.get(session_id, []))
+        # In id order, as IndexedDB and SQLite read it (ids grow with time).
+        return copy.deepcopy(sorted(self._archives.get(session_id, []), key=lambda t: t.id))
 
     async def compressions(self, session_id: str) -> list[CompressionRecord]:
         return copy.deepcopy(self._logs.get(session_id, []))

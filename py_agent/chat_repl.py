@@ -1,0 +1,322 @@
+"""The terminal chat loop behind ``python -m py_agent chat`` (see :mod:`py_agent.cli`).
+
+Answers go to stdout; the banner, prompts, trace and errors to stderr, so piping the
+output keeps only the answers. A failed turn says why and is saved as failed (the
+agent archives it); the next line is tried as usual. On exit, a compaction still
+running is given a bounded time to finish: the raw turns are saved before it, so
+stopping it loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from .agent import DEFAULT_CONTEXT_WINDOW, Agent
+from .events import AgentEvent
+from .memory import MemoryPolicy
+from .openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
+from .results import RunResult
+from .sqlite_store import SqliteStore
+from .store import StorageError
+from .tools import Tool
+
+COMPACTION_WAIT_S = 120.0
+HELP = """\
+Commands: /memory (what the next prompt carries), /compact [focus] (compact now),
+/sessions (list), /help, /quit (or Ctrl-D). Anything else is a message to the agent."""
+
+
+def policy_for_window(window: int) -> MemoryPolicy:
+    """The default memory policy (sized for Gemini Nano's 9,216 tokens), scaled down for a
+    smaller window, so a 2,048- or 4,096-token local model still has room for turns."""
+    if window >= DEFAULT_CONTEXT_WINDOW:
+        return MemoryPolicy()
+    scale = window / DEFAULT_CONTEXT_WINDOW
+    default = MemoryPolicy()
+    return MemoryPolicy(
+        reserved_turn_tokens=max(384, int(default.reserved_turn_tokens * scale)),
+        summary_target_tokens=max(96, int(default.summary_target_tokens * scale)),
+        summary_max_tokens=max(192, int(default.summary_max_tokens * scale)))
+
+
+@dataclass
+class ChatOptions:
+    base_url: str
+    model: str
+    db: Path
+    session_id: str
+    tool_paths: list[str] = field(default_factory=list)   # --tools modules
+    trace: bool = False
+    context_window: int | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+    timeout: float = 120.0
+    stream: bool = True
+    structured_output: bool | str | None = None
+    api_key: str | None = None
+
+
+_ANSWER = re.compile(r'"finalAnswer"\s*:\s*"((?:[^"\\]|\\.)*)')
+_TOOL = re.compile(r'"toolName"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def answer_preview(step_text: str) -> str | None:
+    """The final answer as far as it has streamed, from a step that answers (toolName
+    "none"), or None. Escapes cut in half at the end are left for the next chunk."""
+    tool = _TOOL.search(step_text)
+    match = _ANSWER.search(step_text)
+    if not tool or tool.group(1) != "none" or not match:
+        return None
+    body = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", match.group(1))
+    try:
+        return json.loads(f'"{body}"')
+    except ValueError:
+        return None
+
+
+class Terminal:
+    """What the user sees: answers (streamed when stdout is a terminal), trace, errors."""
+
+    def __init__(self, trace: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.trace = trace
+        self.out, self.err = out, err
+        self.live = out.isatty()
+        self.shown = ""  # the part of this turn's answer already printed
+
+    def note(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def on_chunk(self, chunk: StreamChunk) -> None:
+        if not self.live or chunk.purpose != "step":
+            return
+        preview = answer_preview(chunk.text)
+        if preview and preview.startswith(self.shown) and len(preview) > len(self.shown):
+            self.out.write(preview[len(self.shown):])
+            self.out.flush()
+            self.shown = preview
+
+    def answer(self, result: RunResult) -> None:
+        if result.status == "error":
+            if self.shown:
+                self.out.write("\n")
+            self.note(f"error: {result.answer}\n(This turn is saved as failed; "
+                      "send it again once the problem is fixed.)")
+        elif result.status == "aborted":
+            self.note("(stopped)")
+        elif self.shown and result.answer.startswith(self.shown):
+            print(result.answer[len(self.shown):], file=self.out, flush=True)
+        else:
+            print(("\n" if self.shown else "") + result.answer, file=self.out, flush=True)
+        self.shown = ""
+
+    def on_event(self, event: AgentEvent) -> None:
+        data = event.data
+        if event.type == "storage_error":
+            self.note(f"warning: {data.get('message')}")
+        if not self.trace:
+            return
+        kind = event.type
+        if kind == "tools_retrieved":
+            offered = ", ".join(f"{t['name']} ({t['score']:.2f})" for t in data["tools"])
+            self.note(f"  · tools offered: {offered or 'none'}")
+        elif kind == "thought":
+            self.note(f"  · step {data['index']}: {data['text']}")
+        elif kind == "action":
+            self.note(f"  · action: {data['tool']}({data['input']})")
+        elif kind == "observation":
+            mark = "" if data.get("ok", True) else " [corrected]" if data.get("kind") == \
+                "corrective" else " [failed]"
+            self.note(f"  · observation{mark}: {data['text']}")
+        elif kind == "compaction_started":
+            self.note(f"  · compacting turns {data['turn_ids']} ({data['trigger']})")
+        elif kind == "memory_updated":
+            record = data.get("record") or {}
+            self.note(f"  · memory compacted: {record.get('tokens_before')} → "
+                      f"{record.get('tokens_after')} tokens in {record.get('duration_ms')} ms; "
+                      f"summary: {data.get('summary', '')[:200]}")
+        elif kind == "compaction_failed":
+            self.note(f"  · compaction failed ({data.get('error')}); the raw turns are kept")
+
+
+class LineReader:
+    """Lines from stdin, read on a daemon thread one at a time, when asked for.
+
+    Asking first keeps the ``you>`` prompt from showing while a turn still prints; a
+    daemon thread, unlike the loop's executor, never keeps the process from exiting.
+    """
+
+    def __init__(self, interactive: bool) -> None:
+        self.interactive = interactive
+        self._loop = asyncio.get_running_loop()
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._wanted = threading.Semaphore(0)
+        threading.Thread(target=self._run, name="py-agent-stdin", daemon=True).start()
+
+    async def next(self) -> str | None:
+        """The next line without its newline, or None at the end of input."""
+        self._wanted.release()
+        return await self._lines.get()
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.acquire()
+            try:
+                line: str | None = input("you> ") if self.interactive else sys.stdin.readline()
+            except (EOFError, KeyboardInterrupt):
+                line = None
+                if self.interactive:
+                    print(file=sys.stderr)  # end the prompt's line
+            if line == "" and not self.interactive:
+                line = None  # the end of piped input
+            try:
+                self._loop.call_soon_threadsafe(self._lines.put_nowait,
+                                                None if line is None else line.rstrip("\n"))
+            except RuntimeError:  # the loop is gone
+                return
+            if line is None:
+                return
+
+
+async def _command(line: str, agent: Agent, session_id: str, ui: Terminal) -> bool:
+    """Handle a /command; False when the user wants to leave."""
+    name, _, rest = line[1:].partition(" ")
+    if name in ("quit", "exit"):
+        return False
+    if name == "memory":
+        try:
+            state = await agent.memory_state(session_id)
+        except KeyError:
+            ui.note("(nothing in this session yet)")
+            return True
+        budget = state.budget
+        ui.note(f"summary: {state.summary or '(none yet)'}")
+        for fact in state.facts:
+            ui.note(f"fact [{fact.category}]: {fact.text}")
+        ui.note(f"recent turns: {len(state.recent_turns)}; compactions: {state.compactions}"
+                + (f"; window {budget.context_window} tokens, turns use {budget.turns}"
+                   if budget else ""))
+    elif name == "compact":
+        try:
+            report = await agent.compact(session_id, focus=rest.strip() or None)
+        except KeyError:
+            ui.note("(nothing to compact yet)")
+            return True
+        ui.note(f"compacted {report.compacted_turns} turns" if report.ok
+                else f"nothing compacted: {report.error}")
+    elif name == "sessions":
+        for info in await agent.store.list_sessions():
+            ui.note(f"{info.session_id}\t{info.turns} turns\t{info.title}")
+    else:
+        ui.note(HELP)
+    return True
+
+
+async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = None) -> int:
+    """The REPL; returns the exit status (1 if any turn failed, 0 otherwise)."""
+    interactive = sys.stdin.isatty() if stdin_interactive is None else stdin_interactive
+    ui = Terminal(options.trace)
+    try:
+        store = SqliteStore(options.db)
+    except StorageError as exc:
+        ui.note(f"error: {exc}")
+        return 1
+    from .cli import ToolFileError, load_tool_files
+
+    try:
+        tools = load_tool_files(options.tool_paths, store.key_value_store())
+    except ToolFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        store.close()
+        return 2
+    extra: dict[str, Any] = {} if options.temperature is None else {"temperature": options.temperature}
+    model = OpenAIModel(options.base_url, options.model, api_key=options.api_key,
+                        context_window=options.context_window, max_tokens=options.max_tokens,
+                        structured_output=options.structured_output, stream=options.stream,
+                        on_chunk=ui.on_chunk, options=extra,
+                        timeouts=Timeouts(read=options.timeout,
+                                          call=max(600.0, options.timeout * 2)))
+    model.conversation_id = options.session_id
+    problem = await _connect(model)
+    agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event,
+                  memory=policy_for_window(model.window))
+    if interactive or options.trace:
+        ui.note(_banner(model, options, problem, len(tools)))
+    loop = asyncio.get_running_loop()
+    reader = LineReader(interactive)
+    failed = False
+    try:
+        while (line := await reader.next()) is not None:
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not await _command(text, agent, options.session_id, ui):
+                    break
+                continue
+            result = await _turn(agent, text, options.session_id, loop, interactive)
+            ui.answer(result)
+            failed = failed or result.status == "error"
+    finally:
+        await _finish(agent, store, ui)
+    return 1 if failed else 0
+
+
+async def _turn(agent: Agent, text: str, session_id: str, loop: asyncio.AbstractEventLoop,
+                interactive: bool) -> RunResult:
+    """One turn; in a terminal, Ctrl-C stops it (the turn ends as "aborted")."""
+    abort = asyncio.Event()
+    handled = False
+    if interactive:
+        try:
+            loop.add_signal_handler(signal.SIGINT, abort.set)
+            handled = True
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        return await agent.run(text, session_id=session_id, abort=abort)
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _connect(model: OpenAIModel) -> ServerError | None:
+    """Reach the server once to learn its window; a failure is reported, not fatal
+    (each turn then fails with the reason and is saved as failed)."""
+    try:
+        await model.connect()
+    except ServerError as exc:
+        return exc
+    return None
+
+
+def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | None,
+            tool_count: int) -> str:
+    window = (f"not reachable now: {problem}" if problem else
+              f"context {model.window} tokens ({model.window_source})")
+    return (f"py-agent · {model.name} at {model.base_url} · {window}\n"
+            f"session {options.session_id} (continue it with --session {options.session_id})"
+            f" · {tool_count} tools · /help for commands")
+
+
+async def _finish(agent: Agent, store: SqliteStore, ui: Terminal) -> None:
+    idle = asyncio.ensure_future(agent.wait_idle())
+    try:
+        try:
+            await asyncio.wait_for(asyncio.shield(idle), 0.5)
+        except asyncio.TimeoutError:
+            if ui.trace:
+                ui.note("  · waiting for the memory compaction to finish…")
+            await asyncio.wait_for(idle, COMPACTION_WAIT_S)
+    except asyncio.TimeoutError:
+        ui.note("warning: a memory compaction did not finish in time; the raw turns are "
+                "saved and it is retried next time")
+    await agent.close()
+    store.close()

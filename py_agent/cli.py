@@ -1,0 +1,143 @@
+"""``python -m py_agent chat``: the agent in a terminal, against an OpenAI-compatible server.
+
+    python -m py_agent chat --base-url http://localhost:11434/v1 --model gemma3 \\
+        [--tools FILE]... [--session ID] [--db PATH] [--trace]
+
+The same :class:`~py_agent.Agent`, retriever and memory as the page; sessions are kept
+in SQLite (:class:`~py_agent.sqlite_store.SqliteStore`, by default in the user's data
+folder) so ``--session ID`` picks a conversation up where it was left. Lines come from
+the keyboard, or from standard input when it is piped (then without prompts).
+The API key, if the server wants one, is read from ``PY_AGENT_API_KEY`` or
+``OPENAI_API_KEY``: never from a flag, so it does not land in shell history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from .kv import KeyValueStore
+from .tool_modules import ToolContext, load_tool_modules
+from .tools import Tool
+
+API_KEY_VARIABLES = ("PY_AGENT_API_KEY", "OPENAI_API_KEY")
+
+
+def default_db_path() -> Path:
+    """``$XDG_DATA_HOME/py-agent/sessions.db`` (``~/.local/share`` by default;
+    ``%LOCALAPPDATA%`` on Windows)."""
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "py-agent" / "sessions.db"
+
+
+def api_key_from_environment() -> str | None:
+    for name in API_KEY_VARIABLES:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+class ToolFileError(Exception):
+    """``--tools`` modules that cannot be loaded; the message says which and why."""
+
+
+def load_tool_files(paths: list[str], kv: KeyValueStore | None = None) -> list[Tool]:
+    """The tools of each ``--tools`` module (a .py file or a package folder), loaded
+    through the same door as the page's (:func:`py_agent.tool_modules.load_tool_modules`).
+
+    ``kv`` is the tools' own key-value store (the chat's SQLite database). In a terminal
+    the user named these modules on purpose, so any that cannot be used is an error.
+    """
+    loaded = load_tool_modules(paths, ToolContext(kv=kv) if kv is not None else None)
+    if loaded.errors:
+        raise ToolFileError("\n".join(f"--tools: {error}" for error in loaded.errors))
+    return loaded.tools
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m py_agent",
+                                     description="py-agent in the terminal.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chat = commands.add_parser(
+        "chat", help="chat with the agent through an OpenAI-compatible server",
+        description="Chat with the agent through an OpenAI-compatible server (Ollama, "
+                    "llama.cpp, LM Studio, vLLM). The API key, if needed, is read from "
+                    + " or ".join(API_KEY_VARIABLES) + ".")
+    chat.add_argument("--base-url", required=True,
+                      help="the server's API base, e.g. http://localhost:11434/v1")
+    chat.add_argument("--model", required=True, help="the model name the server knows")
+    chat.add_argument("--tools", action="append", default=[], metavar="FILE",
+                      help="a Python file whose module-level @tool functions the agent may "
+                           "use (repeatable)")
+    chat.add_argument("--session", metavar="ID",
+                      help="the conversation to continue or start (default: a new one)")
+    chat.add_argument("--db", metavar="PATH", default=None,
+                      help=f"the SQLite file of sessions (default: {default_db_path()})")
+    chat.add_argument("--trace", action="store_true",
+                      help="print each step, tool call and compaction (to stderr)")
+    chat.add_argument("--context-window", type=int, metavar="TOKENS",
+                      help="the model's context window (default: asked from the server)")
+    chat.add_argument("--max-tokens", type=int, default=1024, metavar="TOKENS",
+                      help="the longest reply to ask for (default: %(default)s)")
+    chat.add_argument("--temperature", type=float, help="sampling temperature")
+    chat.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                      help="how long the server may stay silent during a reply "
+                           "(default: %(default)s)")
+    chat.add_argument("--structured-output", default="auto",
+                      choices=["auto", "json_schema", "json_object", "off"],
+                      help="how steps are constrained to JSON (default: auto, stepping down "
+                           "when the server refuses one)")
+    chat.add_argument("--no-stream", action="store_true", help="ask for whole replies")
+    sessions = commands.add_parser("sessions", help="list the sessions in the database")
+    sessions.add_argument("--db", metavar="PATH", default=None)
+    return parser
+
+
+async def _list_sessions(db: Path) -> int:
+    from .sqlite_store import SqliteStore
+
+    store = SqliteStore(db)
+    try:
+        for info in await store.list_sessions():
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at / 1000))
+            print(f"{info.session_id}\t{when}\t{info.turns} turns\t{info.title}")
+    finally:
+        store.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    db = Path(args.db).expanduser() if args.db else default_db_path()
+    try:
+        if args.command == "sessions":
+            return asyncio.run(_list_sessions(db))
+        from .chat_repl import ChatOptions, run_chat
+
+        for path in args.tools:   # fail before the database is touched
+            if not Path(path).expanduser().exists():
+                raise ToolFileError(f"--tools {path}: no such file or folder")
+        options = ChatOptions(
+            base_url=args.base_url, model=args.model, tool_paths=args.tools, db=db,
+            session_id=args.session or time.strftime("chat-%Y%m%d-%H%M%S"),
+            trace=args.trace, context_window=args.context_window, max_tokens=args.max_tokens,
+            temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,
+            structured_output={"auto": None, "off": False}.get(args.structured_output,
+                                                                args.structured_output),
+            api_key=api_key_from_environment())
+        return asyncio.run(run_chat(options))
+    except ToolFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a malformed --base-url or a bad number
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,290 @@
+"""``OpenAIModel``: the ``LanguageModel`` protocol over an OpenAI-compatible server.
+
+A session is the list of messages sent so far. ``create`` stores the initial
+prompts; ``clone`` copies the list, so every clone of the agent's prefilled base
+session starts with the same messages, byte for byte. Servers with prefix caching
+(llama.cpp's slots, vLLM's automatic prefix caching, Ollama's kept context)
+therefore process the system instruction and few-shot examples once, as the Prompt
+API does with ``initialPrompts``. ``prompt`` sends the whole list plus the new user
+message and appends both sides on success; a failed call leaves the session as it was.
+
+Context usage is exact after the first reply (the server's ``usage`` counts the whole
+conversation as the model saw it) and estimated before, or when a server sends no usage.
+A prompt that would not fit the window raises :class:`QuotaExceededError` before any
+request, as the Prompt API does, and so does the server's own context-length refusal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Union
+
+from ..model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
+from ..tokens import estimate_tokens
+from .client import ChatClient, Timeouts
+from .discovery import ServerFacts, discover, token_count, tokenize_body
+from .errors import (BadRequestError, ModelNotFoundError, ServerError, ServerFailureError,
+                     unsupported_feature)
+from .transport import HttpTransport
+from .wire import SCHEMA_MODES, Reply, chat_body
+
+log = logging.getLogger("py_agent.openai_compat")
+
+DEFAULT_CONTEXT_WINDOW = 4096
+MESSAGE_OVERHEAD = 4  # tokens a chat template adds around each message, roughly
+MIN_REPLY_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class StreamChunk:
+    """A piece of a reply as it streams in: ``delta`` is new, ``text`` is all so far."""
+
+    purpose: str
+    delta: str
+    text: str
+    request_id: str
+    conversation_id: str = ""
+
+
+ChunkHandler = Callable[[StreamChunk], Union[None, Awaitable[None]]]
+
+
+def _estimate(messages: list[dict[str, str]]) -> int:
+    return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+
+
+class OpenAISession:
+    """A conversation kept as a message list; see the module docstring."""
+
+    def __init__(self, model: "OpenAIModel", messages: list[dict[str, str]], purpose: Purpose,
+                 usage: int) -> None:
+        self._model = model
+        self.messages = messages
+        self.purpose = purpose
+        self._usage = usage
+        self.destroyed = False
+
+    @property
+    def context_window(self) -> int:
+        return self._model.window
+
+    @property
+    def context_usage(self) -> int:
+        return self._usage
+
+    def _check_alive(self) -> None:
+        if self.destroyed:
+            raise ModelUnavailableError("the session has been destroyed")
+
+    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+                     purpose: Purpose = Purpose.STEP) -> str:
+        self._check_alive()
+        model = self._model
+        needed = self._usage + estimate_tokens(text) + MESSAGE_OVERHEAD
+        room = model.window - needed
+        if room < MIN_REPLY_TOKENS:
+            raise QuotaExceededError("the prompt does not fit the context window",
+                                     requested=needed + MIN_REPLY_TOKENS, quota=model.window)
+        messages = [*self.messages, {"role": "user", "content": text}]
+        reply = await model.complete(messages, response_constraint, Purpose(purpose),
+                                     max_tokens=min(model.max_tokens, room))
+        answer = reply.text
+        self.messages = [*messages, {"role": "assistant", "content": answer}]
+        if reply.prompt_tokens is not None:
+            self._usage = reply.prompt_tokens + (reply.completion_tokens
+                                                 if reply.completion_tokens is not None
+                                                 else estimate_tokens(answer))
+        else:
+            self._usage = needed + estimate_tokens(answer) + MESSAGE_OVERHEAD
+        return answer
+
+    async def measure(self, text: str) -> int | None:
+        self._check_alive()
+        return await self._model.measure(text)
+
+    async def clone(self) -> "OpenAISession":
+        self._check_alive()
+        return OpenAISession(self._model, list(self.messages), self.purpose, self._usage)
+
+    async def destroy(self) -> None:
+        self.destroyed = True
+
+
+class OpenAIModel:
+    """A :class:`~py_agent.model.LanguageModel` backed by a chat-completions server.
+
+    Args:
+        base_url: the API base, e.g. ``http://localhost:11434/v1`` (Ollama),
+            ``http://localhost:8080`` (llama.cpp; ``/v1`` is added), ``http://host:8000/v1`` (vLLM).
+        model: the model name the server knows.
+        api_key: sent as ``Authorization: Bearer``; never logged or shown.
+        context_window: tokens per conversation; asked from the server when None
+            (see :mod:`.discovery`), else :data:`DEFAULT_CONTEXT_WINDOW`.
+        max_tokens: the longest reply asked for (less when the window is nearly full).
+        structured_output: how the step's JSON schema goes as ``response_format``: None
+            tries ``json_schema``, then llama-cpp-python's ``json_object`` + schema, then
+            nothing, stepping down for good each time the server refuses one;
+            ``"json_schema"`` or ``"json_object"`` uses only that; False never sends one.
+        stream: stream replies (server-sent events); ``on_chunk`` sees each piece.
+        options: extra body fields for every request (``temperature``, ``seed``...).
+        transport: how HTTP is spoken: :class:`StdlibTransport` in CPython, ``fetch``
+            in the browser.
+        timeouts, max_retries, max_retry_wait: see :class:`ChatClient`.
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
+                 context_window: int | None = None, max_tokens: int = 1024,
+                 structured_output: bool | str | None = None, stream: bool = True,
+                 on_chunk: ChunkHandler | None = None, options: dict[str, Any] | None = None,
+                 transport: HttpTransport | None = None, timeouts: Timeouts | None = None,
+                 max_retries: int = 2, max_retry_wait: float = 30.0) -> None:
+        if not model or not isinstance(model, str):
+            raise ValueError("a model name is required")
+        if context_window is not None and context_window < 256:
+            raise ValueError("context_window must be at least 256 tokens")
+        if structured_output not in (None, False, *SCHEMA_MODES):
+            raise ValueError(f"structured_output must be None, False or one of {SCHEMA_MODES}")
+        if transport is None:
+            from .stdlib_transport import StdlibTransport
+            transport = StdlibTransport()
+        self.client = ChatClient(base_url, model, transport, api_key=api_key, timeouts=timeouts,
+                                 max_retries=max_retries, max_retry_wait=max_retry_wait)
+        self.name = model
+        self.max_tokens = max_tokens
+        self.schema_fallback = structured_output is None
+        self.schema_mode: str | None = (SCHEMA_MODES[0] if structured_output is None
+                                        else structured_output or None)
+        self.stream = stream
+        self.on_chunk = on_chunk
+        self.options = dict(options or {})
+        self.conversation_id = ""  # tags streamed chunks with the agent session, like BridgeModel
+        self.include_usage = True
+        self.facts: ServerFacts | None = None
+        self.context_window: int | None = context_window
+        self.window_source = "configured" if context_window else "unknown"
+        self.last_error: ServerError | None = None
+        self._discovery_lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.client.base_url!r}, {self.name!r})"
+
+    @property
+    def base_url(self) -> str:
+        return self.client.base_url
+
+    @property
+    def window(self) -> int:
+        return self.context_window or DEFAULT_CONTEXT_WINDOW
+
+    async def connect(self) -> ServerFacts:
+        """Reach the server once and learn what it tells (window, tokenizer, models).
+
+        Raises the typed error when the server cannot be reached; later calls retry.
+        """
+        async with self._discovery_lock:
+            if self.facts is None:
+                self.facts = await discover(self.client)
+                if self.context_window is None:
+                    self.context_window = self.facts.context_window or DEFAULT_CONTEXT_WINDOW
+                    self.window_source = (self.facts.source if self.facts.context_window
+                                          else "default: the server does not say; configure it")
+            return self.facts
+
+    async def availability(self) -> Availability:
+        try:
+            await self.connect()
+        except ServerError as exc:
+            self.last_error = exc
+            return "unavailable"
+        return "available"
+
+    async def create(self, *, initial_prompts: list[Message],
+                     purpose: Purpose = Purpose.STEP) -> OpenAISession:
+        await self.connect()
+        for i, message in enumerate(initial_prompts):
+            if message["role"] == "system" and i != 0:
+                raise ValueError("a system prompt must come first in initial_prompts")
+        messages = [{"role": m["role"], "content": m["content"]} for m in initial_prompts]
+        usage = _estimate(messages)
+        if usage > self.window:
+            raise QuotaExceededError("initial prompts exceed the context window",
+                                     requested=usage, quota=self.window)
+        return OpenAISession(self, messages, Purpose(purpose), usage)
+
+    def describe(self) -> dict[str, Any]:
+        """Which model answers, for a status line."""
+        return {"backend": "openai-compatible", "model": self.name, "base_url": self.base_url,
+                "context_window": self.window, "window_source": self.window_source,
+                "structured_output": self.schema_mode}
+
+    async def measure(self, text: str) -> int | None:
+        """Exact tokens of ``text`` where the server has a tokenizer endpoint, else None."""
+        tokenizer = self.facts.tokenizer if self.facts else None
+        if tokenizer is None:
+            return None
+        try:
+            data = await self.client.get_json("/tokenize", root=True,
+                                              body=tokenize_body(tokenizer, self.name, text))
+        except ServerError:
+            return None
+        return token_count(tokenizer, data)
+
+    async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
+                       purpose: Purpose, *, max_tokens: int) -> Reply:
+        """One completion, stepping down from a ``response_format`` or ``stream_options``
+        the server refuses (for good); streamed pieces go to ``on_chunk``."""
+        request_id = f"o{next(self._ids)}"
+        while True:
+            mode = self.schema_mode if schema is not None else None
+            body = chat_body(self.name, messages, stream=self.stream, schema=schema if mode else None,
+                             schema_name=purpose.value, max_tokens=max_tokens,
+                             include_usage=self.include_usage, schema_mode=mode or SCHEMA_MODES[0],
+                             options=self.options)
+            try:
+                return await self.client.complete(body, self._chunk_sink(purpose, request_id))
+            except ModelNotFoundError as exc:
+                served = ", ".join(self.facts.models) if self.facts and self.facts.models else ""
+                if served:
+                    raise ModelNotFoundError(f"{exc} Models this server has: {served}.",
+                                             status=exc.status, code=exc.code,
+                                             detail=exc.detail) from None
+                raise
+            except (BadRequestError, ServerFailureError) as exc:
+                feature = unsupported_feature(exc.detail, exc.code)
+                if "stream_options" in body and feature == "stream_options":
+                    self.include_usage = False
+                elif mode and self.schema_fallback and (feature == "response_format" or (
+                        isinstance(exc, BadRequestError) and feature is None)):
+                    self.schema_mode = self._next_schema_mode(mode)
+                    log.warning("%s refused response_format %s (%s); now using %s",
+                                self.base_url, mode, exc.detail or exc,
+                                self.schema_mode or "plain text, parsed and corrected")
+                else:
+                    raise
+
+    @staticmethod
+    def _next_schema_mode(mode: str) -> str | None:
+        index = SCHEMA_MODES.index(mode) + 1
+        return SCHEMA_MODES[index] if index < len(SCHEMA_MODES) else None
+
+    def _chunk_sink(self, purpose: Purpose, request_id: str):
+        handler = self.on_chunk
+        if handler is None:
+            return None
+        parts: list[str] = []
+
+        async def sink(delta: str) -> None:
+            parts.append(delta)
+            try:
+                result = handler(StreamChunk(purpose.value, delta, "".join(parts), request_id,
+                                             self.conversation_id))
+                if result is not None:
+                    await result
+            except Exception:  # a display bug must not cost the user the reply
+                log.exception("on_chunk failed")
+
+        return sink

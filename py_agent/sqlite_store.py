@@ -1,0 +1,258 @@
+"""A :class:`~py_agent.store.Store` in a SQLite file, for the terminal and scripts.
+
+The same semantics as the browser's IndexedDB store (``worker/idb_store.js``):
+``commit_turn`` writes archive and state in one transaction; the archive is
+append-only (a turn id already archived keeps its first copy); ``commit_compaction``
+logs a compression and, when it succeeded, saves the new state, atomically; listing
+puts the most recently updated first. Anything SQLite refuses becomes a
+:class:`~py_agent.store.StorageError` whose ``kind`` says why ("quota" for a full
+disk, "blocked" for a database another process holds locked, "version" for a file
+written by a newer py-agent), and a failed write leaves nothing behind.
+
+Calls are synchronous inside the async methods: each is a few milliseconds on a
+local file, and keeping them on the event loop's thread makes every method atomic
+with respect to the agent's other tasks (and works where threads do not, as in Pyodide).
+
+:class:`SqliteKeyValueStore` keeps tools' JSON values (notes, to-dos) in the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from .state import CompressionRecord, SessionInfo, SessionState, Turn
+from .store import StorageError
+
+SCHEMA_VERSION = 1
+
+# Ordered migrations: index i brings the schema from version i to i + 1. Append only.
+_MIGRATIONS = [
+    """
+    CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        title      TEXT NOT NULL DEFAULT '',
+        updated_at REAL NOT NULL DEFAULT 0,
+        state      TEXT NOT NULL             -- SessionState.to_dict() as JSON
+    );
+    CREATE TABLE archive (
+        session_id TEXT NOT NULL,
+        id         INTEGER NOT NULL,
+        turn       TEXT NOT NULL,            -- Turn.to_dict() as JSON
+        PRIMARY KEY (session_id, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE compressions (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        record     TEXT NOT NULL             -- CompressionRecord.to_dict() as JSON
+    );
+    CREATE INDEX compressions_by_session ON compressions (session_id, seq);
+    CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+    """,
+]
+
+
+def _kind(error: sqlite3.Error) -> str:
+    text = str(error).lower()
+    if "full" in text:
+        return "quota"
+    if "locked" in text or "busy" in text:
+        return "blocked"
+    return "unknown"
+
+
+@contextmanager
+def _storage_errors(action: str) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        kind = _kind(exc) if isinstance(exc, sqlite3.Error) else "unknown"
+        raise StorageError(f"SQLite could not {action}: {exc}", kind=kind) from exc
+
+
+def _check_session_id(session_id: Any) -> str:
+    if not isinstance(session_id, str):
+        raise StorageError("a session id must be a string", kind="unknown")
+    return session_id
+
+
+def _check_state(state: SessionState) -> SessionState:
+    if not isinstance(state, SessionState) or not state.session_id:
+        raise StorageError("a session state needs a non-empty session_id", kind="unknown")
+    return state
+
+
+class SqliteStore:
+    """The store protocol over one SQLite database (a file, or ``":memory:"``).
+
+    Args:
+        path: the database file; its folder is created. Opened in WAL mode so a
+            second process (another terminal) can read while one writes.
+        busy_timeout: seconds to wait for another process's lock before giving up
+            with a ``"blocked"`` :class:`StorageError`.
+    """
+
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout: float = 5.0) -> None:
+        self.path = str(path)
+        with _storage_errors(f"open {self.path}"):
+            if self.path != ":memory:":
+                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(Path(self.path).expanduser())
+                                       if self.path != ":memory:" else self.path,
+                                       timeout=busy_timeout, isolation_level=None)
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            self._db.close()
+            raise StorageError(f"{self.path} was written by a newer py-agent (schema "
+                               f"{version}, this one knows {SCHEMA_VERSION}); upgrade py-agent "
+                               "or use another --db file", kind="version")
+        if version == SCHEMA_VERSION:
+            return
+        with self._transaction():
+            for step in _MIGRATIONS[version:]:
+                for statement in step.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it is committed, or none of it."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ------------------------------------------------------------ the protocol
+
+    def _put_state(self, db: sqlite3.Connection, state: SessionState) -> None:
+        db.execute("INSERT INTO sessions (session_id, title, updated_at, state) VALUES (?, ?, ?, ?)"
+                   " ON CONFLICT (session_id) DO UPDATE SET title = excluded.title,"
+                   " updated_at = excluded.updated_at, state = excluded.state",
+                   (state.session_id, state.title, state.updated_at,
+                    json.dumps(state.to_dict(), ensure_ascii=False)))
+
+    async def load(self, session_id: str) -> SessionState | None:
+        _check_session_id(session_id)
+        with _storage_errors("read a session"):
+            row = self._db.execute("SELECT state FROM sessions WHERE session_id = ?",
+                                   (session_id,)).fetchone()
+        return None if row is None else SessionState.from_dict(json.loads(row[0]))
+
+    async def save(self, state: SessionState) -> None:
+        _check_state(state)
+        with _storage_errors("save a session"), self._transaction() as db:
+            self._put_state(db, state)
+
+    async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
+        _check_state(state)
+        rows = [(state.session_id, t.id, json.dumps(t.to_dict(), ensure_ascii=False))
+                for t in turns]
+        with _storage_errors("save the turn"), self._transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
+                           rows)
+            self._put_state(db, state)
+
+    async def commit_compaction(self, state: SessionState | None,
+                                record: CompressionRecord) -> None:
+        if state is not None:
+            _check_state(state)
+        with _storage_errors("log the compaction"), self._transaction() as db:
+            db.execute("INSERT INTO compressions (session_id, record) VALUES (?, ?)",
+                       (record.session_id, json.dumps(record.to_dict(), ensure_ascii=False)))
+            if state is not None:
+                self._put_state(db, state)
+
+    async def read_archive(self, session_id: str) -> list[Turn]:
+        _check_session_id(session_id)
+        with _storage_errors("read the archive"):
+            rows = self._db.execute("SELECT turn FROM archive WHERE session_id = ? ORDER BY id",
+                                    (session_id,)).fetchall()
+        return [Turn.from_dict(json.loads(r[0])) for r in rows]
+
+    async def compressions(self, session_id: str) -> list[CompressionRecord]:
+        _check_session_id(session_id)
+        with _storage_errors("read the compression log"):
+            rows = self._db.execute("SELECT record FROM compressions WHERE session_id = ? "
+                                    "ORDER BY seq", (session_id,)).fetchall()
+        return [CompressionRecord.from_dict(json.loads(r[0])) for r in rows]
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        with _storage_errors("list the sessions"):
+            rows = self._db.execute(
+                "SELECT s.session_id, s.title, s.updated_at,"
+                " (SELECT COUNT(*) FROM archive a WHERE a.session_id = s.session_id)"
+                " FROM sessions s ORDER BY s.updated_at DESC, s.session_id").fetchall()
+        return [SessionInfo(sid, title, float(updated), int(turns))
+                for sid, title, updated, turns in rows]
+
+    async def delete_session(self, session_id: str) -> bool:
+        _check_session_id(session_id)
+        with _storage_errors("delete the session"), self._transaction() as db:
+            existed = db.execute("DELETE FROM sessions WHERE session_id = ?",
+                                 (session_id,)).rowcount > 0
+            db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM compressions WHERE session_id = ?", (session_id,))
+        return existed
+
+    def key_value_store(self) -> "SqliteKeyValueStore":
+        """Tools' JSON values, kept in this database's ``kv`` table."""
+        return SqliteKeyValueStore(self)
+
+
+class SqliteKeyValueStore:
+    """Async get/put/delete/list-by-prefix of JSON values under string keys, the same
+    protocol as the page's IndexedDB ``kv`` store."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    @staticmethod
+    def _key(key: Any) -> str:
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"a key must be a non-empty string, not {key!r}")
+        return key
+
+    async def get(self, key: str) -> Any | None:
+        with _storage_errors("read a value"):
+            row = self._store._db.execute("SELECT value FROM kv WHERE key = ?",
+                                          (self._key(key),)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    async def put(self, key: str, value: Any) -> None:
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the value cannot be stored as JSON: {exc}") from None
+        key = self._key(key)
+        with _storage_errors("store a value"), self._store._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, text))
+
+    async def delete(self, key: str) -> bool:
+        key = self._key(key)
+        with _storage_errors("delete a value"), self._store._transaction() as db:
+            return db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
+
+    async def list(self, prefix: str = "") -> list[tuple[str, Any]]:
+        if not isinstance(prefix, str):
+            raise ValueError(f"a prefix must be a string, not {prefix!r}")
+        with _storage_errors("list values"):
+            # substr, not LIKE: a prefix may hold % or _; BINARY order like IndexedDB's keys
+            rows = self._store._db.execute(
+                "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
+                (len(prefix), prefix)).fetchall()
+        return [(key, json.loads(value)) for key, value in rows]

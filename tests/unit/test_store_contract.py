@@ -1,0 +1,200 @@
+"""One contract for every Store: in memory and SQLite (a file and ``:memory:``).
+
+The browser's IndexedDB store keeps the same contract in tests/e2e/test_idb_store.py;
+these are the same behaviours, asserted on the Python stores.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from py_agent import Agent, InMemoryStore, StorageError, Store
+from py_agent.sqlite_store import SCHEMA_VERSION, SqliteStore
+from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
+from tests.unit.support import echo_agent_reply, make_responder, run
+from py_agent.testing import FunctionModel
+
+
+@pytest.fixture(params=["memory", "sqlite-file", "sqlite-memory"])
+def store(request, tmp_path) -> Store:
+    if request.param == "memory":
+        return InMemoryStore()
+    return SqliteStore(tmp_path / "deep" / "agent.db" if request.param == "sqlite-file"
+                       else ":memory:")
+
+
+def fail_next_write(store) -> None:
+    """Make the store's next write fail as a full disk would."""
+    if isinstance(store, InMemoryStore):
+        store.fail_next = StorageError("disk full", kind="quota")
+        return
+    db = store._db
+    for table in ("archive", "sessions", "compressions"):
+        db.execute(f"CREATE TEMP TRIGGER fail_{table} BEFORE INSERT ON {table} "
+                   "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+
+
+def state(session_id="s1", **kwargs) -> SessionState:
+    return SessionState(session_id=session_id, **kwargs)
+
+
+def turn(i: int, text: str = "") -> Turn:
+    return Turn(id=i, user=text or f"question {i} — ünïcode 日本", answer=f"answer {i}",
+                steps=[StepRecord("t", "calculate", {"expression": "1+1"}, "2")],
+                created_at=1000.0 + i)
+
+
+def record(session_id="s1", ok=True, n=1) -> CompressionRecord:
+    return CompressionRecord(session_id=session_id, started_at=float(n), duration_ms=1.5, ok=ok,
+                             turn_ids=[n], previous_summary="", summary_prompt="p",
+                             summary=f"summary {n}", facts_added=[Fact("need", "x", n)])
+
+
+def test_save_and_load_round_trip_every_field(store):
+    full = state(title="Trip", summary="They plan a trip.", facts=[Fact("preference", "likes tea", 2)],
+                 recent_turns=[turn(1), turn(2)], next_turn_id=3, compactions=1,
+                 failed_compactions=2, created_at=5.0, updated_at=6.0)
+    assert run(store.load("s1")) is None
+    run(store.save(full))
+    assert run(store.load("s1")) == full
+    run(store.save(state(title="renamed", updated_at=7.0)))
+    assert run(store.load("s1")).title == "renamed"
+
+
+def test_commit_turn_is_append_only_and_saves_the_state(store):
+    run(store.commit_turn(state(next_turn_id=3), [turn(1), turn(2)]))
+    changed = turn(2, "a different text for the same id")
+    run(store.commit_turn(state(next_turn_id=11), [changed, turn(10)]))
+    archive = run(store.read_archive("s1"))
+    assert [t.id for t in archive] == [1, 2, 10]
+    assert archive[1] == turn(2)  # the first copy stays
+    assert run(store.load("s1")).next_turn_id == 11
+    assert run(store.read_archive("other")) == []
+
+
+def test_the_archive_reads_in_id_order(store):
+    run(store.commit_turn(state(), [turn(10), turn(2), turn(33)]))
+    assert [t.id for t in run(store.read_archive("s1"))] == [2, 10, 33]
+
+
+def test_a_failed_commit_writes_nothing(store):
+    run(store.commit_turn(state(next_turn_id=2), [turn(1)]))
+    fail_next_write(store)
+    with pytest.raises(StorageError) as caught:
+        run(store.commit_turn(state(next_turn_id=3, summary="new"), [turn(2)]))
+    assert caught.value.kind == "quota"
+    assert [t.id for t in run(store.read_archive("s1"))] == [1]
+    assert run(store.load("s1")).next_turn_id == 2
+
+
+def test_compactions_are_logged_in_order_with_or_without_a_state(store):
+    run(store.commit_turn(state(), [turn(1)]))
+    run(store.commit_compaction(None, record(ok=False, n=1)))
+    run(store.commit_compaction(state(summary="folded", compactions=1), record(n=2)))
+    log = run(store.compressions("s1"))
+    assert log == [record(ok=False, n=1), record(n=2)]
+    assert run(store.load("s1")).summary == "folded"
+    assert run(store.compressions("nobody")) == []
+
+
+def test_sessions_are_listed_newest_first_with_their_turn_counts(store):
+    run(store.commit_turn(state("old", title="Old", updated_at=1.0), [turn(1)]))
+    run(store.commit_turn(state("new", title="New", updated_at=3.0), [turn(1), turn(2)]))
+    run(store.save(state("middle", title="Middle", updated_at=2.0)))
+    run(store.commit_compaction(None, record("log-only")))  # no state: not a session
+    listed = run(store.list_sessions())
+    assert [(i.session_id, i.title, i.turns) for i in listed] == [
+        ("new", "New", 2), ("middle", "Middle", 0), ("old", "Old", 1)]
+
+
+def test_delete_removes_state_archive_and_log_of_that_session_only(store):
+    for sid in ("a", "b"):
+        run(store.commit_turn(state(sid), [turn(1)]))
+        run(store.commit_compaction(None, record(sid)))
+    assert run(store.delete_session("a")) is True
+    assert run(store.load("a")) is None and run(store.read_archive("a")) == []
+    assert run(store.compressions("a")) == []
+    assert run(store.load("b")) is not None and len(run(store.read_archive("b"))) == 1
+    assert run(store.delete_session("a")) is False
+
+
+def test_stored_data_cannot_be_changed_through_returned_objects(store):
+    run(store.commit_turn(state(recent_turns=[turn(1)]), [turn(1)]))
+    loaded = run(store.load("s1"))
+    loaded.recent_turns.append(turn(2))
+    run(store.read_archive("s1"))[0].steps.clear()
+    assert len(run(store.load("s1")).recent_turns) == 1
+    assert run(store.read_archive("s1"))[0].steps
+
+
+def test_an_agent_keeps_its_memory_in_the_store(store):
+    model = FunctionModel(make_responder(echo_agent_reply))
+    agent = Agent(model=model, store=store)
+    run(agent.run("first message", session_id="chat"))
+    run(agent.run("second message", session_id="chat"))
+    fresh = Agent(model=model, store=store)  # a new process would see the same
+    memory = run(fresh.memory_state("chat"))
+    assert [t.user for t in memory.recent_turns] == ["first message", "second message"]
+    assert [t.id for t in run(fresh.transcript("chat"))] == [1, 2]
+
+
+# ----------------------------------------------------------- SQLite specifics
+
+def test_sqlite_data_survives_reopening_the_file(tmp_path):
+    path = tmp_path / "agent.db"
+    first = SqliteStore(path)
+    run(first.commit_turn(state(title="kept"), [turn(1)]))
+    first.close()
+    again = SqliteStore(path)
+    assert run(again.load("s1")).title == "kept" and len(run(again.read_archive("s1"))) == 1
+
+
+def test_a_database_from_a_newer_version_is_refused(tmp_path):
+    path = tmp_path / "agent.db"
+    SqliteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StorageError, match="newer py-agent") as caught:
+        SqliteStore(path)
+    assert caught.value.kind == "version"
+
+
+def test_a_database_locked_by_another_process_is_a_blocked_error(tmp_path):
+    path = tmp_path / "agent.db"
+    store = SqliteStore(path, busy_timeout=0.1)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StorageError) as caught:
+            run(store.commit_turn(state(), [turn(1)]))
+    finally:
+        other.execute("ROLLBACK")
+    assert caught.value.kind == "blocked"
+    run(store.commit_turn(state(), [turn(1)]))  # and works once the lock is gone
+
+
+def test_a_path_that_cannot_be_a_database_is_a_storage_error(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(StorageError):
+        SqliteStore(tmp_path / "file" / "agent.db")
+    (tmp_path / "garbage.db").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StorageError):
+        SqliteStore(tmp_path / "garbage.db")
+
+
+def test_sqlite_key_values_keep_json_by_prefix(tmp_path):
+    kv = SqliteStore(tmp_path / "agent.db").key_value_store()
+    run(kv.put("note:2", {"title": "b", "n": 1.5}))
+    run(kv.put("note:1", {"title": "a"}))
+    run(kv.put("notes", "not under note:"))
+    run(kv.put("100%_x", [1]))
+    assert run(kv.get("note:2")) == {"title": "b", "n": 1.5} and run(kv.get("zz")) is None
+    assert run(kv.list("note:")) == [("note:1", {"title": "a"}), ("note:2", {"title": "b", "n": 1.5})]
+    assert run(kv.list("100%")) == [("100%_x", [1])]
+    assert run(kv.delete("note:1")) is True and run(kv.delete("note:1")) is False
+    with pytest.raises(ValueError):
+        run(kv.put("", 1))
+    with pytest.raises(ValueError):
+        run(kv.put("k", float("nan")))
