@@ -120,7 +120,11 @@ def _render_ready_status():
             text = "%s, %s" % (head, model_clause())
         else:
             text = "%s. %s" % (state["note"] or head, model_clause())
+        degraded = (state["memory"] or {}).get("degraded")
+        if degraded:
+            text += " Memory is degraded (the summarizer is not working): see Memory."
         set_status("ready", text)
+        status.setAttribute("data-memory", "degraded" if degraded else "ok")
     status.setAttribute("data-model", state["model"] or "unknown")
 
 
