@@ -89,11 +89,14 @@ RUNTIMES = [
     # The MicroPython engine PyScript runs for <script type="mpy">; the -settrace and
     # -ulab builds are picked by PyScript when a page asks for debug or ulab.
     ("@micropython/micropython-webassembly-pyscript", "micropython", ["*.mjs", "*.wasm"]),
+    # The page's Markdown parser: its self-contained browser ES module (no eval inside).
+    ("markdown-it", "markdown-it", ["dist/browser/markdown-it.esm.min.mjs",
+                                    "dist/browser/markdown-it.esm.min.mjs.map", "LICENSE"]),
 ]
 
 # One file per runtime whose presence says its vendor copy is complete (copies are atomic).
 KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
-             "micropython": "micropython.wasm"}
+             "micropython": "micropython.wasm", "markdown-it": "markdown-it.esm.min.mjs"}
 
 # Content-Security-Policy. Everything must come from this origin. A CSP applies to the
 # document or worker whose response carries it, so the page and the agent worker each get
@@ -101,14 +104,14 @@ KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
 #
 #   'wasm-unsafe-eval'   WebAssembly.instantiate*() of micropython.wasm (page) and
 #                        pyodide.asm.wasm (worker). Without it neither interpreter starts.
-#   'unsafe-eval'        the page only: PyScript builds its plugin hooks with Function()
-#                        at start-up (polyscript's hook composer) and fails without it.
-#                        The agent worker, which runs the agent and its tools, does not
-#                        get it: no JavaScript eval there. Neither does any other script.
-#   'sha256-…'           the page only: index.html's one small inline script, which
-#                        starts the worker before PyScript is up (saves ~0.5 s of boot).
-#                        The server hashes the inline scripts of each HTML file it
-#                        serves, so exactly those and no others may run.
+#   (no 'unsafe-eval')   no JavaScript eval anywhere. PyScript compiles the hooks it gives
+#                        its own workers with Function(); index.html clears its one
+#                        default worker hook (the page runs no PyScript worker), so
+#                        nothing is compiled from a string.
+#   'sha256-…'           the page only: index.html's small inline scripts (one starts the
+#                        worker before PyScript is up, saving ~0.5 s of boot). The server
+#                        hashes the inline scripts of each HTML file it serves, so exactly
+#                        those and no others may run.
 #   style-src 'self'     no inline styles: PyScript styles its error banner through the
 #                        CSSOM (element.style), which CSP does not restrict.
 #   worker-src 'self'    the agent worker is a same-origin module script.
@@ -130,7 +133,7 @@ _CSP_COMMON = [
 # For HTML documents (the page); {hashes} are those of the document's inline scripts.
 CSP_PAGE = "; ".join([
     "default-src 'self'",
-    "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'{hashes}",
+    "script-src 'self' 'wasm-unsafe-eval'{hashes}",
     "style-src 'self'",
     *_CSP_COMMON,
 ])

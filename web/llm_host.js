@@ -18,8 +18,9 @@
  *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?, conversationId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
- *        event: {sessionId, requestId, purpose, conversationId, chunk, text}) and only the final
- *        text to the worker; conversationId is the agent session the prompt is for.
+ *        event: {sessionId, requestId, purpose, conversationId, chunk, text, offset}: offset is
+ *        where chunk starts in text, 0 for a new call) and only the final text to the worker;
+ *        conversationId is the agent session the prompt is for.
  *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed
@@ -224,7 +225,7 @@ export class LLMHost extends EventTarget {
             if (finished) break;
             const chunk = String(value);   // current Chrome streams deltas
             result += chunk;
-            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, conversationId, chunk, text: result }, this._options.onChunk, true);
+            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, conversationId, chunk, text: result, offset: result.length - chunk.length }, this._options.onChunk, true);
           }
         } finally {
           reader.releaseLock();

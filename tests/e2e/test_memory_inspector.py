@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat, current_session,
-                             open_chat, row, session_ids, stored_sessions, texts)
+                             open_chat, row, session_ids, stored_sessions, texts, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -199,8 +199,8 @@ def test_token_meter_adds_up_and_follows_the_turns(page: Page, app_server: str,
 
     long_message = "Tell me about rivers and lakes and the sea. " * 20
     chat(page, long_message)
-    page.wait_for_function("document.querySelector('[data-testid=\"token-meter\"] "
-                           "[data-segment=\"turns\"]').dataset.tokens > %d" % tokens["turns"])
+    wait_until(page, "document.querySelector('[data-testid=\"token-meter\"] "
+               "[data-segment=\"turns\"]').dataset.tokens > %d" % tokens["turns"])
     second = dict(meter(page)["segments"])
     grown = second["turns"] - tokens["turns"]
     assert grown > 150   # the message and its echoed answer
