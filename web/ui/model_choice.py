@@ -58,7 +58,7 @@ def render_choice():
     if server is None:
         return
     in_use = info.get("backend") or PROMPT_API
-    choice.innerHTML = ""
+    choice.replaceChildren()
     _option(PROMPT_API, "Gemini Nano (Chrome, on this device)", in_use == PROMPT_API)
     names = list(server.get("models") or [])
     current = info.get("name") if in_use == SERVER else None
