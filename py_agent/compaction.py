@@ -10,9 +10,9 @@ Key facts are extracted apart, under a JSON schema, and merged without duplicate
 
 from __future__ import annotations
 
-import json
 import re
 
+from ._boundary import loads_bounded
 from .memory import MemoryPolicy
 from .model import Message
 from .parsing import json_objects
@@ -103,7 +103,7 @@ def validate_summary(text: str, policy: MemoryPolicy, counter: TokenCounter) -> 
                                   f"at least {policy.min_summary_chars} needed)")
     if cleaned.startswith(("{", "[")):
         try:
-            json.loads(cleaned)
+            loads_bounded(cleaned)
         except ValueError:
             pass
         else:
@@ -159,7 +159,7 @@ def parse_facts(text: str, policy: MemoryPolicy, turn_id: int | None) -> list[Fa
     stripped = text.strip() if isinstance(text, str) else ""
     if stripped.startswith("["):
         try:
-            value = json.loads(stripped)
+            value = loads_bounded(stripped)
             entries = value if isinstance(value, list) else []
         except ValueError:
             entries = []

@@ -13,7 +13,13 @@ from typing import Any, Literal
 FactCategory = Literal["preference", "need", "background", "follow-up", "decision"]
 FACT_CATEGORIES: tuple[str, ...] = ("preference", "need", "background", "follow-up", "decision")
 
-TurnStatus = Literal["answered", "incomplete", "error"]
+# answered, incomplete (hit the step cap): the user got an answer; these turns are the
+# memory the model sees. error, stopped (the user pressed Stop), interrupted (the page
+# or process went away mid-turn; also how a running turn is archived until it ends):
+# kept in the transcript with the user's message, but not in memory.
+TurnStatus = Literal["answered", "incomplete", "error", "stopped", "interrupted"]
+TURN_STATUSES: tuple[str, ...] = ("answered", "incomplete", "error", "stopped", "interrupted")
+MEMORY_STATUSES: frozenset[str] = frozenset({"answered", "incomplete"})
 
 
 def now_ms() -> float:
@@ -58,12 +64,18 @@ class Turn:
                 "steps": [s.to_dict() for s in self.steps], "status": self.status,
                 "created_at": self.created_at}
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the turn belongs in the memory the model sees (it was answered)."""
+        return self.status in MEMORY_STATUSES
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Turn":
+        status = data.get("status", "answered")
         return cls(id=int(data["id"]), user=str(data.get("user", "")),
                    answer=str(data.get("answer", "")),
                    steps=[StepRecord.from_dict(s) for s in data.get("steps", [])],
-                   status=data.get("status", "answered"),
+                   status=status if status in TURN_STATUSES else "error",
                    created_at=float(data.get("created_at", 0.0)))
 
 
@@ -93,7 +105,12 @@ class Fact:
 
 @dataclass
 class SessionState:
-    """What the next prompt needs: summary, key facts, recent raw turns, counters."""
+    """What the next prompt needs: summary, key facts, recent raw turns, counters.
+
+    ``version`` counts the writes of this state to its store: a store refuses a
+    write whose ``version`` is not the stored one (another tab or process wrote
+    first: :class:`~py_agent.store.StateConflictError`) and bumps it on success.
+    """
 
     session_id: str
     title: str = ""
@@ -105,6 +122,7 @@ class SessionState:
     failed_compactions: int = 0
     created_at: float = field(default_factory=now_ms)
     updated_at: float = field(default_factory=now_ms)
+    version: int = 0
 
     def copy(self) -> "SessionState":
         """A copy whose lists can be changed without touching this one."""
@@ -116,7 +134,8 @@ class SessionState:
                 "recent_turns": [t.to_dict() for t in self.recent_turns],
                 "next_turn_id": self.next_turn_id, "compactions": self.compactions,
                 "failed_compactions": self.failed_compactions,
-                "created_at": self.created_at, "updated_at": self.updated_at}
+                "created_at": self.created_at, "updated_at": self.updated_at,
+                "version": self.version}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SessionState":
@@ -128,7 +147,8 @@ class SessionState:
                    compactions=int(data.get("compactions", 0)),
                    failed_compactions=int(data.get("failed_compactions", 0)),
                    created_at=float(data.get("created_at", 0.0)),
-                   updated_at=float(data.get("updated_at", 0.0)))
+                   updated_at=float(data.get("updated_at", 0.0)),
+                   version=int(data.get("version") or 0))
 
 
 @dataclass
