@@ -4,25 +4,28 @@ The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
 :class:`InMemoryStore`; test doubles live in :mod:`py_agent.testing`.
 """
 
+from ._loop import StepPolicy
 from ._tool_runner import ToolPolicy
 from .agent import Agent
 from .events import AgentEvent
 from .memory import MemoryPolicy, MemoryPolicyError
-from .model import (LanguageModel, ModelAbortedError, ModelError, ModelNetworkError,
-                    ModelSession, ModelUnavailableError, Purpose, QuotaExceededError)
+from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError,
+                    ModelNetworkError, ModelSession, ModelTimeoutError, ModelUnavailableError,
+                    Purpose, QuotaExceededError)
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
-from .store import InMemoryStore, StorageError, Store, UnknownSessionError
-from .tools import RetryableToolError, Tool, ToolArgumentError, ToolTimeoutError, tool
+from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
+from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError,
+                    ToolTimeoutError, tool)
 from .transfer import SessionBundle, SessionImportError
 
 __all__ = [
     "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact", "InMemoryStore",
     "LanguageModel", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
-    "ModelError", "ModelNetworkError", "ModelSession", "ModelUnavailableError", "Purpose",
-    "QuotaExceededError", "RetryableToolError", "RunResult", "SessionBundle",
-    "SessionImportError", "SessionState", "StepTrace",
-    "StorageError", "Store", "Tool", "ToolArgumentError", "ToolPolicy", "ToolTimeoutError",
-    "Turn", "UnknownSessionError", "tool",
+    "ModelCallError", "ModelError", "ModelNetworkError", "ModelSession", "ModelTimeoutError",
+    "ModelUnavailableError", "Purpose", "QuotaExceededError", "RetryableToolError", "RunResult",
+    "SessionBundle", "SessionImportError", "SessionState", "StateConflictError", "StepPolicy",
+    "StepTrace", "StorageError", "Store", "Tool", "ToolArgumentError", "ToolCrashedError",
+    "ToolPolicy", "ToolTimeoutError", "Turn", "UnknownSessionError", "tool",
 ]
 __version__ = "0.1.0"
