@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from ._boundary import loads_bounded
 from ._tool_runner import ToolPolicy, run_tool
-from ._waiting import CancelledInside, DeadlineExceeded, TurnAborted, bounded
+from ._waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .events import AgentEvent
 from .model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
                     QuotaExceededError, as_model_error)
@@ -74,6 +74,8 @@ async def model_call(awaitable: Awaitable[T], policy: StepPolicy, abort: asyncio
             from None
     except CancelledInside:
         raise ModelCallError("the model call was cancelled by the model itself") from None
+    except Crashed as exc:
+        raise as_model_error(exc.__cause__ or exc) from None
     except Exception as exc:
         raise as_model_error(exc) from None
 

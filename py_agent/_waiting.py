@@ -85,6 +85,9 @@ async def bounded(awaitable: Awaitable[T], *, timeout: float | None = None,
     if task.done():
         if task.cancelled():
             raise CancelledInside("the call cancelled itself")
+        error = task.exception()
+        if error is not None and not isinstance(error, Exception):  # GeneratorExit
+            raise Crashed(f"raised {type(error).__name__}") from error
         return task.result()
     task.cancel()
     await _settle(task, grace)
