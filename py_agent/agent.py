@@ -593,11 +593,13 @@ class Agent:
         return self._prefix_estimate[1]
 
     async def transcript(self, session_id: str) -> list[Turn]:
-        """Every raw turn of the session, including any not yet saved."""
+        """Every raw turn of the session, including any not yet saved (an unsaved copy
+        is newer than an archived one of the same id: that is its start)."""
         await self._state(session_id, create=False)
         archived = [] if session_id in self._detached else await self.store.read_archive(session_id)
-        known = {t.id for t in archived}
-        return archived + [t for t in self._unsaved.get(session_id, []) if t.id not in known]
+        by_id = {t.id: t for t in archived}
+        by_id.update((t.id, t) for t in self._unsaved.get(session_id, []))
+        return sorted(by_id.values(), key=lambda t: t.id)
 
     async def compressions(self, session_id: str) -> list[CompressionRecord]:
         """The session's compression log (empty for a session that runs detached from

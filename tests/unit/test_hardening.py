@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from py_agent import (Agent, InMemoryStore, ModelCallError, ModelTimeoutError, StepPolicy,
-                      ToolPolicy, tool)
+from py_agent import Agent, InMemoryStore, StepPolicy, ToolPolicy, tool
 from py_agent._boundary import MAX_JSON_DEPTH, clean_text, depth_within, loads_bounded
 from py_agent.demo.calculator import calculate
 from py_agent.model import Purpose
