@@ -8,7 +8,7 @@ import sys
 
 from pyscript import window
 
-from ui import chat, layout, memory, sessions, status, tools_panel
+from ui import chat, layout, memory, sessions, status, tabs, tools_panel
 from ui.link import take_over_worker
 
 runtime = "%s %s" % (sys.implementation.name,
@@ -22,4 +22,5 @@ memory.start()
 chat.start(status.llm_host())
 sessions.start()
 tools_panel.start()
+tabs.start()
 take_over_worker()

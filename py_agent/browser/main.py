@@ -13,6 +13,8 @@ from typing import Any
 
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
+from .._loop import StepPolicy
+from .._tool_runner import ToolPolicy
 from ..agent import Agent
 from ..demo import InMemoryKeyValueStore, RpcKeyValueStore, demo_tools
 from ..host import AgentHost
@@ -104,6 +106,22 @@ async def idb_transport_for(boot: Any):
     return transport, open_error
 
 
+def deadlines(params: Any) -> dict[str, Any]:
+    """The agent's deadlines from the page's URL (``?step_timeout=S&tool_timeout=S``,
+    seconds), for slow machines and for tests; the policies' defaults otherwise."""
+    params = _to_py(params) or {}
+    chosen: dict[str, Any] = {}
+    for name, key, policy in (("step_timeout", "step_policy", StepPolicy),
+                              ("tool_timeout", "tool_policy", ToolPolicy)):
+        try:
+            seconds = float(params.get(name, ""))
+        except (TypeError, ValueError):
+            continue
+        if 0 < seconds < 86_400:
+            chosen[key] = policy(timeout_s=seconds)
+    return chosen
+
+
 async def main(boot: Any) -> None:
     link = PageLink(boot)
     model = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
@@ -111,7 +129,8 @@ async def main(boot: Any) -> None:
     # Notes and to-dos live in IndexedDB's kv store; without IndexedDB, in memory (the
     # tools still work, for as long as this worker runs).
     kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
-    agent = Agent(model=model, store=RpcStore(transport), tools=demo_tools(kv))
+    agent = Agent(model=model, store=RpcStore(transport), tools=demo_tools(kv),
+                  **deadlines(boot.params))
     host = AgentHost(agent, link.post)
 
     def on_message(data: Any) -> None:
