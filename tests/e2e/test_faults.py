@@ -12,31 +12,16 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, Watch, boot, chat, open_chat, send,
-                             step_responder)
+from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, Watch, ask_worker, boot, chat,
+                             open_chat, send, step_responder)
 
 pytestmark = pytest.mark.e2e
 
 INTERRUPTED_NOTE = "This turn did not finish"
 
 
-def ask(page: Page, request_type: str, **fields):
-    """Ask the agent worker directly (as the page does) and return its reply's value."""
-    return page.evaluate("""([type, fields]) => new Promise((resolve, reject) => {
-      const worker = window.pyAgentWorker.worker, id = 'e2e-' + type + '-' + Math.random();
-      const listen = (event) => {
-        const data = event.data;
-        if (!data || data.type !== 'reply' || data.id !== id) return;
-        worker.removeEventListener('message', listen);
-        data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
-      };
-      worker.addEventListener('message', listen);
-      worker.postMessage({type, id, ...fields});
-    })""", [request_type, fields])
-
-
 def stored_turns(page: Page, session_id: str) -> list[dict]:
-    return ask(page, "transcript", session_id=session_id)
+    return ask_worker(page, "transcript", session_id=session_id)
 
 
 def assert_no_lost_or_duplicated_turns(turns: list[dict], users: list[str]) -> None:
@@ -92,7 +77,7 @@ def test_stopped_and_reloaded_turns_keep_the_message_and_the_next_turn_works(
     turns = stored_turns(page, session_id)
     assert_no_lost_or_duplicated_turns(turns, users)
     assert [t["status"] for t in turns] == ["answered", "stopped", "interrupted"]
-    memory = ask(page, "memory", session_id=session_id)
+    memory = ask_worker(page, "memory", session_id=session_id)
     assert [t["user"] for t in memory["recent_turns"]] == users[:1]  # only answered turns
 
     # The next turn works, under a new id; Retry sends the interrupted message again.
@@ -136,7 +121,7 @@ def test_a_reload_during_a_compaction_leaves_no_half_written_state(
     page.reload()
     boot(page, app_server + "/")
 
-    memory = ask(page, "memory", session_id=session_id)
+    memory = ask_worker(page, "memory", session_id=session_id)
     assert memory["summary"] == "" and memory["compactions"] == 0
     assert [t["user"] for t in memory["recent_turns"]] == users
     assert memory["compressions"] == []   # nothing of the cut-off compaction was written
@@ -147,7 +132,7 @@ def test_a_reload_during_a_compaction_leaves_no_half_written_state(
     page.get_by_test_id("compact-button").click()
     expect(page.get_by_test_id("memory-summary")).to_contain_text("blue house",
                                                                   timeout=TURN_TIMEOUT_MS)
-    memory = ask(page, "memory", session_id=session_id)
+    memory = ask_worker(page, "memory", session_id=session_id)
     compacted = {i for r in memory["compressions"] if r["ok"] for i in r["turn_ids"]}
     assert compacted and compacted | {t["id"] for t in memory["recent_turns"]} == {1, 2, 3, 4}
     chat(page, "And one more thing.")
@@ -200,7 +185,7 @@ def test_two_tabs_alternating_on_one_session_lose_and_duplicate_nothing(
     # Compaction may still be running in a tab: wait until neither compacts.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        states = [ask(tab, "memory", session_id=session_id) for tab in (tab_a, tab_b)]
+        states = [ask_worker(tab, "memory", session_id=session_id) for tab in (tab_a, tab_b)]
         if not any(s["compacting"] for s in states):
             break
         time.sleep(0.5)
@@ -209,7 +194,7 @@ def test_two_tabs_alternating_on_one_session_lose_and_duplicate_nothing(
         turns = stored_turns(tab, session_id)
         assert_no_lost_or_duplicated_turns(turns, users)
         assert all(t["status"] == "answered" for t in turns)
-        memory = ask(tab, "memory", session_id=session_id)
+        memory = ask_worker(tab, "memory", session_id=session_id)
         compacted = {i for r in memory["compressions"] if r["ok"] for i in r["turn_ids"]}
         raw = [t["id"] for t in memory["recent_turns"]]
         assert len(raw) == len(set(raw)) and not compacted & set(raw)
