@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
 from ._boundary import loads_bounded
-from ._tool_runner import ToolPolicy, run_tool
+from ._tool_runner import SyncRunner, ToolPolicy, run_tool
 from ._waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .events import AgentEvent
 from .model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
@@ -111,6 +111,7 @@ class TurnContext:
     max_steps: int
     abort: asyncio.Event | None = None
     step_policy: StepPolicy = field(default_factory=StepPolicy)
+    sync_tool_runner: SyncRunner | None = None
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
     # The steps so far, kept here so that a stopped or failed turn still has them.
@@ -254,7 +255,8 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
                             "Now answer the user.")
     else:
         step.kind = "tool"
-        outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy), ctx.abort)
+        outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
+                                           ctx.sync_tool_runner), ctx.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,

@@ -11,15 +11,25 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from ._boundary import cap_text, clean_text, describe
 from ._waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
-from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError,
+from .events import log
+from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
                     ToolTimeoutError)
 
-# Pyodide has no threads: a sync tool there runs inline and cannot be timed out.
+# Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
+# the agent has a sync_runner (the page's tool worker, py_agent.remote_tools).
 _THREADS = sys.platform != "emscripten"
+
+# sync_runner(tool, kwargs, timeout): runs a sync tool elsewhere, under its deadline
+# (TimeoutError past it); its result, or what the tool raised.
+SyncRunner = Callable[[Tool, dict[str, Any], float], Awaitable[Any]]
+
+
+class SyncRunnerUnavailable(ToolError):
+    """A sync runner cannot run tools now; the call runs where the agent runs instead."""
 
 
 @dataclass(frozen=True)
@@ -121,14 +131,20 @@ def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> Any:
         raise _crash(exc) from None
 
 
-async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
+async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
+                     sync_runner: SyncRunner | None = None) -> Any:
     try:
         if tool.is_async:
             return await bounded(contained(tool.fn(**kwargs)), timeout=timeout)
+        if sync_runner is not None:
+            try:
+                return await sync_runner(tool, kwargs, timeout)
+            except SyncRunnerUnavailable as exc:
+                log.warning("running %s here: %s", tool.name, describe(exc))
         if _THREADS:
             return await _call_sync_in_thread(tool, kwargs, timeout)
         return _call_inline(tool, kwargs)
-    except DeadlineExceeded:
+    except DeadlineExceeded:  # ours, or the sync runner's
         raise ToolTimeoutError(f"{tool.name} did not finish within {timeout:g} s") from None
     except CancelledInside:
         raise _crash(asyncio.CancelledError()) from None
@@ -136,8 +152,10 @@ async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
         raise _crash(exc.__cause__ or exc) from None
 
 
-async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy) -> ToolOutcome:
-    """Call ``tool`` with the model's input; every failure becomes an observation."""
+async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
+                   sync_runner: SyncRunner | None = None) -> ToolOutcome:
+    """Call ``tool`` with the model's input; every failure becomes an observation.
+    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner)."""
     started = time.perf_counter()
 
     def outcome(text: str, ok: bool, attempts: int, error: str | None = None) -> ToolOutcome:
@@ -156,7 +174,7 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy) -> ToolOutco
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, policy.timeout_s)
+            value = await _call_once(tool, kwargs, policy.timeout_s, sync_runner)
         except ToolTimeoutError as exc:
             # Not retried: a hang is seldom transient, and the user has waited already.
             return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")
@@ -170,7 +188,7 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy) -> ToolOutco
             return outcome(f"Error: {tool.name} crashed: it {describe(exc)}", False, attempt,
                            "crashed")
         except Exception as exc:
-            name = type(exc).__name__
+            name = getattr(exc, "remote_name", None) or type(exc).__name__
             return outcome(f"Error: {tool.name} raised {name}: {describe(exc)}", False, attempt,
                            name)
         else:

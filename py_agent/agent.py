@@ -24,7 +24,7 @@ from ._loop import (COMPACT_TOOL, StepPolicy, TurnAborted, TurnContext, condense
                     model_call, run_turn)
 from ._model_guard import create_guarded
 from ._sync import next_turn_id, rebase, with_turn
-from ._tool_runner import ToolPolicy
+from ._tool_runner import SyncRunner, ToolPolicy
 from ._waiting import bounded
 from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, facts_prompt,
                          parse_facts, summary_messages, summary_prompt, validate_summary)
@@ -78,6 +78,9 @@ class Agent:
         memory: thresholds for compaction; see :class:`MemoryPolicy`.
         tool_policy: timeout, retries and output cap for tool calls.
         step_policy: the deadline of each model call in a turn; see :class:`StepPolicy`.
+        sync_tool_runner: where sync tools run (``runner(tool, kwargs, timeout)``): by
+            default a thread (CPython) or inline (Pyodide, where nothing can stop them);
+            the page passes its tool worker (:mod:`py_agent.remote_tools`).
         max_steps: iteration cap of one turn.
         on_event: called with every :class:`AgentEvent`, including background ones.
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
@@ -88,7 +91,8 @@ class Agent:
                  tool_policy: ToolPolicy | None = None, max_steps: int = 7, top_k: int = 3,
                  on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
                  system_instruction: str = SYSTEM_INSTRUCTION,
-                 step_policy: StepPolicy | None = None) -> None:
+                 step_policy: StepPolicy | None = None,
+                 sync_tool_runner: SyncRunner | None = None) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = model
@@ -96,6 +100,7 @@ class Agent:
         self.policy = memory or MemoryPolicy()
         self.tool_policy = tool_policy or ToolPolicy()
         self.step_policy = step_policy or StepPolicy()
+        self.sync_tool_runner = sync_tool_runner
         self.max_steps = max_steps
         self.on_event = on_event
         registry = list(tools)
@@ -248,7 +253,7 @@ class Agent:
                           first_prompt=build_first_prompt,
                           new_session=lambda: self._clone(Purpose.STEP), emit=emit,
                           tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort,
-                          step_policy=self.step_policy)
+                          step_policy=self.step_policy, sync_tool_runner=self.sync_tool_runner)
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:
