@@ -3,6 +3,8 @@
 
     python serve.py                  # prepare, then serve http://127.0.0.1:8000/
     python serve.py --port 8765      # another port (--host too)
+    python serve.py --tools my_tools.py      # your tool module too (repeatable)
+    python serve.py --site my_site   # your own page at / (using /agent.js)
     python serve.py --prepare-only   # set everything up, serve nothing (tests, CI)
 
 Preparing is idempotent and, once done, needs no network:
@@ -12,13 +14,20 @@ Preparing is idempotent and, once done, needs no network:
 2. The runtime files of the pinned Pyodide, PyScript and MicroPython are copied
    into ``web/vendor/<name>-<version>/``; versioned paths are cached forever.
 3. micropip's wheel is fetched with pip once (it is not in Pyodide's npm package).
-4. The ``py_agent`` wheel is built from the working tree with the standard
-   library into ``web/vendor/wheels/<content-hash>/``, so a code change is a new
-   URL and never a stale cache entry.
-5. ``web/vendor/manifest.json`` tells the worker what to load.
+4. The wheels of py_agent's pinned, pure-Python dependencies (``snowballstemmer``,
+   ``assel``) are fetched with pip once into ``web/vendor/wheels/``.
+5. The ``py_agent`` wheel is built from the working tree by the project's build
+   backend (setuptools, see serving/wheel.py) into
+   ``web/vendor/wheels/<source-hash>/``, only when the source changed, so a code
+   change is a new URL and never a stale cache entry.
+6. The tool modules (the demo's ``demo_tools/`` and each ``--tools`` one) are
+   zipped, checked and given their PEP 723 wheels (serving/tool_modules.py).
+7. ``web/vendor/manifest.json`` tells the worker what to load. The server hands
+   out its own manifest, with its tool modules rebuilt when their sources change.
 
-Serving uses only the standard library. ``/`` is ``web/``; ``/worker/`` is the
-repository's ``worker/``; nothing else is reachable. Every response carries the
+Serving uses only the standard library. ``/`` is ``web/`` (with ``--site`` in
+front of it); ``/worker/`` is the repository's ``worker/``; nothing else is
+reachable (``/favicon.ico`` is an empty 204). Every response carries the
 cross-origin isolation headers and a Content-Security-Policy that allows only
 this origin (see ``CSP_PAGE`` and ``CSP`` below for why each source is there).
 """
@@ -27,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import fnmatch
 import functools
 import hashlib
 import http.server
@@ -41,12 +49,19 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import urllib.parse
-import zipfile
 from pathlib import Path
+from typing import Callable, Iterable
 
 ROOT = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:   # serving/ and py_agent/ live next to this file
+    sys.path.insert(0, str(ROOT))
+
+from serving.common import PrepareError, say, sha256_file, write_atomically  # noqa: E402
+from serving.tool_modules import (DEMO_TOOLS, PageRuntime, ToolModules, prune,  # noqa: E402
+                                  tool_module_path)
+from serving.wheel import ensure_app_wheel, project_metadata  # noqa: E402
+
 WEB = ROOT / "web"
 WORKER = ROOT / "worker"
 VENDOR = WEB / "vendor"
@@ -54,7 +69,6 @@ NODE_MODULES = ROOT / "node_modules"
 LOCK = ROOT / "package-lock.json"
 MANIFEST = VENDOR / "manifest.json"
 MANIFEST_FORMAT = 1
-KEEP_APP_BUILDS = 3  # py_agent wheels kept in web/vendor/wheels/<hash>/
 
 # Our stamp inside node_modules: the sha256 of the package-lock.json it was installed from.
 NPM_STAMP = NODE_MODULES / ".py-agent-lock.sha256"
@@ -151,23 +165,7 @@ MIME_TYPES = {
 }
 
 
-def say(message: str) -> None:
-    print(f"[serve] {message}", flush=True)
-
-
-class PrepareError(RuntimeError):
-    """Preparation cannot go on; the message says what to do."""
-
-
 # --------------------------------------------------------------------------- prepare
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def locked_versions() -> dict[str, str]:
     """Exact versions of the runtime packages, from package-lock.json."""
@@ -273,138 +271,45 @@ def pyodide_lock_info(pyodide_dir: Path) -> tuple[str, str]:
 
 def ensure_micropip(version: str, python: str) -> Path:
     """micropip's wheel in web/vendor/wheels/, fetched with pip when missing."""
+    return ensure_wheel("micropip", version, python)
+
+
+def ensure_wheel(name: str, version: str, python: str) -> Path:
+    """A pure-Python wheel of ``name==version`` in web/vendor/wheels/, fetched with pip once."""
     wheels = VENDOR / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"micropip-{version}-*.whl"))
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    found = sorted(wheels.glob(pattern))
     if found:
-        say(f"micropip {version} wheel present")
+        say(f"{name} {version} wheel present")
         return found[0]
-    say(f"fetching micropip {version} with pip (Python {python} wheel)")
+    say(f"fetching {name} {version} with pip (Python {python} wheel)")
     with tempfile.TemporaryDirectory(dir=VENDOR) as scratch:
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"micropip=={version}", "--no-deps",
+            [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps",
              "--only-binary=:all:", "--python-version", python, "--dest", scratch,
              "--disable-pip-version-check", "--quiet"])
-        downloaded = sorted(Path(scratch).glob(f"micropip-{version}-*.whl"))
+        downloaded = sorted(Path(scratch).glob(pattern))
         if result.returncode != 0 or not downloaded:
-            raise PrepareError("pip could not fetch micropip's wheel; the package index must "
+            raise PrepareError(f"pip could not fetch {name}'s wheel; the package index must "
                                "be reachable for the first run.")
         final = wheels / downloaded[0].name
         shutil.move(str(downloaded[0]), final)
     return final
 
 
-# ---- the py_agent wheel, built with the standard library
-
-def _record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
-
-
-def project_metadata() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())
-
-
-def project_files(pyproject: dict) -> list[Path]:
-    """The package files setuptools would ship: top-level packages matching the
-    ``[tool.setuptools.packages.find] include`` patterns, without caches."""
-    patterns = (pyproject.get("tool", {}).get("setuptools", {}).get("packages", {})
-                .get("find", {}).get("include", ["*"]))
-    files = []
-    for top in sorted(ROOT.iterdir()):
-        if not top.is_dir() or not any(fnmatch.fnmatch(top.name, p) for p in patterns):
-            continue
-        if not any(top.glob("*.py")):
-            continue
-        for path in sorted(top.rglob("*")):
-            parts = path.relative_to(ROOT).parts
-            if (path.is_file() and "__pycache__" not in parts
-                    and not any(part.startswith(".") for part in parts)
-                    and path.suffix not in (".pyc", ".pyo")):
-                files.append(path)
-    return files
-
-
-def build_wheel_bytes() -> tuple[str, bytes]:
-    """A reproducible pure-Python wheel of this project: (file name, bytes)."""
-    pyproject = project_metadata()
-    project = pyproject["project"]
-    dist = project["name"].replace("-", "_").replace(".", "_").lower()
-    version = project["version"]
-    info = f"{dist}-{version}.dist-info"
-    metadata = [
-        "Metadata-Version: 2.1",
-        f"Name: {project['name']}",
-        f"Version: {version}",
-    ]
-    if project.get("description"):
-        metadata.append(f"Summary: {project['description']}")
-    if project.get("requires-python"):
-        metadata.append(f"Requires-Python: {project['requires-python']}")
-    license_text = project.get("license", {})
-    if isinstance(license_text, dict) and license_text.get("text"):
-        metadata.append(f"License: {license_text['text']}")
-    for requirement in project.get("dependencies", []):
-        metadata.append(f"Requires-Dist: {requirement}")
-    entries: list[tuple[str, bytes]] = [
-        (path.relative_to(ROOT).as_posix(), path.read_bytes())
-        for path in project_files(pyproject)
-    ]
-    if not entries:
-        raise PrepareError("no package files found for the py_agent wheel")
-    entries.append((f"{info}/METADATA", ("\n".join(metadata) + "\n").encode()))
-    entries.append((f"{info}/WHEEL", (
-        "Wheel-Version: 1.0\nGenerator: py-agent serve.py\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n").encode()))
-    record = [f"{name},{_record_hash(data)},{len(data)}" for name, data in entries]
-    record.append(f"{info}/RECORD,,")
-    entries.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in entries:
-            item = zipfile.ZipInfo(name, date_time=(2020, 2, 2, 0, 0, 0))
-            item.external_attr = 0o644 << 16
-            item.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(item, data)
-    return f"{dist}-{version}-py3-none-any.whl", buffer.getvalue()
-
-
-def ensure_app_wheel() -> tuple[Path, str]:
-    """Build the py_agent wheel into web/vendor/wheels/<hash>/ and prune old builds."""
-    name, data = build_wheel_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    folder = VENDOR / "wheels" / digest[:16]
-    target = folder / name
-    if target.exists():
-        say(f"{name} up to date (wheels/{digest[:16]}/)")
-    else:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, data)
-        say(f"built {name} ({len(data)} bytes) -> web/vendor/wheels/{digest[:16]}/")
-    os.utime(folder)
-    # Keep the few newest builds: another prepare() may be serving one of them.
-    builds = sorted((d for d in (VENDOR / "wheels").iterdir() if d.is_dir()),
-                    key=lambda d: d.stat().st_mtime, reverse=True)
-    for old in builds[KEEP_APP_BUILDS:]:
-        if old != folder:
-            shutil.rmtree(old, ignore_errors=True)
-    return target, digest
-
-
-def write_atomically(target: Path, data: bytes) -> None:
-    """Write via a unique temporary file and a rename, so that a reader (or another
-    prepare() running at the same time) never sees a half-written file."""
-    handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}-",
-                                         delete=False)
-    try:
-        with handle:
-            handle.write(data)
-        os.chmod(handle.name, 0o644)
-        os.replace(handle.name, target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+def ensure_dependency_wheels(python: str) -> list[dict]:
+    """The wheels of py_agent's dependencies (pinned ``name==version`` in pyproject.toml, all
+    pure Python) for the worker to install offline, as manifest entries."""
+    entries = []
+    for requirement in project_metadata()["project"].get("dependencies", []):
+        name, _, version = requirement.partition("==")
+        if not version:
+            raise PrepareError(f"pin {requirement!r} as name==version in pyproject.toml: the "
+                               "page installs exactly the wheel serve.py vendors")
+        wheel = ensure_wheel(name.strip(), version.strip(), python)
+        entries.append({"name": name.strip(), "version": version.strip(), "wheel": url_of(wheel)})
+    return entries
 
 
 def url_of(path: Path) -> str:
@@ -433,9 +338,10 @@ def check_page_references(names: dict[str, str]) -> None:
                            "\"files\": the page could not import them.")
 
 
-def prepare() -> dict:
-    """Make web/vendor/ complete for the pinned versions and the current py_agent
-    source. Returns the manifest (also written to web/vendor/manifest.json)."""
+def prepare(tools: Iterable[Path] = ()) -> dict:
+    """Make web/vendor/ complete for the pinned versions, the current py_agent source and
+    the tool modules (the demo's, then ``tools``). Returns the manifest (also written to
+    web/vendor/manifest.json)."""
     started = time.monotonic()
     VENDOR.mkdir(parents=True, exist_ok=True)
     lock_hash = sha256_file(LOCK) if LOCK.exists() else ""
@@ -450,7 +356,7 @@ def prepare() -> dict:
         ensure_node_modules(lock_hash)
         for package, prefix, patterns in RUNTIMES:
             copy_runtime(package, prefix, patterns, versions[package])
-        keep = set(names.values()) | {"wheels", "manifest.json"}
+        keep = set(names.values()) | {"wheels", "tools", "deps", "manifest.json"}
         for entry in VENDOR.iterdir():
             if entry.name not in keep:
                 say(f"removing stale web/vendor/{entry.name}")
@@ -462,6 +368,7 @@ def prepare() -> dict:
     for stale in (VENDOR / "wheels").glob("micropip-*.whl"):
         if stale != micropip_wheel:
             stale.unlink()
+    dependencies = ensure_dependency_wheels(python)
     app_wheel, app_hash = ensure_app_wheel()
     check_page_references(names)
 
@@ -478,12 +385,31 @@ def prepare() -> dict:
         "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
+        "dependencies": dependencies,
     }
+    modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(new_manifest))
+    new_manifest["tool_modules"] = modules.entries()
+    prune(VENDOR / "tools", {VENDOR.parent / e["archive"].lstrip("/") for e in
+                             new_manifest["tool_modules"] if e["archive"]})
+    prune(VENDOR / "deps")
     if new_manifest != manifest:
         write_atomically(MANIFEST, (json.dumps(new_manifest, indent=2) + "\n").encode())
         say("wrote web/vendor/manifest.json")
     say(f"prepared in {time.monotonic() - started:.2f} s")
     return new_manifest
+
+
+def page_runtime(manifest: dict) -> PageRuntime:
+    """The page's Python, Pyodide's package builds and the py_agent wheel (with those of
+    its dependencies, if the manifest lists any), from a manifest."""
+    index = WEB / manifest["pyodide"]["indexURL"].strip("/")
+    lock = json.loads((index / "pyodide-lock.json").read_text())
+    builds = {re.sub(r"[-_.]+", "-", name).lower(): package.get("version", "")
+              for name, package in lock.get("packages", {}).items()}
+    return PageRuntime(python=manifest["pyodide"]["python"], pyodide_packages=builds,
+                       app_wheels=tuple(WEB / url.lstrip("/") for url in (
+                           manifest["py_agent"]["wheel"],
+                           *(d["wheel"] for d in manifest.get("dependencies", [])))))
 
 
 # --------------------------------------------------------------------------- serve
@@ -518,8 +444,10 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "py-agent"
-    mounts: dict[str, Path] = DEFAULT_MOUNTS
+    # URL prefix -> directory, or directories tried in order (a --site in front of web/).
+    mounts: dict[str, Path | tuple[Path, ...]] = DEFAULT_MOUNTS
     quiet = False
+    manifest: Callable[[], dict] | None = None   # serves /vendor/manifest.json if set
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
@@ -532,18 +460,45 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         parts = [p for p in posixpath.normpath("/" + rest).split("/") if p]
         if any(p.startswith(".") or p in ("..",) for p in parts):
             return ""
-        result = Path(directory, *parts)
-        if path.endswith("/"):
-            result = result / "index.html"
+        for base in directory if isinstance(directory, tuple) else (directory,):
+            result = Path(base, *parts)
+            if path.endswith("/"):
+                result = result / "index.html"
+            if result.is_file():
+                break
         return str(result)
 
     def send_head(self):
+        if self.manifest is not None and \
+                urllib.parse.urlsplit(self.path).path == "/vendor/manifest.json":
+            return self.send_manifest()
         local = self.translate_path(self.path)
+        if urllib.parse.urlsplit(self.path).path == "/favicon.ico" and \
+                not os.path.isfile(local):
+            # Browsers ask for it for any page without an icon: no icon, and no error.
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         if not local or not os.path.isfile(local):
             # The page asks for a directory only as "/"; anything else is a miss.
             self.send_error(404, "Not found")
             return None
         return super().send_head()
+
+    def send_manifest(self):
+        """This server's manifest: the prepared runtime and its tool modules as they are
+        now (a changed tool module is rebuilt here, so a reload of the page gets it)."""
+        try:
+            body = (json.dumps(self.manifest(), indent=2) + "\n").encode()
+        except Exception as error:   # e.g. a disk error: say it, keep serving
+            self.send_error(500, f"cannot build the manifest: {error}")
+            return None
+        self.send_response(200)
+        self.send_header("Content-Type", MIME_TYPES[".json"])
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
 
     def guess_type(self, path) -> str:
         return MIME_TYPES.get(Path(str(path)).suffix.lower(), "application/octet-stream")
@@ -587,14 +542,31 @@ class AppServer(http.server.ThreadingHTTPServer):
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8000, *,
-                mounts: dict[str, Path] | None = None, quiet: bool = False) -> AppServer:
+                mounts: dict[str, Path] | None = None, quiet: bool = False,
+                tools: Iterable[Path] = (), site: Path | None = None) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
-    directory mappings to the defaults (a benchmark mounts its own pages this way)."""
+    directory mappings to the defaults (a benchmark mounts its own pages this way).
+    ``tools`` are tool modules offered besides the demo's; ``site`` is a folder served
+    at / in front of web/ (your own page, using /agent.js). Call prepare() first: the
+    manifest this server hands out is the prepared one with its tool modules, rebuilt
+    when their sources change."""
+    prepared = read_manifest()
+    manifest = None
+    if prepared is not None and "py_agent" in prepared:
+        modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(prepared))
+        modules.entries()   # prepare them now, and say what is wrong before serving
+
+        def manifest() -> dict:
+            return {**prepared, "tool_modules": modules.entries()}
+
+    root = (Path(site), WEB) if site is not None else WEB
     handler = type("Handler", (AppRequestHandler,), {
-        "mounts": {**DEFAULT_MOUNTS, **{k: Path(v) for k, v in (mounts or {}).items()}},
+        "mounts": {**DEFAULT_MOUNTS, "/": root,
+                   **{k: Path(v) for k, v in (mounts or {}).items()}},
         "quiet": quiet,
+        "manifest": staticmethod(manifest) if manifest else None,
     })
     return AppServer((host, port), handler)
 
@@ -603,24 +575,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Prepare py-agent's runtime and serve the page.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--tools", action="append", default=[], metavar="PATH",
+                        help="a tool module (a .py file or a package folder) whose @tool "
+                             "functions the agent gets besides the demo's; repeatable")
+    parser.add_argument("--site", metavar="DIR",
+                        help="serve DIR at / in front of the demo page: your own page, "
+                             "using /agent.js (see README)")
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare web/vendor and exit without serving")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     args = parser.parse_args(argv)
     try:
-        prepare()
+        tools = [tool_module_path(path) for path in args.tools]
+        site = Path(args.site).resolve() if args.site else None
+        if site is not None and not site.is_dir():
+            raise PrepareError(f"--site {args.site}: no such folder")
+        prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
         return 1
     if args.prepare_only:
         return 0
     try:
-        server = make_server(args.host, args.port, quiet=args.quiet)
+        server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site)
     except OSError as error:
         print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
               file=sys.stderr)
         return 1
-    say(f"serving web/ (and worker/ at /worker/) on {server.url}/")
+    except PrepareError as error:
+        print(f"[serve] error: {error}", file=sys.stderr)
+        return 1
+    served = f"{site} in front of web/" if site else "web/"
+    say(f"serving {served} (and worker/ at /worker/) on {server.url}/")
     say(f"open {server.url}/ in Chrome; Ctrl-C stops")
     try:
         server.serve_forever()

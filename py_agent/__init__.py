@@ -1,13 +1,15 @@
 """py-agent: an on-device agent with tool retrieval and memory that never overflows.
 
 The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
-:class:`InMemoryStore`; test doubles live in :mod:`py_agent.testing`.
+:class:`InMemoryStore`; tool modules of your own with :func:`load_tools` (see
+:mod:`py_agent.tool_modules`); test doubles live in :mod:`py_agent.testing`.
 """
 
 from ._loop import StepPolicy
 from ._tool_runner import ToolPolicy
 from .agent import Agent
 from .events import AgentEvent
+from .kv import InMemoryKeyValueStore, KeyValueStore
 from .memory import MemoryPolicy, MemoryPolicyError
 from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError,
                     ModelNetworkError, ModelSession, ModelTimeoutError, ModelUnavailableError,
@@ -15,17 +17,21 @@ from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
 from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
+from .tool_modules import (LoadedTools, ToolContext, ToolModuleError, collect_tools,
+                           load_tool_modules, load_tools)
 from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError,
                     ToolTimeoutError, tool)
 from .transfer import SessionBundle, SessionImportError
 
 __all__ = [
-    "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact", "InMemoryStore",
-    "LanguageModel", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
+    "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact",
+    "InMemoryKeyValueStore", "InMemoryStore", "KeyValueStore", "LanguageModel",
+    "LoadedTools", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
     "ModelCallError", "ModelError", "ModelNetworkError", "ModelSession", "ModelTimeoutError",
     "ModelUnavailableError", "Purpose", "QuotaExceededError", "RetryableToolError", "RunResult",
     "SessionBundle", "SessionImportError", "SessionState", "StateConflictError", "StepPolicy",
-    "StepTrace", "StorageError", "Store", "Tool", "ToolArgumentError", "ToolCrashedError",
-    "ToolPolicy", "ToolTimeoutError", "Turn", "UnknownSessionError", "tool",
+    "StepTrace", "StorageError", "Store", "Tool", "ToolArgumentError", "ToolContext",
+    "ToolCrashedError", "ToolModuleError", "ToolPolicy", "ToolTimeoutError", "Turn",
+    "UnknownSessionError", "collect_tools", "load_tool_modules", "load_tools", "tool",
 ]
 __version__ = "0.1.0"

@@ -32,9 +32,9 @@ from .events import AgentEvent, EventHandler, deliver, log
 from .memory import Budget, MemoryAccountant, MemoryPolicy, merge_facts
 from .model import (LanguageModel, ModelError, ModelSession, ModelTimeoutError, Purpose,
                     QuotaExceededError)
-from .prompting import SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
+from .prompting import NONE_TOOL, SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
-from .retrieval import ToolRetriever
+from .retrieval import PreviousTurn, ToolRetriever
 from .state import CompressionRecord, SessionState, Turn, now_ms
 from .store import InMemoryStore, StateConflictError, Store, UnknownSessionError
 from .tokens import TokenCounter
@@ -59,10 +59,16 @@ def compact_tool() -> Tool:
 
         Args:
             focus: what the summary must be sure to keep.
+
+        Examples:
+            our chat is very long now, please tidy up your memory
+            summarize what we talked about and forget the details
+            make room in the context but remember my allergies
         """
         return "scheduled"
 
-    built = tool(compact)
+    built = tool(compact, keywords=["compact", "compress", "condense", "shorten", "chat history",
+                                    "conversation", "context window", "memory full"])
     built.metadata["builtin"] = COMPACT_TOOL
     return built
 
@@ -227,9 +233,11 @@ class Agent:
         await self._save_turn(session_id, turn, emit, allocate=True)
         turn_id = turn.id
         await emit(AgentEvent("turn_started", session_id, {"turn_id": turn_id, "message": message}))
-        offered = self.retriever.retrieve(message)
+        offered = self.retriever.retrieve(message,
+                                         previous=_previous_turn(self._states[session_id]))
         await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
-            {"name": s.tool.name, "score": s.score, "pinned": s.pinned} for s in offered]}))
+            {"name": s.tool.name, "score": s.score, "pinned": s.pinned, "why": s.why.to_dict()}
+            for s in offered]}))
 
         prompt_tokens = 0
 
@@ -693,6 +701,16 @@ class Agent:
         for session in self._bases.values():
             await session.destroy()
         self._bases.clear()
+
+
+def _previous_turn(state: SessionState) -> PreviousTurn | None:
+    """The last raw turn as a weaker second query, so a follow-up finds its tools."""
+    if not state.recent_turns:
+        return None
+    last = state.recent_turns[-1]
+    tools = tuple(dict.fromkeys(s.tool for s in last.steps
+                                if s.tool and s.tool != NONE_TOOL and not s.corrective))
+    return PreviousTurn(last.user, tools)
 
 
 def _error_text(exc: Exception) -> str:

@@ -53,7 +53,7 @@ class ChatOptions:
     model: str
     db: Path
     session_id: str
-    tools: list[Tool] = field(default_factory=list)
+    tool_paths: list[str] = field(default_factory=list)   # --tools modules
     trace: bool = False
     context_window: int | None = None
     max_tokens: int = 1024
@@ -228,6 +228,14 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
     except StorageError as exc:
         ui.note(f"error: {exc}")
         return 1
+    from .cli import ToolFileError, load_tool_files
+
+    try:
+        tools = load_tool_files(options.tool_paths, store.key_value_store())
+    except ToolFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        store.close()
+        return 2
     extra: dict[str, Any] = {} if options.temperature is None else {"temperature": options.temperature}
     model = OpenAIModel(options.base_url, options.model, api_key=options.api_key,
                         context_window=options.context_window, max_tokens=options.max_tokens,
@@ -237,10 +245,10 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
                                           call=max(600.0, options.timeout * 2)))
     model.conversation_id = options.session_id
     problem = await _connect(model)
-    agent = Agent(model=model, store=store, tools=options.tools, on_event=ui.on_event,
+    agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event,
                   memory=policy_for_window(model.window))
     if interactive or options.trace:
-        ui.note(_banner(model, options, problem))
+        ui.note(_banner(model, options, problem, len(tools)))
     loop = asyncio.get_running_loop()
     reader = LineReader(interactive)
     failed = False
@@ -289,12 +297,13 @@ async def _connect(model: OpenAIModel) -> ServerError | None:
     return None
 
 
-def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | None) -> str:
+def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | None,
+            tool_count: int) -> str:
     window = (f"not reachable now: {problem}" if problem else
               f"context {model.window} tokens ({model.window_source})")
     return (f"py-agent · {model.name} at {model.base_url} · {window}\n"
             f"session {options.session_id} (continue it with --session {options.session_id})"
-            f" · {len(options.tools)} tools · /help for commands")
+            f" · {tool_count} tools · /help for commands")
 
 
 async def _finish(agent: Agent, store: SqliteStore, ui: Terminal) -> None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import sys
 import time
 from pathlib import Path
 
+from .kv import KeyValueStore
+from .tool_modules import ToolContext, load_tool_modules
 from .tools import Tool
 
 API_KEY_VARIABLES = ("PY_AGENT_API_KEY", "OPENAI_API_KEY")
@@ -44,39 +45,20 @@ def api_key_from_environment() -> str | None:
 
 
 class ToolFileError(Exception):
-    """A ``--tools`` file that cannot be loaded; the message says which and why."""
+    """``--tools`` modules that cannot be loaded; the message says which and why."""
 
 
-def load_tool_files(paths: list[str]) -> list[Tool]:
-    """The ``py_agent.Tool`` objects defined at module level in each ``.py`` file.
+def load_tool_files(paths: list[str], kv: KeyValueStore | None = None) -> list[Tool]:
+    """The tools of each ``--tools`` module (a .py file or a package folder), loaded
+    through the same door as the page's (:func:`py_agent.tool_modules.load_tool_modules`).
 
-    A stand-in for the shared tool-module loader (the page's ``--tools``), kept to this
-    one function so it can be swapped for it.
+    ``kv`` is the tools' own key-value store (the chat's SQLite database). In a terminal
+    the user named these modules on purpose, so any that cannot be used is an error.
     """
-    tools: dict[str, Tool] = {}
-    for index, name in enumerate(paths):
-        path = Path(name).expanduser()
-        if not path.is_file():
-            raise ToolFileError(f"--tools {name}: no such file")
-        spec = importlib.util.spec_from_file_location(f"py_agent_tools_{index}_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise ToolFileError(f"--tools {name}: not a Python file")
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise ToolFileError(f"--tools {name}: importing it failed: "
-                                f"{type(exc).__name__}: {exc}") from exc
-        found = [v for v in vars(module).values() if isinstance(v, Tool)]
-        if not found:
-            raise ToolFileError(f"--tools {name}: defines no tools (decorate functions with "
-                                "@py_agent.tool)")
-        for tool in found:
-            if tool.name in tools and tools[tool.name] is not tool:
-                raise ToolFileError(f"--tools {name}: a tool named {tool.name!r} is already "
-                                    "defined by another file")
-            tools[tool.name] = tool
-    return list(tools.values())
+    loaded = load_tool_modules(paths, ToolContext(kv=kv) if kv is not None else None)
+    if loaded.errors:
+        raise ToolFileError("\n".join(f"--tools: {error}" for error in loaded.errors))
+    return loaded.tools
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,9 +121,11 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_list_sessions(db))
         from .chat_repl import ChatOptions, run_chat
 
-        tools = load_tool_files(args.tools)
+        for path in args.tools:   # fail before the database is touched
+            if not Path(path).expanduser().exists():
+                raise ToolFileError(f"--tools {path}: no such file or folder")
         options = ChatOptions(
-            base_url=args.base_url, model=args.model, tools=tools, db=db,
+            base_url=args.base_url, model=args.model, tool_paths=args.tools, db=db,
             session_id=args.session or time.strftime("chat-%Y%m%d-%H%M%S"),
             trace=args.trace, context_window=args.context_window, max_tokens=args.max_tokens,
             temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,

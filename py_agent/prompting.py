@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .model import Message
 from .retrieval import ScoredTool
 from .state import Fact, Turn
+from .tools import Tool
 
 NONE_TOOL = "none"
 
@@ -66,10 +67,18 @@ def initial_prompts(system_instruction: str = SYSTEM_INSTRUCTION) -> list[Messag
     return [{"role": "system", "content": system_instruction}, *few_shot_examples()]
 
 
-def step_schema(tool_names: Iterable[str]) -> dict[str, Any]:
-    """JSON schema for one step; ``toolName`` may only be an offered tool or none."""
-    names = list(dict.fromkeys([*tool_names, NONE_TOOL]))
-    return {
+def step_schema(tools: Iterable[Tool | str] | Mapping[str, Tool]) -> dict[str, Any]:
+    """JSON schema for one step, for ``responseConstraint``.
+
+    ``toolName`` may only be an offered tool or none, and ``anyOf`` has one branch per
+    offered tool binding its name to its ``toolInput`` schema (typed, from the function's
+    hints), so constrained decoding writes arguments the tool accepts. A tool with no
+    parameters, or one string parameter, may also take a plain string; plain names
+    (strings) constrain only ``toolName``.
+    """
+    items = list(tools.values()) if isinstance(tools, Mapping) else list(tools)
+    names = list(dict.fromkeys([*(t if isinstance(t, str) else t.name for t in items), NONE_TOOL]))
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "thought": {"type": "string"},
@@ -80,6 +89,22 @@ def step_schema(tool_names: Iterable[str]) -> dict[str, Any]:
         "required": ["thought", "toolName", "toolInput", "finalAnswer"],
         "additionalProperties": False,
     }
+    if any(isinstance(t, str) for t in items):
+        return schema
+    branches = [{"properties": {"toolName": {"const": t.name}, "toolInput": _input_schema(t)}}
+                for t in dict((t.name, t) for t in items).values() if t.name != NONE_TOOL]
+    branches.append({"properties": {"toolName": {"const": NONE_TOOL},
+                                    "toolInput": {"type": "string"}}})
+    schema["anyOf"] = branches
+    return schema
+
+
+def _input_schema(t: Tool) -> dict[str, Any]:
+    """A tool's ``toolInput`` schema; a string too where the loop accepts one."""
+    arguments = t.input_schema()
+    if not t.params or (len(t.params) == 1 and t.params[0].schema.get("type") == "string"):
+        return {"anyOf": [{"type": "string"}, arguments]}
+    return arguments
 
 
 def shorten(text: str, limit: int) -> str:

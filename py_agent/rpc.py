@@ -170,8 +170,8 @@ class BridgeModel:
 
 class StorageClient:
     """The client end of the IndexedDB module's transport, for :class:`RpcStore` and the
-    demo tools' key-value store: calls whose errors become :class:`StorageError`, and
-    replies that may come as JSON text."""
+    tools' key-value store (py_agent.kv): calls whose errors become :class:`StorageError`,
+    and replies that may come as JSON text."""
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport

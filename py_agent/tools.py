@@ -2,7 +2,9 @@
 
 A tool's name comes from the function, its description from the docstring's
 first paragraph, its parameters from type hints (and their descriptions from a
-Google-style ``Args:`` section). The model may send ``toolInput`` as a string
+Google-style ``Args:`` section), and sample requests in users' words from
+``examples=`` or an ``Examples:`` section (the retriever indexes them, so a tool is
+found by how people ask, not only by how its author describes it). The model may send ``toolInput`` as a string
 (for tools with one parameter) or a JSON object; anything that does not fit
 becomes a :class:`ToolArgumentError` whose message says what was expected, so
 the loop can hand it back to the model as an observation.
@@ -16,7 +18,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Callable, Iterable, Literal, Union, get_args, get_origin, get_type_hints
 
 from ._boundary import loads_bounded
 
@@ -78,6 +80,8 @@ class Tool:
     pinned: bool = False
     is_async: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the tool directly calls the function, so tools stay testable."""
@@ -92,10 +96,11 @@ class Tool:
         return f"{self.name}({', '.join(parts)})"
 
     def input_schema(self) -> dict[str, Any]:
-        """The JSON schema of the object form of ``toolInput``."""
+        """The JSON schema of the object form of ``toolInput``: typed, closed."""
         return {"type": "object",
                 "properties": {p.name: p.schema for p in self.params},
-                "required": [p.name for p in self.params if p.required]}
+                "required": [p.name for p in self.params if p.required],
+                "additionalProperties": False}
 
     def expected(self) -> str:
         """What a valid ``toolInput`` looks like, for corrective observations."""
@@ -112,11 +117,15 @@ class Tool:
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None, pinned: bool = False) -> Any:
+         description: str | None = None, pinned: bool = False,
+         examples: Iterable[str] = (), keywords: Iterable[str] = ()) -> Any:
     """Make a :class:`Tool` from a typed, documented function (sync or async).
 
-    Use as ``@tool`` or ``@tool(name=..., pinned=True)``; a pinned tool is
-    offered to the model on every request, whatever the retriever ranks.
+    Use as ``@tool`` or ``@tool(name=..., pinned=True, examples=[...])``. A pinned
+    tool is offered to the model on every request, whatever the retriever ranks.
+    ``examples`` are requests as a user would type them ("what's 19 x 47?"); they
+    are added to those of the docstring's ``Examples:`` section. ``keywords`` are
+    other words for what the tool does (synonyms, aliases, abbreviations).
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -126,11 +135,60 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         if not desc:
             raise ValueError(f"tool {func.__name__!r} needs a docstring or a description: "
                              "the model chooses tools by their descriptions")
+        samples = _clean_list([*_docstring_section(doc, "Examples"), *_as_list(examples)])
         return Tool(name=name or func.__name__, description=desc,
                     params=_params_from_signature(func, arg_docs), fn=func, pinned=pinned,
-                    is_async=inspect.iscoroutinefunction(func))
+                    is_async=inspect.iscoroutinefunction(func), examples=samples,
+                    keywords=_clean_list(_as_list(keywords)))
 
     return build(fn) if fn is not None else build
+
+
+def _as_list(values: Iterable[str] | str) -> list[str]:
+    """``examples="one request"`` is one example, not a list of characters."""
+    if isinstance(values, str):
+        return [values]
+    items = list(values)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"examples and keywords must be strings, not {item!r}")
+    return items
+
+
+def _clean_list(values: list[str]) -> list[str]:
+    """Whitespace-normalised, without empties or repeats, in the given order."""
+    return list(dict.fromkeys(" ".join(v.split()) for v in values if v.strip()))
+
+
+_SECTION_TITLES = ("Args", "Arguments", "Parameters", "Returns", "Raises", "Examples",
+                   "Example", "Keywords", "Note", "Notes", "Yields")
+
+
+def _docstring_section(doc: str, title: str) -> list[str]:
+    """The lines of a Google-style section such as ``Examples:``, one item per line.
+
+    An item may start with ``-``, ``*`` or ``>>>`` and may be quoted; a line
+    indented deeper than the first item continues the previous item.
+    """
+    names = "Examples|Example" if title == "Examples" else title
+    match = re.search(rf"^(?:{names}):[ \t]*$(.*?)(?=^\S|\Z)", doc, re.MULTILINE | re.DOTALL)
+    if not match:
+        return []
+    items: list[str] = []
+    indent = None
+    for line in match.group(1).splitlines():
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        text = re.sub(r"^(?:[-*•]|>>>)\s*", "", line.strip())
+        if indent is not None and depth > indent and items:
+            items[-1] += " " + text
+            continue
+        indent = depth if indent is None else indent
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            text = text[1:-1]
+        items.append(text)
+    return items
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -149,7 +207,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
                 arg_docs[current] = entry.group(2).strip()
             elif current and line.strip():
                 arg_docs[current] += " " + line.strip()
-    if summary.startswith(("Args:", "Arguments:", "Parameters:")):
+    if summary.startswith(tuple(t + ":" for t in _SECTION_TITLES)):
         summary = ""
     return summary, arg_docs
 

@@ -13,10 +13,11 @@
  *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})
  *                                    -> {sessionId, contextWindow, contextUsage}
  *   clone(sessionId, [{requestId}])  -> {sessionId, contextWindow, contextUsage}
- *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?})
+ *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?, conversationId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
- *        event: {sessionId, requestId, purpose, chunk, text}) and only the final text to the worker.
+ *        event: {sessionId, requestId, purpose, conversationId, chunk, text}) and only the final
+ *        text to the worker; conversationId is the agent session the prompt is for.
  *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed
@@ -196,7 +197,7 @@ export class LLMHost extends EventTarget {
 
   async prompt(sessionId, text, opts = {}, rpcId = null) {
     const entry = this._entry(sessionId);
-    const { responseConstraint, omitResponseConstraintInput, stream = false, purpose } = opts;
+    const { responseConstraint, omitResponseConstraintInput, stream = false, purpose, conversationId = null } = opts;
     const requestId = opts.requestId ?? rpcId;
     const { signal, done } = this._track(requestId);
     const options = { signal };
@@ -216,7 +217,7 @@ export class LLMHost extends EventTarget {
             if (finished) break;
             const chunk = String(value);   // current Chrome streams deltas
             result += chunk;
-            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, chunk, text: result }, this._options.onChunk, true);
+            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, conversationId, chunk, text: result }, this._options.onChunk, true);
           }
         } finally {
           reader.releaseLock();

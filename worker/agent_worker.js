@@ -20,6 +20,7 @@
 // (see makeBootContext) has: post(msg) to the page; onMessage(fn) to receive page
 // messages (those sent earlier are queued and replayed); ready(details) to say it
 // accepts messages (this sends the 'ready' phase); importModule(url) (JS import());
+// fetchBytes(url) (a Uint8Array; the tool modules' archives are already on their way);
 // reportError(where, error); manifest; params. An exception it raises, in a message handler or in an asyncio task, reaches
 // the page as {type: 'error'}.
 
@@ -125,7 +126,7 @@ function deliver(data) {
 }
 
 // What the entry point gets: a small, stable surface over the worker.
-function makeBootContext(manifest) {
+function makeBootContext(manifest, prefetched) {
   return {
     manifest,
     params: Object.fromEntries(params),
@@ -155,6 +156,12 @@ function makeBootContext(manifest) {
     // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge.
     importModule(url) {
       return import(new URL(url, self.location.href).href);
+    },
+    // GET a same-origin file as bytes (a prefetched one is taken from the prefetch).
+    fetchBytes(url) {
+      const early = prefetched.get(url);
+      prefetched.delete(url);
+      return early ?? fetchBytes(new URL(url, self.location.origin).href);
     },
     reportError,
   };
@@ -189,9 +196,21 @@ async function boot() {
   }
   const manifest = await response.json();
   const wheelURL = new URL(manifest.py_agent.wheel, self.location.origin).href;
-  // Start downloading the wheel while Pyodide loads.
-  const wheelBytes = installer === 'unpack' ? fetchBytes(wheelURL) : null;
+  // py_agent's own pure-Python dependencies (snowballstemmer), vendored by serve.py.
+  const dependencyURLs = (manifest.dependencies || []).map(
+    (d) => new URL(d.wheel, self.location.origin).href);
+  // Start downloading the wheels while Pyodide loads.
+  const wheelBytes = installer === 'unpack'
+    ? Promise.all([wheelURL, ...dependencyURLs].map(fetchBytes)) : null;
   wheelBytes?.catch(() => {});  // awaited below; avoid an early unhandled rejection
+  // The tool modules' archives too (small; the entry point picks which to load).
+  const prefetched = new Map();
+  for (const module of manifest.tool_modules ?? []) {
+    if (!module.archive) continue;
+    const bytes = fetchBytes(new URL(module.archive, self.location.origin).href);
+    bytes.catch(() => {});  // the entry point awaits it and reports a failure
+    prefetched.set(module.archive, bytes);
+  }
 
   phase = 'load-pyodide';
   const {loadPyodide} = await import(`${manifest.pyodide.indexURL}pyodide.mjs`);
@@ -209,12 +228,15 @@ async function boot() {
   if (installer === 'unpack') {
     // A pure-Python wheel only needs unzipping into site-packages: ~70 ms, where
     // micropip (load it, then resolve and install) takes 0.4-0.8 s; see bench/boot.py.
-    pyodide.unpackArchive(await wheelBytes, 'wheel', {extractDir: sitePackages});
+    for (const bytes of await wheelBytes) {
+      pyodide.unpackArchive(bytes, 'wheel', {extractDir: sitePackages});
+    }
     pyodide.runPython('import importlib; importlib.invalidate_caches()');
   } else {
     await pyodide.loadPackage(new URL(manifest.micropip.wheel, self.location.origin).href,
                               {messageCallback: () => {}});
     const micropip = pyodide.pyimport('micropip');
+    for (const url of dependencyURLs) await micropip.install(url);
     await micropip.install(wheelURL);
     micropip.destroy();
   }
@@ -227,7 +249,7 @@ async function boot() {
 
   phase = 'entry';
   const runEntry = pyodide.pyimport('_py_agent_boot').run_entry;
-  await runEntry(spec, makeBootContext(manifest));
+  await runEntry(spec, makeBootContext(manifest, prefetched));
   runEntry.destroy();
 }
 

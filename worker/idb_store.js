@@ -16,7 +16,7 @@
 //                index by_session (session_id)
 //   meta         keyPath 'key'                      {key: 'legacy-migrated', at, sessions, ...}
 //   kv           out-of-line string keys (v2)       any JSON value: the demo tools' notes and
-//                                                   to-dos (py_agent.demo.kv.RpcKeyValueStore)
+//                                                   to-dos (py_agent.kv.RpcKeyValueStore)
 //
 // Errors are Error objects whose `name` tells the Python side what happened
 // (py_agent.rpc maps it to StorageError.kind):
@@ -48,7 +48,7 @@ export const STORE_METHODS = Object.freeze([
   'listSessions', 'deleteSession',
 ]);
 
-// The key-value methods (py_agent.demo.kv.RpcKeyValueStore), over the same transport.
+// The key-value methods (py_agent.kv.RpcKeyValueStore), over the same transport.
 export const KV_METHODS = Object.freeze(['kvGet', 'kvPut', 'kvDelete', 'kvList']);
 
 // Ordered schema migrations: [version, step(db, upgradeTransaction)]. onupgradeneeded runs

@@ -16,10 +16,12 @@ from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 from .._loop import StepPolicy
 from .._tool_runner import ToolPolicy
 from ..agent import Agent
-from ..demo import InMemoryKeyValueStore, RpcKeyValueStore, demo_tools
 from ..host import AgentHost
+from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
 from ..rpc import BridgeModel, RpcStore
+from ..tool_modules import ToolContext
+from .tool_loading import load_served_tools
 
 IDB_MODULE = "/worker/idb_store.js"
 
@@ -126,11 +128,14 @@ async def main(boot: Any) -> None:
     link = PageLink(boot)
     model = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
     transport, storage_problem = await idb_transport_for(boot)
-    # Notes and to-dos live in IndexedDB's kv store; without IndexedDB, in memory (the
-    # tools still work, for as long as this worker runs).
+    # Tools keep their data (the demo's notes and to-dos) in IndexedDB's kv store; without
+    # IndexedDB, in memory (the tools still work, for as long as this worker runs).
     kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
-    agent = Agent(model=model, store=RpcStore(transport), tools=demo_tools(kv),
-                  **deadlines(boot.params))
+    params = _to_py(boot.params) or {}
+    loaded = await load_served_tools(boot, _to_py(boot.manifest), params.get("tools"),
+                                     ToolContext(kv=kv))
+    agent = Agent(model=model, store=RpcStore(transport), tools=loaded.tools,
+                  **deadlines(params))
     host = AgentHost(agent, link.post)
 
     def on_message(data: Any) -> None:
@@ -141,7 +146,9 @@ async def main(boot: Any) -> None:
 
     boot.onMessage(on_message)
     details = {"tools": [t.name for t in agent.tools],
-               "tool_storage": "memory" if storage_problem else "indexeddb"}
+               "tool_storage": "memory" if storage_problem else "indexeddb",
+               "tool_modules": loaded.modules,
+               "tool_errors": [error.to_dict() for error in loaded.errors]}
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))

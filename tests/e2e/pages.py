@@ -156,3 +156,28 @@ def step_responder(body: str, setup: str = "") -> str:
 """ + body + """
   };
 })()""")
+
+
+def tool_call_responder(rules: str) -> str:
+    """A step responder that calls the tool a rule picks for the user's message, then
+    answers with what the tool returned, as ``"<tool> -> <observation>"``.
+
+    ``rules`` is JS source of an array of ``[pattern, (match) => [toolName, toolInput]]``;
+    a picked tool the retriever did not offer gets ``"NOT OFFERED <tool>: <offered>"``,
+    a message no rule matches ``"You said: <message>"``.
+    """
+    return step_responder(r"""
+    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
+    if (observed) return step({thought: 'scripted', finalAnswer: `${observed[1]} -> ${observed[2]}`});
+    const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
+    const offered = schema.properties.toolName.enum;
+    for (const [pattern, make] of """ + rules + r""") {
+      const match = pattern.exec(message);
+      if (!match) continue;
+      const [tool, args] = make(match);
+      if (!offered.includes(tool)) {
+        return step({thought: 'scripted', finalAnswer: `NOT OFFERED ${tool}: ${offered.join(', ')}`});
+      }
+      return step({thought: 'scripted', toolName: tool, toolInput: args});
+    }
+    return step({thought: 'scripted', finalAnswer: `You said: ${message}`});""")

@@ -13,35 +13,20 @@ import datetime as dt
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import ASSISTANT, boot, chat, open_chat, step_responder
+from tests.e2e.pages import ASSISTANT, boot, chat, open_chat, tool_call_responder
 
 pytestmark = pytest.mark.e2e
 
 # message pattern -> the tool call the "model" makes; then the observation as the answer.
-TOOL_RESPONDER = step_responder(r"""
-    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
-    if (observed) return step({thought: 'scripted', finalAnswer: `${observed[1]} -> ${observed[2]}`});
-    const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
-    const offered = schema.properties.toolName.enum;
-    const rules = [
-      [/^Write down a note titled (.+?): (.+)$/i, (m) => ['add_note', {title: m[1], text: m[2]}]],
-      [/^What did I write down about the (\w+)\?$/i, (m) => ['search_notes', {query: m[1]}]],
-      [/^Remind me to (.+) (tomorrow)$/i, (m) => ['add_todo', {task: m[1], due: m[2]}]],
-      [/^What's on my to-do list\?$/i, () => ['list_todos', {}]],
-      [/^Tick (.+) off my to-do list$/i, (m) => ['complete_todo', {task: m[1]}]],
-      [/^I'm vegetarian, what can I cook with (\w+)\?$/i,
-       (m) => ['find_recipes', {ingredients: m[1], diet: 'vegetarian'}]],
-    ];
-    for (const [pattern, make] of rules) {
-      const match = pattern.exec(message);
-      if (!match) continue;
-      const [tool, args] = make(match);
-      if (!offered.includes(tool)) {
-        return step({thought: 'scripted', finalAnswer: `NOT OFFERED ${tool}: ${offered.join(', ')}`});
-      }
-      return step({thought: 'scripted', toolName: tool, toolInput: args});
-    }
-    return step({thought: 'scripted', finalAnswer: `You said: ${message}`});""")
+TOOL_RESPONDER = tool_call_responder(r"""[
+    [/^Write down a note titled (.+?): (.+)$/i, (m) => ['add_note', {title: m[1], text: m[2]}]],
+    [/^What did I write down about the (\w+)\?$/i, (m) => ['search_notes', {query: m[1]}]],
+    [/^Remind me to (.+) (tomorrow)$/i, (m) => ['add_todo', {task: m[1], due: m[2]}]],
+    [/^What's on my to-do list\?$/i, () => ['list_todos', {}]],
+    [/^Tick (.+) off my to-do list$/i, (m) => ['complete_todo', {task: m[1]}]],
+    [/^I'm vegetarian, what can I cook with (\w+)\?$/i,
+     (m) => ['find_recipes', {ingredients: m[1], diet: 'vegetarian'}]],
+]""")
 
 
 def tool_steps(page: Page) -> list[str]:

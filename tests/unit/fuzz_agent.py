@@ -263,7 +263,7 @@ def make_tools(rng: random.Random) -> list:
             await Hang(stubborn=rng.choice([0.0, 0.1]))()
         return value
 
-    from py_agent.demo.calculator import calculate
+    from demo_tools.calculator import calculate
     return [lookup, fetch_page, calculate]
 
 

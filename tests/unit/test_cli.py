@@ -21,7 +21,7 @@ from tests.fake_openai_server import Fail, FakeServer, agent_responder
 from tests.unit.support import run
 
 ROOT = Path(__file__).resolve().parents[2]
-CALCULATOR = "from py_agent.demo import calculate\n"
+CALCULATOR = "from demo_tools import calculate\n"
 
 
 @pytest.fixture
@@ -177,14 +177,30 @@ def test_bad_tool_files_are_refused_clearly(tmp_path, content, message):
 
 
 def test_tool_files_give_their_module_level_tools_once(tmp_path):
-    (tmp_path / "a.py").write_text(CALCULATOR + "from py_agent.demo import convert_units\n")
+    (tmp_path / "a.py").write_text(CALCULATOR + "from demo_tools import convert_units\n")
     (tmp_path / "b.py").write_text(CALCULATOR)
     (tmp_path / "c.py").write_text("from py_agent import tool\n@tool\ndef calculate(x: str) -> str:\n"
                                    "    '''Another calculate.'''\n    return x\n")
     names = [t.name for t in load_tool_files([str(tmp_path / "a.py"), str(tmp_path / "b.py")])]
     assert names == ["calculate", "convert_units"]
-    with pytest.raises(ToolFileError, match="already defined"):
+    with pytest.raises(ToolFileError, match="already has a tool of that name"):
         load_tool_files([str(tmp_path / "a.py"), str(tmp_path / "c.py")])
+
+
+
+def test_the_demo_tool_package_keeps_its_notes_in_the_chat_database(tmp_path):
+    """--tools takes the page's modules, package folders too; make_tools(context) gets
+    the SQLite database's key-value store, so a note outlives the process."""
+    package = Path(__file__).resolve().parents[2] / "demo_tools"
+    db = tmp_path / "chat.db"
+    for text, expected in (("buy oat milk", "saved"), (None, "oat milk")):
+        store = SqliteStore(db)
+        try:
+            tools = {t.name: t for t in load_tool_files([str(package)], store.key_value_store())}
+            result = run(tools["add_note"](text) if text else tools["search_notes"]("milk"))
+        finally:
+            store.close()
+        assert expected in result.lower()
 
 
 # ------------------------------------------------------------- live answers

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from py_agent.demo.kv import InMemoryKeyValueStore, KeyValueStore, RpcKeyValueStore
+from py_agent.kv import InMemoryKeyValueStore, KeyValueStore, RpcKeyValueStore
 from py_agent.store import StorageError
 from tests.unit.support import run
 

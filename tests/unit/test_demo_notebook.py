@@ -7,10 +7,12 @@ import itertools
 
 import pytest
 
-from py_agent.demo import InMemoryKeyValueStore, demo_tools, notebook_tools
-from py_agent.demo.notebook import parse_due
+from demo_tools import notebook_tools
+from demo_tools.notebook import parse_due
+from py_agent import InMemoryKeyValueStore
 from py_agent.store import StorageError
 from py_agent.testing import step_json
+from tests.unit.demo import demo_tools
 from tests.unit.support import run
 
 TODAY = dt.date(2026, 3, 11)  # a Wednesday

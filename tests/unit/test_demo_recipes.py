@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from py_agent.demo import find_recipes, get_recipe
-from py_agent.demo.recipes import (DIETS, RECIPES, diet_conflicts, ingredient_categories,
+from demo_tools import find_recipes, get_recipe
+from demo_tools.recipes import (DIETS, RECIPES, diet_conflicts, ingredient_categories,
                                    match_recipe, parse_diets, suits)
 
 MEAT_OR_FISH = re.compile(r"chicken|beef|pork|bacon|chorizo|salmon|tuna|prawn|shrimp|anchov|"

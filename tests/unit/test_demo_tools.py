@@ -5,12 +5,12 @@ import random
 
 import pytest
 
-from py_agent.demo import (BASIC_TOOLS, add_days, calculate, convert_units, count_words,
-                           day_of_week, days_between, demo_tools, everyday, pick_random,
-                           roll_dice, split_bill)
-from py_agent.demo.calculator import CalculationError, evaluate
-from py_agent.demo.everyday import text_stats
+from demo_tools import (BASIC_TOOLS, add_days, calculate, convert_units, count_words,
+                        day_of_week, days_between, everyday, pick_random, roll_dice, split_bill)
+from demo_tools.calculator import CalculationError, evaluate
+from demo_tools.everyday import text_stats
 from py_agent.retrieval import ToolRetriever
+from tests.unit.demo import demo_tools
 
 
 @pytest.mark.parametrize("expression, value", [

@@ -11,7 +11,7 @@ import pytest
 
 from py_agent import Agent, InMemoryStore, StepPolicy, ToolPolicy, tool
 from py_agent._boundary import MAX_JSON_DEPTH, clean_text, depth_within, loads_bounded
-from py_agent.demo.calculator import calculate
+from demo_tools.calculator import calculate
 from py_agent.model import Purpose
 from py_agent.sqlite_store import SqliteStore
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message

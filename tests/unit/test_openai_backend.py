@@ -10,7 +10,7 @@ import time
 import pytest
 
 from py_agent import Agent, InMemoryStore, QuotaExceededError
-from py_agent.demo import calculate
+from demo_tools import calculate
 from py_agent.model import Purpose
 from py_agent.openai_compat import (AuthenticationError, BadRequestError, ContextLengthError, MalformedReplyError,
                                     ModelNotFoundError, OpenAIModel, RateLimitError,

@@ -28,7 +28,7 @@ import urllib.request
 import pytest
 
 from py_agent import Agent, InMemoryStore, QuotaExceededError
-from py_agent.demo import calculate
+from demo_tools import calculate
 from py_agent.model import Purpose
 from py_agent.openai_compat import ContextLengthError, OpenAIModel, Timeouts
 from py_agent.prompting import step_schema

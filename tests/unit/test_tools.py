@@ -90,3 +90,43 @@ def test_tool_without_docstring_is_refused():
 
 def test_tool_stays_callable():
     assert convert_units(1.0, "m", "cm") == "1.0 m -> cm"
+
+
+@tool(examples=["how many grams is 3 oz"], keywords=["metric", " metric ", "imperial"])
+def weigh(value: float, unit: str = "g") -> str:
+    """Convert a weight.
+
+    Args:
+        value: the amount.
+
+    Examples:
+        - "what's 70 kg in pounds"
+        - how heavy is a stone
+          in kilograms
+        >>> 12 oz to g
+
+    Returns:
+        a sentence.
+    """
+
+
+def test_examples_come_from_the_docstring_and_the_decorator():
+    assert weigh.examples == ["what's 70 kg in pounds", "how heavy is a stone in kilograms",
+                              "12 oz to g", "how many grams is 3 oz"]
+    assert weigh.keywords == ["metric", "imperial"]
+    assert weigh.description == "Convert a weight."
+    assert weigh.params[0].description == "the amount."
+    assert convert_units.examples == [] and convert_units.keywords == []
+
+
+def test_examples_must_be_strings():
+    with pytest.raises(TypeError, match="must be strings"):
+        tool(examples=[42], description="x")(lambda x: x)
+    one = tool(examples="a single request")(weigh.fn)
+    assert one.examples[-1] == "a single request"
+
+
+def test_input_schema_is_typed_and_closed():
+    assert weigh.input_schema() == {
+        "type": "object", "properties": {"value": {"type": "number"}, "unit": {"type": "string"}},
+        "required": ["value"], "additionalProperties": False}

@@ -1,6 +1,7 @@
 # The tools panel: every tool the agent has (from the worker's `tools` request, after
 # boot), with its signature and description, and which of them the retriever offered
-# the model for the running or last turn.
+# the model for the running or last turn. Tool modules the worker could not load are
+# named in a notice above the chat (the other tools work).
 from ui.app import on, turn_of
 from ui.dom import by_id, clear, make, plural
 from ui.link import request
@@ -8,6 +9,18 @@ from ui.link import request
 panel = by_id("tools-panel")
 tools_list = by_id("tools-list")
 tools_count = by_id("tools-count")
+tool_errors = by_id("tool-errors")
+
+
+def show_tool_errors(errors):
+    clear(tool_errors)
+    for error in errors:
+        make("p", "tool-error", error.get("message") or "a tool module failed to load",
+             attrs={"data-module": error.get("module") or ""}, parent=tool_errors)
+    if errors:
+        make("p", "tool-error-note", "The agent works without %s; fix it and reload the page."
+             % ("it" if len(errors) == 1 else "them"), parent=tool_errors)
+    tool_errors.hidden = not errors
 
 
 def render_tools(tools):
@@ -28,6 +41,8 @@ def render_tools(tools):
 
 
 def load_tools(details=None):
+    show_tool_errors((details or {}).get("tool_errors") or [])
+
     def done(ok, value):
         if ok and isinstance(value, list):
             render_tools(value)

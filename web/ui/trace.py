@@ -1,5 +1,6 @@
 # The live trace under each answer: which tools the retriever offered (with their
-# scores), then one entry per step of the ReAct loop (thought, tool and input,
+# scores, and why: the signals that chose each and the words and example that matched),
+# then one entry per step of the ReAct loop (thought, tool and input,
 # observation, timings, and a badge on corrective steps), filled in from the turn's
 # events as they arrive and completed from the final result.
 #
@@ -27,6 +28,7 @@ def add_trace(message, open_trace=True):
     trace.open = open_trace
     make("summary", "trace-summary", "Thinking…", parent=trace)
     make("p", "tools-offered", attrs={"data-testid": "tools-offered"}, parent=trace).hidden = True
+    make("ul", "tools-why", attrs={"data-testid": "tools-why"}, parent=trace).hidden = True
     make("ol", "trace-steps", parent=trace)
     return trace
 
@@ -116,11 +118,39 @@ def score_text(score):
     return "%.2f" % score if score < 0.1 else "%.1f" % score
 
 
+SIGNAL_NAMES = {"bm25": "words", "ngrams": "similar spelling", "previous turn": "previous turn",
+                "pinned": "pinned"}
+
+
+def why_text(why):
+    """One line on why a tool was offered: "words: times (examples), calculator (name);
+    example: “how much is 12 times 35?”; via words + similar spelling"."""
+    why = why or {}
+    parts = []
+    found = []
+    for field, words in (why.get("terms") or {}).items():
+        found.append("%s (%s)" % (", ".join(words), field))
+    if found:
+        parts.append("matched " + "; ".join(found))
+    similar = ["%s ≈ %s" % (pair[0], pair[1]) for pair in why.get("similar") or [] if len(pair) == 2]
+    if similar:
+        parts.append("similar: " + ", ".join(similar))
+    if why.get("example"):
+        parts.append("example: “%s”" % why["example"])
+    signals = [SIGNAL_NAMES.get(s, s) for s in why.get("signals") or []]
+    if signals:
+        parts.append("via " + " + ".join(signals))
+    return " · ".join(parts)
+
+
 def show_offered(message, tools):
-    """Which tools the retriever offered the model for this turn, with their BM25
-    scores: "calculate 3.2 · convert_units 1.1 · pinned: compact"."""
+    """Which tools the retriever offered the model for this turn, with their scores
+    ("calculate 3.2 · convert_units 1.1 · pinned: compact") and, below, why each."""
     offered = part(message, ".tools-offered")
     clear(offered)
+    reasons = part(message, ".tools-why")
+    if not missing(reasons):
+        clear(reasons)
     make("span", "offered-label", "Tools offered: ", parent=offered)
     ranked = [t for t in tools or [] if not t.get("pinned")]
     pinned = [t for t in tools or [] if t.get("pinned")]
@@ -132,13 +162,25 @@ def show_offered(message, tools):
         name = tool.get("name", "")
         score = tool.get("score") or 0
         text = name if tool.get("pinned") and not score else "%s %s" % (name, score_text(score))
-        make("span", "offered-tool", text,
-             attrs={"data-tool": name, "data-score": score_text(score),
-                    "data-pinned": "true" if tool.get("pinned") else "false"}, parent=offered)
+        reason = why_text(tool.get("why"))
+        attrs = {"data-tool": name, "data-score": score_text(score),
+                 "data-pinned": "true" if tool.get("pinned") else "false"}
+        if reason:
+            attrs["title"] = reason
+        make("span", "offered-tool", text, attrs=attrs, parent=offered)
+        if reason and not missing(reasons):
+            item = make("li", "tool-why", attrs={"data-tool": name,
+                                                 "data-signals": " ".join(
+                                                     (tool.get("why") or {}).get("signals") or [])},
+                        parent=reasons)
+            make("span", "why-tool", name + ": ", parent=item)
+            make("span", "why-text", reason, parent=item)
     if not ranked and not pinned:
         make("span", "offered-none", "none (the model answers on its own)", parent=offered)
     offered.setAttribute("data-filled", "true")
     offered.hidden = False
+    if not missing(reasons):
+        reasons.hidden = not reasons.children.length
 
 
 def summarize_trace(message, steps):

@@ -12,8 +12,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from ..retrieval import tokenize
-from ..tools import tool
+from py_agent import tool
+from py_agent.retrieval import tokenize
 from .recipe_data import RECIPES as _RAW
 
 DIETS = ("vegetarian", "vegan", "gluten-free", "dairy-free")
@@ -143,7 +143,10 @@ def _line(recipe: Recipe, matched: list[str] | None = None) -> str:
     return text
 
 
-@tool
+@tool(keywords=["cook", "cooking", "meal", "dinner", "lunch", "breakfast", "dish ideas",
+                 "vegetarian", "vegan", "gluten-free", "dairy-free",
+                "receta", "recette", "Rezept", "cocinar", "cuisiner", "kochen",
+                 *sorted({i for r in RECIPES for i in r.ingredients})])
 def find_recipes(ingredients: str = "", diet: str = "", max_minutes: int = 0) -> str:
     """Find recipes to cook from the offline cookbook by ingredients on hand, diet and time; always
     pass the user's diet (vegetarian, vegan, gluten-free, dairy-free) if they ever mentioned
@@ -153,6 +156,14 @@ def find_recipes(ingredients: str = "", diet: str = "", max_minutes: int = 0) ->
         ingredients: what to cook with, comma-separated, e.g. "chickpeas, spinach"; empty for any.
         diet: "vegetarian", "vegan", "gluten-free", "dairy-free" or several joined by commas.
         max_minutes: the most time the recipe may take in total; 0 for no limit.
+
+    Examples:
+        what can I make with eggs, tomatoes and cheese?
+        any vegan ideas for lunch
+        I need a dinner that's ready in 20 minutes
+        meal ideas without gluten
+        what should I cook tonight with the leftover rice
+        a dessert without gluten
     """
     try:
         diets = parse_diets(diet)
@@ -223,13 +234,22 @@ def match_recipe(name: str) -> tuple[Recipe | None, list[Recipe]]:
     return None, [r for s, r in scored if s >= 0.6][:4]
 
 
-@tool
+@tool(keywords=["instructions", "method", "ingredients list", "how to cook",
+                "receta", "recette", "Rezept", "make",
+                 *(r.name for r in RECIPES)])
 def get_recipe(name: str) -> str:
     """Get a recipe's ingredients and cooking steps by dish name (a curry, dal, risotto, pizza,
     pasta, tacos, salad, soup, pancakes...), e.g. one find_recipes suggested.
 
     Args:
         name: the recipe name, e.g. "red lentil dal"; spelling need not be exact.
+
+    Examples:
+        how do I cook the chickpea curry?
+        give me the steps for the pancakes
+        what goes into the tomato soup
+        full instructions for that risotto please
+        how do I make the lemon pasta
     """
     recipe, close = match_recipe(name)
     if recipe is None:

@@ -1,4 +1,4 @@
-"""A small async key-value protocol for the demo tools' own data (notes, to-dos).
+"""A small async key-value protocol for tools' own data (the demo's notes and to-dos).
 
 Keys are non-empty strings; values are anything JSON can carry. ``list(prefix)``
 returns every ``(key, value)`` whose key starts with ``prefix``, in key order, so a
@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-from ..rpc import StorageClient
-from ..store import FailNextWrite
+from .rpc import StorageClient
+from .store import FailNextWrite
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tools import tool
+from py_agent import tool
 from .calculator import format_number
 
 # Factors to a base unit per dimension (metre, gram, litre, m/s, m², second).
@@ -79,7 +79,13 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
     return value * factor_a / factor_b
 
 
-@tool
+@tool(keywords=["unit conversion", "metric", "imperial", "kg", "kilograms", "kilos", "lb", "lbs",
+                 "pounds", "grams", "oz", "ounces", "stone", "meters", "metres", "cm", "mm", "km",
+                 "kilometers", "miles", "ft", "foot", "feet", "inches", "yards", "liters",
+                 "litres", "ml", "gallons", "quarts", "pints", "cups", "tablespoons", "teaspoons",
+                 "Celsius", "Fahrenheit", "Kelvin", "degrees", "mph", "km/h", "knots", "acres",
+                 "hectares", "square meters",
+                "seconds", "minutes", "hours", "convertir", "umrechnen", "libras", "livres", "pulgadas", "pouces", "Zoll"])
 def convert_units(value: float, from_unit: str, to_unit: str) -> str:
     """Convert a quantity between units of length, weight, volume, temperature, speed, area or
     time, e.g. ounces to grams, miles to km, cups to liters, Fahrenheit to Celsius.
@@ -88,6 +94,14 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> str:
         value: the amount to convert.
         from_unit: the unit it is in, e.g. "oz", "miles", "F".
         to_unit: the unit wanted, e.g. "g", "km", "C".
+
+    Examples:
+        how many pounds is 82 kg?
+        what is 6 feet in centimeters
+        change 3 ounces to grams
+        180 C in F for my oven
+        how many cups are in half a liter
+        is 100 km/h faster than 60 mph
     """
     result = convert(value, from_unit, to_unit)
     return f"{format_number(value)} {from_unit} = {format_number(round(result, 4))} {to_unit}"

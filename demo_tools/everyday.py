@@ -6,9 +6,9 @@ import random
 import re
 from collections import Counter
 
-from ..retrieval import STOP_WORDS
-from ..tokens import is_cjk
-from ..tools import tool
+from py_agent import tool
+from py_agent.retrieval import STOP_WORDS
+from py_agent.tokens import is_cjk
 
 # Module-level so tests can seed it: ``everyday.RANDOM.seed(1)``.
 RANDOM = random.Random()
@@ -39,12 +39,20 @@ def text_stats(text: str) -> dict:
             "top_words": [w for w, n in common.most_common(3) if n > 1]}
 
 
-@tool
+@tool(keywords=["word count", "characters", "letters", "length", "reading time", "sentences",
+                "chars", "palabras", "mots", "Wörter"])
 def count_words(text: str) -> str:
     """Count how many words, characters, sentences and paragraphs a text has, with its reading time.
 
     Args:
         text: the text to count.
+
+    Examples:
+        how many characters is this tweet?
+        word count please: It was a bright cold day in April
+        is my cover letter under 300 words
+        how long will this article take to read
+        count the words in this: ...
     """
     if not text.strip():
         return "The text is empty: 0 words."
@@ -64,7 +72,8 @@ def _money(cents: int) -> str:
     return f"{cents // 100:,}.{cents % 100:02d}"
 
 
-@tool
+@tool(keywords=["tip", "gratuity", "restaurant", "share", "owe", "each", "check",
+                "propina", "cuenta", "pourboire", "addition", "Trinkgeld", "Rechnung"])
 def split_bill(total: float, people: int = 1, tip_percent: float = 0) -> str:
     """Split a bill or restaurant check between people, adding a tip percentage, and say what each
     person pays.
@@ -73,6 +82,13 @@ def split_bill(total: float, people: int = 1, tip_percent: float = 0) -> str:
         total: the bill before the tip.
         people: how many people share it.
         tip_percent: the tip in percent, e.g. 15; 0 for none.
+
+    Examples:
+        dinner was 137 for 4 of us, what does everyone owe?
+        what's an 18% tip on 52 dollars
+        we're splitting 96 euros three ways plus tip
+        how much should I leave as a tip on 45
+        4 of us share a 120 bill, how much each
     """
     if total < 0:
         raise ValueError("the total cannot be negative")
@@ -103,12 +119,20 @@ _DICE = re.compile(r"^(\d*)\s*d\s*(\d+)\s*(?:([+-])\s*(\d+))?$")
 _WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
-@tool
+@tool(keywords=["dice", "die", "coin", "toss", "random number", "d20",
+                "dado", "moneda", "dé", "pièce", "Würfel", "Münze"])
 def roll_dice(dice: str = "1d6") -> str:
     """Roll dice (like 2d6, d20 or 3d6+2) or flip a coin (dice="coin") for a random result.
 
     Args:
         dice: dice notation such as "1d6", "2d6", "d20", "3d6+2", or "coin".
+
+    Examples:
+        roll 3d8 for damage
+        toss a coin for me
+        heads or tails, who starts?
+        throw two dice
+        give me a random number between 1 and 20
     """
     text = " ".join(dice.lower().split()) or "1d6"
     if text in ("coin", "a coin", "flip", "coin flip", "flip a coin", "heads or tails"):
@@ -135,13 +159,21 @@ def roll_dice(dice: str = "1d6") -> str:
     return f"{label}: {parts} = {total}"
 
 
-@tool
+@tool(keywords=["decide", "choose", "random choice", "pick one", "can't decide",
+                "elegir", "decidir", "choisir", "aussuchen", "entscheiden"])
 def pick_random(options: str) -> str:
     """Pick one option at random to decide for the user, e.g. where to eat, which film, who goes
     first.
 
     Args:
         options: the choices, separated by commas or "or", e.g. "pizza, sushi or tacos".
+
+    Examples:
+        should we get Thai or Indian tonight?
+        choose between the red, green and blue paint for me
+        who does the dishes: Ana, Ben or Cleo
+        I can't make up my mind, beach or mountains
+        pick a random movie: Alien, Heat or Up
     """
     choices = [c.strip(" .?!\"'") for c in re.split(r",|;|\n|\bor\b", options)]
     choices = [c for c in choices if c]

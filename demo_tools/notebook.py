@@ -1,4 +1,4 @@
-"""Notes and a to-do list, kept in a :class:`~py_agent.demo.kv.KeyValueStore`.
+"""Notes and a to-do list, kept in a :class:`~py_agent.kv.KeyValueStore`.
 
 On the page the store is the worker's IndexedDB, so notes and to-dos outlive reloads and
 are shared by every conversation (they are the user's, not one chat's). Records:
@@ -21,11 +21,10 @@ import re
 import time
 from typing import Any, Awaitable, Callable
 
-from ..retrieval import tokenize
-from ..store import StorageError
-from ..tools import Tool, tool
+from py_agent import KeyValueStore, StorageError, Tool, tool
+from py_agent.retrieval import tokenize
+
 from .dates import _parse_date
-from .kv import KeyValueStore
 
 NOTE_PREFIX = "note:"
 TODO_PREFIX = "todo:"
@@ -340,7 +339,8 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
     """The notes and to-do tools, sharing one :class:`Notebook` over ``kv``."""
     book = Notebook(kv, clock=clock, today=today)
 
-    @tool
+    @tool(keywords=["note", "memo", "jot", "write down", "record", "keep",
+                    "remember that", "nota", "apunta", "noter", "Notiz", "notieren", "merken"])
     async def add_note(text: str, title: str = "") -> str:
         """Save a new note: write down or jot down something to keep (an idea, a fact, a password,
         plans), stored on this device.
@@ -348,29 +348,52 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
         Args:
             text: what to write down.
             title: a short title; notes with the same title are added to, not duplicated.
+
+        Examples:
+            make a note: the spare key is under the blue pot
+            jot down that my locker code is 4312
+            save this for later - flight BA117 leaves at 9:40
+            keep a note that Sam prefers tea, not coffee
+            remember that the gate code is 1234
         """
         return await _guard("save the note", book.add_note(text, title))
 
-    @tool
+    @tool(keywords=["notes", "look up", "recall", "saved", "find",
+                    "notas", "Notizen"])
     async def search_notes(query: str = "") -> str:
         """Search notes to recall what the user asked to write down earlier (e.g. about a trip); an
         empty query lists the newest notes.
 
         Args:
             query: words to look for, e.g. "trip" or "wifi password"; empty for recent notes.
+
+        Examples:
+            what was my locker code again?
+            show me my notes
+            did I save anything about the flight
+            look up the note on Sam
+            what was the gate code I told you?
         """
         return await _guard("read the notes", book.search_notes(query))
 
-    @tool
+    @tool(keywords=["erase", "discard", "remove", "trash", "get rid of",
+                    "borrar", "eliminar", "supprimer", "effacer", "löschen", "Notiz"])
     async def delete_note(note: str) -> str:
         """Delete (remove, forget) one note, named by its title or #number.
 
         Args:
             note: the note's title, or its number like "#3".
+
+        Examples:
+            remove note #2
+            throw away my note about the locker
+            erase what I wrote about the spare key
+            forget my note about the gym
         """
         return await _guard("delete the note", book.delete_note(note))
 
-    @tool
+    @tool(keywords=["to-do", "todo", "task", "reminder", "chore", "errand",
+                    "recuérdame", "tarea", "rappelle-moi", "tâche", "erinnere", "Aufgabe"])
     async def add_todo(task: str, due: str = "") -> str:
         """Add a task to the todo list, as a reminder (remind me to buy milk, remember to call the
         dentist), optionally due tomorrow, friday or a date.
@@ -378,26 +401,50 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
         Args:
             task: what needs doing.
             due: when it is due, e.g. "tomorrow", "friday", "2026-05-01"; empty if no date.
+
+        Examples:
+            remind me to water the plants on Sunday
+            put "renew passport" on my list
+            I have to return the library books by Thursday
+            don't let me forget to call grandma
+            add pick up the dry cleaning for tomorrow
+            I need to renew my passport before June
         """
         return await _guard("add the to-do", book.add_todo(task, due))
 
-    @tool
+    @tool(keywords=["tasks", "to-do list", "todo list", "pending", "reminders", "agenda",
+                    "tareas", "pendientes", "tâches", "reste à faire", "Aufgaben"])
     async def list_todos(include_done: bool = False) -> str:
         """List the open tasks on the todo list (what I still have to do), with due dates and
         overdue ones.
 
         Args:
             include_done: also list finished tasks.
+
+        Examples:
+            show my tasks
+            what's left on my list?
+            anything overdue
+            what are my reminders for this week
+            what else do I have to do?
         """
         return await _guard("read the to-do list", book.list_todos(include_done))
 
-    @tool
+    @tool(keywords=["done", "complete", "finished", "tick off", "check off", "cross off",
+                    "hecho", "terminado", "fait", "terminé", "erledigt"])
     async def complete_todo(task: str) -> str:
         """Mark a task on the todo list as done: finished, completed, ticked or crossed off; by its
         #number or words.
 
         Args:
             task: the task's number like "2", or words from it like "milk".
+
+        Examples:
+            I've returned the library books
+            paid the phone bill, that one's done
+            check off task 3
+            the plants are watered, cross that one off
+            mark "renew passport" as finished
         """
         return await _guard("update the to-do", book.complete_todo(task))
 

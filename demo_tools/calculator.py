@@ -12,7 +12,7 @@ import ast
 import math
 import operator
 
-from ..tools import tool
+from py_agent import tool
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
@@ -108,11 +108,20 @@ def format_number(value: float | int) -> str:
     return f"{value:.10g}" if isinstance(value, float) else str(value)
 
 
-@tool
+@tool(keywords=["calculator", "math", "maths", "multiply", "divide", "subtract", "percentage",
+                 "square root", "power", "compute", "calcular", "calculer", "rechnen", "berechnen", "double", "half", "total", "sum"])
 def calculate(expression: str) -> str:
     """Calculate an arithmetic expression exactly, e.g. (1200 / 8) + 45 or sqrt(2) * 3.
 
     Args:
         expression: arithmetic with numbers, + - * / % ^, parentheses and math functions.
+
+    Examples:
+        how much is 12 times 35?
+        what's 7.5% of 240
+        work out (1200 / 8) + 45
+        square root of 2 multiplied by 3
+        divide 360 by 7 and round it
+        can you use the calculator: 2^10 - 24
     """
     return f"{expression.strip()} = {format_number(evaluate(expression))}"

@@ -1,0 +1,343 @@
+"""Choosing the few tools that matter for a message, and saying why.
+
+Two signals, fused:
+
+- **BM25F** over each tool's fields: its name, keywords, description, the
+  requests in its examples, and its parameters (names and descriptions), each
+  field with its own weight (:class:`FieldWeights`).
+- **Character n-grams** (cosine of tf-idf vectors), which still match when the
+  words differ in form ("calculator" and "calculation", a typo, a British
+  spelling) and offer candidates when no word matches at all.
+
+The fused score is a weighted sum of both, each divided by its best score for
+the message. A tool is offered when it matched a term, or when its n-gram
+similarity passes ``min_similarity``; when neither happens for any tool, the
+tools most similar by n-grams are offered. So a request that asks for something
+always gets candidates, while chit-chat with no content words ("hi", "thanks!",
+"how are you?") gets none. The
+previous turn's message and tools are a weaker second query, so "and in
+Fahrenheit?" after a conversion still finds the converter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..tools import Tool
+from .bm25 import FieldedBM25
+from .ngrams import CharNgrams, closest_word
+from .text import analyze, function_words, split_payload, tokenize, words
+
+_NUMBER = re.compile(r"\d")
+
+FIELDS = ("name", "keywords", "description", "examples", "params")
+
+
+@dataclass(frozen=True)
+class FieldWeights:
+    """How much a term found in each field counts (BM25F weights)."""
+
+    name: float = 3.0
+    keywords: float = 2.0
+    description: float = 1.0
+    examples: float = 1.0
+    params: float = 1.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {f: getattr(self, f) for f in FIELDS}
+
+
+@dataclass(frozen=True)
+class PreviousTurn:
+    """The turn before this message: what the user said and the tools that ran."""
+
+    message: str
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a tool was offered: the signals that chose it and what matched.
+
+    ``terms`` maps a field ("name", "examples", ...) to the message's words found
+    there; ``example`` is the tool's example request closest to the message;
+    ``similar`` pairs a message word with the tool word it resembles (n-grams).
+    """
+
+    signals: tuple[str, ...] = ()
+    terms: dict[str, list[str]] = field(default_factory=dict)
+    example: str = ""
+    similar: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signals": list(self.signals), "terms": {k: list(v) for k, v in self.terms.items()},
+                "example": self.example, "similar": [list(p) for p in self.similar]}
+
+
+@dataclass(frozen=True)
+class ScoredTool:
+    """A tool and how well it matched the message (``pinned`` tools may score 0)."""
+
+    tool: Tool
+    score: float
+    pinned: bool = False
+    why: Why = field(default_factory=Why)
+
+
+@dataclass
+class _Signals:
+    """One message's scores: lexical (BM25F) and n-gram similarity by tool index, what each
+    query term contributed, and the fused scores of the candidates."""
+
+    lexical: dict[int, float]
+    similarity: dict[int, float]
+    by_term: dict[str, dict[int, float]]
+    best_lexical: float
+    best_similarity: float
+    ngram_weight: float
+    fused: dict[int, float] = field(default_factory=dict)
+
+    def fuse(self, index: int, lexical: float) -> float:
+        w = self.ngram_weight
+        return ((1 - w) * lexical / self.best_lexical
+                + w * self.similarity.get(index, 0.0) / self.best_similarity)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    index: int
+    score: float
+    lexical: float
+    similarity: float
+    from_previous: float
+
+
+class ToolRetriever:
+    """Hybrid BM25F + character n-gram retrieval over a tool registry.
+
+    Args:
+        tools: the registry; names must be unique.
+        top_k: how many tools to offer (pinned tools come on top of these).
+        weights: BM25F field weights.
+        ngram_weight: the n-gram signal's share of the fused score.
+        min_similarity: the n-gram cosine a tool needs to be offered without a
+            matching term.
+        previous_weight: how much the previous turn's message counts.
+        previous_tool_bonus: added for each tool the previous turn used.
+        function_word_weight: the weight of a function word ("how", "that") shared with a
+            tool that also matched a content word.
+        payload_weight: the weight of words in quotes or after a short lead-in.
+        coverage_discount: what a word already matched by an offered tool still counts
+            for the next pick.
+
+    The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
+    """
+
+    def __init__(self, tools: Iterable[Tool], *, top_k: int = 3, k1: float = 1.2,
+                 b: float = 0.75, weights: FieldWeights | None = None,
+                 ngram_weight: float = 0.3, min_similarity: float = 0.12,
+                 previous_weight: float = 0.35, previous_tool_bonus: float = 0.25,
+                 function_word_weight: float = 0.15, payload_weight: float = 0.3,
+                 coverage_discount: float = 0.5) -> None:
+        self.tools = list(tools)
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")
+        if top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        self.top_k = top_k
+        self.weights = weights or FieldWeights()
+        self.ngram_weight = ngram_weight
+        self.min_similarity = min_similarity
+        self.previous_weight = previous_weight
+        self.previous_tool_bonus = previous_tool_bonus
+        self.function_word_weight = function_word_weight
+        self.payload_weight = payload_weight
+        self.coverage_discount = coverage_discount
+        self._by_name = {t.name: i for i, t in enumerate(self.tools)}
+        self._fields = [_fields_of(t) for t in self.tools]
+        self._example_terms = [[set(tokenize(e)) for e in t.examples] for t in self.tools]
+        self._bm25 = FieldedBM25(self._fields, self.weights.as_dict(), k1=k1,
+                                 b={"name": 0.3, "keywords": 0.3, "description": b,
+                                    "examples": b, "params": b})
+        self._words = [_weighted_words(t, self.weights) for t in self.tools]
+        self._ngrams = CharNgrams(self._words)
+        self._numeric = [i for i, t in enumerate(self.tools) if not t.pinned and any(
+            p.schema.get("type") in ("number", "integer") for p in t.params)]
+
+    # ------------------------------------------------------------------ ranking
+
+    def _signals(self, query: str) -> "_Signals":
+        """Both signals and their fusion, by tool index, for one message."""
+        request, payload = split_payload(query)
+        terms = dict.fromkeys(tokenize(request), 1.0)
+        for term in tokenize(payload):
+            terms.setdefault(term, self.payload_weight)
+        by_term = self._bm25.contributions(terms)
+        lexical: dict[int, float] = {}
+        for contributions in by_term.values():
+            for index, value in contributions.items():
+                lexical[index] = lexical.get(index, 0.0) + value
+        if self.function_word_weight and lexical:
+            # Phrasing ("how do I ...", "remember that ...") only breaks ties between tools
+            # that matched a content word; it never makes a tool a candidate by itself.
+            weak = dict.fromkeys(function_words(request), self.function_word_weight)
+            for index, score in self._bm25.scores(weak).items():
+                if index in lexical:
+                    lexical[index] += score
+        similarity = self._ngrams.scores(words(request))
+        chosen = set(lexical) | {i for i, s in similarity.items() if s >= self.min_similarity}
+        if not chosen:
+            # Nothing matched a term: the request still gets the tools whose words look most
+            # like its own, rather than none at all; failing that, a message with a number in
+            # it gets the tools that take a number.
+            floor = sorted(similarity.values(), reverse=True)[:self.top_k]
+            chosen = {i for i, s in similarity.items() if floor and s >= floor[-1] and s > 0}
+            if not chosen and _NUMBER.search(request):
+                chosen = set(self._numeric[:self.top_k])
+                lexical = dict.fromkeys(chosen, 0.0)
+        signals = _Signals(lexical, similarity, by_term,
+                           max(lexical.values(), default=0.0) or 1.0,
+                           max(similarity.values(), default=0.0) or 1.0, self.ngram_weight)
+        signals.fused = {i: signals.fuse(i, lexical.get(i, 0.0)) for i in chosen}
+        return signals
+
+    def _rank(self, query: str, previous: PreviousTurn | None) -> tuple[list[_Candidate], "_Signals"]:
+        now = self._signals(query)
+        earlier: dict[int, float] = {}
+        if previous is not None and (self.previous_weight or self.previous_tool_bonus):
+            if previous.message.strip() and self.previous_weight:
+                before = self._signals(previous.message).fused
+                earlier = {i: self.previous_weight * s for i, s in before.items()}
+            for name in previous.tools:
+                index = self._by_name.get(name)
+                if index is not None:
+                    earlier[index] = earlier.get(index, 0.0) + self.previous_tool_bonus
+        ranked = [_Candidate(i, now.fused.get(i, 0.0) + earlier.get(i, 0.0),
+                             now.lexical.get(i, 0.0), now.similarity.get(i, 0.0),
+                             earlier.get(i, 0.0))
+                  for i in set(now.fused) | set(earlier)]
+        ranked.sort(key=lambda c: (-c.score, c.index))
+        return ranked, now
+
+    def _cover(self, ranked: list[_Candidate], now: "_Signals", k: int) -> list[_Candidate]:
+        """The best ``k`` by turns: after each pick, the words it already matched count for
+        less, so a request with two intents ("convert 2 lb to grams and double it") is
+        offered a tool for each rather than three for the first."""
+        pool = list(ranked[:max(10, 4 * k)])  # lower ranks cannot catch up
+        picked: list[_Candidate] = []
+        covered: set[str] = set()
+        while pool and len(picked) < k:
+            if covered:
+                def rescored(c: _Candidate) -> float:
+                    overlap = sum(now.by_term[t].get(c.index, 0.0) for t in covered)
+                    lexical = c.lexical - (1 - self.coverage_discount) * overlap
+                    return now.fuse(c.index, lexical) + c.from_previous
+                best = max(pool, key=lambda c: (rescored(c), -c.index))
+            else:
+                best = pool[0]
+            pool.remove(best)
+            picked.append(best)
+            covered.update(t for t, docs in now.by_term.items() if best.index in docs)
+        return picked
+
+    def score(self, query: str, previous: PreviousTurn | None = None) -> list[ScoredTool]:
+        """Every tool with its fused score for ``query``, best first (unmatched ones last, 0)."""
+        ranked, _ = self._rank(query, previous)
+        seen = {c.index for c in ranked}
+        out = [ScoredTool(self.tools[c.index], round(c.score, 4), self.tools[c.index].pinned)
+               for c in ranked]
+        out += [ScoredTool(t, 0.0, t.pinned) for i, t in enumerate(self.tools) if i not in seen]
+        return out
+
+    def retrieve(self, query: str, k: int | None = None, *,
+                 previous: PreviousTurn | None = None) -> list[ScoredTool]:
+        """The top ``k`` candidates (see the module docstring), then every pinned tool.
+
+        When the whole registry fits in ``k`` there is nothing to choose between,
+        so every tool is offered, matching or not.
+        """
+        k = self.top_k if k is None else k
+        ranked, now = self._rank(query, previous)
+        unpinned = [i for i, t in enumerate(self.tools) if not t.pinned]
+        pinned = [i for i, t in enumerate(self.tools) if t.pinned]
+        if len(unpinned) <= k:
+            by_index = {c.index: c for c in ranked}
+            order = sorted(unpinned, key=lambda i: (-(by_index[i].score if i in by_index else 0), i))
+            chosen = [by_index.get(i, _Candidate(i, 0.0, 0.0, 0.0, 0.0)) for i in order]
+        else:
+            chosen = self._cover([c for c in ranked if not self.tools[c.index].pinned], now, k)
+        by_index = {c.index: c for c in ranked}
+        chosen += [by_index.get(i, _Candidate(i, 0.0, 0.0, 0.0, 0.0)) for i in pinned]
+        query_pairs = analyze(query)
+        has_number = bool(_NUMBER.search(query))
+        query_words = words(query)
+        return [ScoredTool(self.tools[c.index], round(c.score, 4), self.tools[c.index].pinned,
+                           self._why(c, query_pairs, query_words, has_number)) for c in chosen]
+
+    # ----------------------------------------------------------------- evidence
+
+    def _why(self, c: _Candidate, query_pairs: Sequence[tuple[str, str]],
+             query_words: Sequence[str], has_number: bool) -> Why:
+        signals = []
+        if c.lexical > 0:
+            signals.append("bm25")
+        if c.similarity >= self.min_similarity:
+            signals.append("ngrams")
+        if c.from_previous > 0:
+            signals.append("previous turn")
+        if self.tools[c.index].pinned:
+            signals.append("pinned")
+        if not signals and c.index in self._numeric and has_number:
+            signals.append("takes a number")
+        fields = self._fields[c.index]
+        terms: dict[str, list[str]] = {}
+        matched: set[str] = set()
+        for name in FIELDS:
+            have = set(fields.get(name, ()))
+            found = [w for t, w in query_pairs if t in have]
+            if found:
+                terms[name] = list(dict.fromkeys(w.lower() for w in found))
+                matched.update(t for t, _ in query_pairs if t in have)
+        query_terms = {t for t, _ in query_pairs}
+        example = ""
+        overlaps = [(len(query_terms & e), i) for i, e in enumerate(self._example_terms[c.index])]
+        best = max(overlaps, default=(0, -1))
+        if best[0]:
+            example = self.tools[c.index].examples[best[1]]
+        similar = []
+        if "ngrams" in signals:
+            unmatched = [w for w in query_words if not set(tokenize(w)) & matched]
+            vocabulary = self._words[c.index].keys()
+            for word in unmatched:
+                other, score = closest_word(word, vocabulary)
+                if score >= 0.5 and other != word:
+                    similar.append((word, other))
+        return Why(tuple(signals), terms, example, tuple(similar[:3]))
+
+
+def _fields_of(t: Tool) -> dict[str, list[str]]:
+    def terms(text: str) -> list[str]:
+        return tokenize(text) + function_words(text)
+    params = []
+    for p in t.params:
+        params += tokenize(p.name) + terms(p.description)
+    return {"name": tokenize(t.name), "keywords": tokenize(" ; ".join(t.keywords)),
+            "description": terms(t.description),
+            "examples": [term for e in t.examples for term in terms(e)],
+            "params": params}
+
+
+def _weighted_words(t: Tool, weights: FieldWeights) -> dict[str, float]:
+    """A tool's words with the weight of the best field each appears in."""
+    out: dict[str, float] = {}
+    texts = [(t.name, weights.name), (" ".join(t.keywords), weights.keywords),
+             (t.description, weights.description), (" ".join(t.examples), weights.examples),
+             (" ".join(p.name for p in t.params), weights.params)]
+    for text, weight in texts:
+        for word in words(text):
+            out[word] = out.get(word, 0.0) + weight
+    return out
