@@ -136,7 +136,8 @@ async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
     try:
         if tool.is_async:
             return await bounded(contained(tool.fn(**kwargs)), timeout=timeout)
-        if sync_runner is not None:
+        # Built-in tools (compact) act on the agent itself: they always run here.
+        if sync_runner is not None and not tool.metadata.get("builtin"):
             try:
                 return await sync_runner(tool, kwargs, timeout)
             except SyncRunnerUnavailable as exc:

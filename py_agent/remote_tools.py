@@ -16,7 +16,8 @@ Messages (JSON-ready dicts):
   tool worker -> agent  {"type": "boot", "phase": "ready"} once it serves calls;
                         {"type": "result", "id", "ok": true, "text"}: the observation text
                         {"type": "result", "id", "ok": false, "error": {kind, name, message}}
-                        with kind "retryable", "crashed" or "raised";
+                        with kind "retryable", "crashed" or "raised", or
+                        "unavailable" when the tool worker has no such sync tool;
                         {"type": "error", "message"}: it could not start.
 """
 
@@ -203,6 +204,8 @@ def _decode(reply: dict[str, Any]) -> str:
         raise RetryableToolError(message)
     if kind == "crashed":
         raise ToolCrashedError(message)
+    if kind == "unavailable":
+        raise ToolWorkerError(message)
     raise RemoteToolError(str(error.get("name") or "Error"), message)
 
 
@@ -215,8 +218,9 @@ def handle_call(tools: dict[str, Tool], message: dict[str, Any]) -> dict[str, An
         return {"type": "result", "id": call_id, "ok": False,
                 "error": {"kind": kind, "name": name, "message": text}}
 
-    if tool is None:
-        return failed("raised", "LookupError", f"no tool named {message.get('tool')!r} here")
+    if tool is None:  # e.g. its module failed to load there: the agent runs it itself
+        return failed("unavailable", "LookupError",
+                      f"the tool worker has no sync tool named {message.get('tool')!r}")
     try:
         value = tool.fn(**(message.get("kwargs") or {}))
     except RetryableToolError as exc:

@@ -19,9 +19,11 @@ from ..agent import Agent
 from ..host import AgentHost
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
+from ..remote_tools import ToolWorkerClient
 from ..rpc import BridgeModel, RpcStore
 from ..tool_modules import ToolContext
 from .tool_loading import load_served_tools
+from .tool_worker import spawn_tool_worker
 
 IDB_MODULE = "/worker/idb_store.js"
 
@@ -134,8 +136,11 @@ async def main(boot: Any) -> None:
     params = _to_py(boot.params) or {}
     loaded = await load_served_tools(boot, _to_py(boot.manifest), params.get("tools"),
                                      ToolContext(kv=kv))
+    # Sync tools run in a tool worker that is terminated when a call passes its deadline
+    # (Pyodide cannot interrupt a tool running here); it boots once the agent is ready.
+    tool_worker = ToolWorkerClient(spawn_tool_worker)
     agent = Agent(model=model, store=RpcStore(transport), tools=loaded.tools,
-                  **deadlines(params))
+                  sync_tool_runner=tool_worker.call, **deadlines(params))
     host = AgentHost(agent, link.post)
 
     def on_message(data: Any) -> None:
@@ -152,3 +157,4 @@ async def main(boot: Any) -> None:
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
+    tool_worker.start()

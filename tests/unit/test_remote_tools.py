@@ -153,3 +153,33 @@ def test_late_replies_of_a_terminated_worker_are_dropped(client):
 
     assert run(scenario()) == "5 = 4"
     assert [w.terminated for w in FakeWorker.spawned] == [True, False]
+
+
+def test_a_tool_the_worker_does_not_have_runs_here(client):
+    workers = client()
+
+    @tool
+    def local_only(word: str) -> str:
+        """Only the agent's side knows this tool."""
+        return word.upper()
+
+    async def call():
+        from py_agent._tool_runner import run_tool
+        return await run_tool(local_only, "hi", ToolPolicy(timeout_s=1), workers.call)
+
+    outcome = run(call())
+    assert outcome.ok and outcome.observation == "HI"
+    assert FakeWorker.spawned[0].calls == 1 and workers.restarts == 0
+
+
+def test_built_in_tools_never_go_to_the_worker(client):
+    from py_agent.agent import compact_tool
+    workers = client()
+
+    async def call():
+        from py_agent._tool_runner import run_tool
+        return await run_tool(compact_tool(), {"focus": "x"}, ToolPolicy(timeout_s=1),
+                              workers.call)
+
+    assert run(call()).observation == "scheduled"
+    assert FakeWorker.spawned == []   # not even started
