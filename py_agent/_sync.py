@@ -12,6 +12,7 @@ whose start could not be written is renumbered if the id was taken meanwhile.
 from __future__ import annotations
 
 from .state import SessionState, Turn, now_ms
+from .store import StateConflictError, Store
 
 
 def title_from(message: str) -> str:
@@ -49,3 +50,42 @@ def rebase(stored: SessionState | None, session_id: str, pending: list[Turn],
             turn.id = state.next_turn_id
         state = with_turn(state, turn)
     return state
+
+
+async def write_turn(store: Store | None, states: dict[str, SessionState], session_id: str,
+                     turn: Turn, pending: list[Turn], reserved: set[int], *, allocate: bool,
+                     attempts: int) -> Exception | None:
+    """Put ``turn`` into ``states[session_id]`` and write it with the other ``pending``
+    (unsaved) turns; what went wrong, or None once written.
+
+    With ``allocate`` the turn first gets the session's next id. On a conflict (another
+    writer was first) the stored state is taken, the pending turns re-applied and the
+    write tried again, up to ``attempts`` times. A failed write leaves the turn in
+    ``pending``, written with the next one. Without a ``store`` (a session that could
+    not be read) the turn is only kept in memory.
+    """
+    problem: Exception | None = None
+    for _ in range(attempts):
+        if allocate:
+            turn.id = next_turn_id(states[session_id], pending, exclude=turn)
+        states[session_id] = with_turn(states[session_id], turn)
+        if not any(t is turn for t in pending):
+            pending[:] = [t for t in pending if t.id != turn.id] + [turn]
+        if store is None:
+            return None
+        try:
+            await store.commit_turn(states[session_id], list(pending))
+        except StateConflictError as exc:
+            problem = exc
+            try:
+                stored = await store.load(session_id)
+            except Exception as load_error:
+                return load_error
+            states[session_id] = rebase(stored, session_id, pending, reserved)
+            continue
+        except Exception as exc:
+            return exc
+        reserved.update(t.id for t in pending)
+        pending.clear()
+        return None
+    return problem

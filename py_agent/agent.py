@@ -22,21 +22,20 @@ from typing import AsyncIterator, Iterable
 from ._boundary import clean_text, describe
 from ._loop import (COMPACT_TOOL, StepPolicy, TurnAborted, TurnContext, condensed_steps,
                     model_call, run_turn)
-from ._model_guard import create_guarded
-from ._sync import next_turn_id, rebase, with_turn
+from ._model_guard import create_guarded, turn_error_text
+from ._sync import rebase, write_turn
 from ._tool_runner import SyncRunner, ToolPolicy
 from ._waiting import bounded
 from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, facts_prompt,
                          parse_facts, summary_messages, summary_prompt, validate_summary)
 from .events import AgentEvent, EventHandler, deliver, log
 from .memory import Budget, MemoryAccountant, MemoryPolicy, merge_facts
-from .model import (LanguageModel, ModelError, ModelSession, ModelTimeoutError, Purpose,
-                    QuotaExceededError)
+from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
 from .prompting import NONE_TOOL, SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .retrieval import PreviousTurn, ToolRetriever
 from .state import CompressionRecord, SessionState, Turn, now_ms
-from .store import InMemoryStore, StateConflictError, Store, UnknownSessionError
+from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool, tool
 from .transfer import SessionBundle, id_candidates, parse_session
@@ -284,7 +283,7 @@ class Agent:
         except Exception as exc:  # model errors, and any bug: the turn fails, saved
             if not isinstance(exc, (ModelError, ValueError)):
                 log.exception("turn %s of %s failed", turn_id, session_id)
-            result = failed("error", _error_text(exc), f"{type(exc).__name__}: {describe(exc)}")
+            result = failed("error", turn_error_text(exc), f"{type(exc).__name__}: {describe(exc)}")
             await emit(AgentEvent("error", session_id, {"message": result.answer,
                                                         "kind": type(exc).__name__}))
         result.prompt_tokens = prompt_tokens
@@ -336,40 +335,19 @@ class Agent:
         """
         async with self._lock(self._state_locks, session_id):
             pending = self._unsaved.setdefault(session_id, [])
-            reserved = self._reserved.setdefault(session_id, set())
-            problem: Exception | None = None
-            for _ in range(CONFLICT_RETRIES):
-                if allocate:
-                    turn.id = next_turn_id(self._states[session_id], pending, exclude=turn)
-                state = with_turn(self._states[session_id], turn)
-                self._states[session_id] = state
-                if not any(t is turn for t in pending):
-                    pending[:] = [t for t in pending if t.id != turn.id] + [turn]
-                if session_id in self._detached:
-                    return False
-                try:
-                    await self.store.commit_turn(state, list(pending))
-                    problem = None
-                    break
-                except StateConflictError as exc:
-                    problem = exc
-                    try:
-                        stored = await self.store.load(session_id)
-                    except Exception as load_error:
-                        problem = load_error
-                        break
-                    self._states[session_id] = rebase(stored, session_id, pending, reserved)
-                except Exception as exc:
-                    problem = exc
-                    break
+            detached = session_id in self._detached
+            problem = await write_turn(None if detached else self.store, self._states,
+                                       session_id, turn, pending,
+                                       self._reserved.setdefault(session_id, set()),
+                                       allocate=allocate, attempts=CONFLICT_RETRIES)
+            if detached:
+                return False
             if problem is not None:
                 await emit(AgentEvent("storage_error", session_id, {
                     "message": f"Could not save this turn ({describe(problem)}); it is kept in "
                                "memory and will be saved with the next one.",
                     "kind": getattr(problem, "kind", "unknown"), "unsaved": len(pending)}))
                 return False
-            reserved.update(t.id for t in pending)
-            pending.clear()
         if turn.status != "interrupted":
             await emit(AgentEvent("turn_saved", session_id, {"turn_id": turn.id, "unsaved": 0}))
         return True
@@ -711,22 +689,3 @@ def _previous_turn(state: SessionState) -> PreviousTurn | None:
     tools = tuple(dict.fromkeys(s.tool for s in last.steps
                                 if s.tool and s.tool != NONE_TOOL and not s.corrective))
     return PreviousTurn(last.user, tools)
-
-
-def _error_text(exc: Exception) -> str:
-    """What the user reads when a turn failed: what happened and what to do."""
-    if isinstance(exc, QuotaExceededError):
-        return ("That is too long for the on-device model's context window. "
-                "Please shorten the message or split it up.")
-    if isinstance(exc, ModelTimeoutError):
-        return (f"The model did not answer in time ({describe(exc)}). Your message is "
-                "saved; please try again.")
-    name = type(exc).__name__
-    if name == "ModelUnavailableError":
-        return ("The on-device model is not available right now, so I can't answer. "
-                "Your message is saved; try again once the model is ready.")
-    if name == "ModelNetworkError":
-        return "The model could not be reached (it may still be downloading). Please try again."
-    if isinstance(exc, (ModelError, ValueError)):
-        return f"Something went wrong while asking the model: {describe(exc)}"
-    return f"Something went wrong in the agent ({name}: {describe(exc)}). Your message is saved."
