@@ -134,13 +134,19 @@ async def main(boot: Any) -> None:
     # IndexedDB, in memory (the tools still work, for as long as this worker runs).
     kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
     params = _to_py(boot.params) or {}
+    # Sync tools run in a tool worker that is terminated when a call passes its deadline
+    # (Pyodide cannot interrupt a tool running here). It boots alongside this worker
+    # (the machine's other core), so the first tool call rarely waits for it.
+    # ?tool_worker=off runs them here instead (for measurements).
+    tool_worker = (None if params.get("tool_worker") == "off"
+                   else ToolWorkerClient(spawn_tool_worker))
+    if tool_worker:
+        tool_worker.start()
     loaded = await load_served_tools(boot, _to_py(boot.manifest), params.get("tools"),
                                      ToolContext(kv=kv))
-    # Sync tools run in a tool worker that is terminated when a call passes its deadline
-    # (Pyodide cannot interrupt a tool running here); it boots once the agent is ready.
-    tool_worker = ToolWorkerClient(spawn_tool_worker)
     agent = Agent(model=model, store=RpcStore(transport), tools=loaded.tools,
-                  sync_tool_runner=tool_worker.call, **deadlines(params))
+                  sync_tool_runner=tool_worker.call if tool_worker else None,
+                  **deadlines(params))
     host = AgentHost(agent, link.post)
 
     def on_message(data: Any) -> None:
@@ -157,4 +163,3 @@ async def main(boot: Any) -> None:
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
-    tool_worker.start()
