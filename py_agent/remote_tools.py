@@ -36,6 +36,9 @@ from .tools import RetryableToolError, Tool, ToolCrashedError, ToolError
 
 # A tool worker boots Pyodide and the tool modules: a few seconds, more on a busy machine.
 BOOT_TIMEOUT_S = 60.0
+# After this many failed boots in a row, no more are tried: sync tools run where the
+# agent runs (a browser without nested workers would otherwise pay a boot per call).
+MAX_BOOT_FAILURES = 2
 
 
 class ToolWorkerError(SyncRunnerUnavailable):
@@ -80,6 +83,7 @@ class ToolWorkerClient:
         self._ids = itertools.count(1)
         self._generation = 0
         self.restarts = 0
+        self.boot_failures = 0           # in a row; reset by a worker that boots
         self.boot_ms: list[float] = []   # how long each worker took to become ready
 
     # ------------------------------------------------------------------ the worker
@@ -150,18 +154,24 @@ class ToolWorkerClient:
                 future.set_result(message)
 
     async def _wait_ready(self) -> None:
+        if self.boot_failures >= MAX_BOOT_FAILURES:
+            raise ToolWorkerError(f"the tool worker failed to start {self.boot_failures} "
+                                  "times; not trying again")
         if self._worker is None:
             self.start()
         assert self._ready is not None
         try:
             await bounded(asyncio.shield(self._ready), timeout=self.boot_timeout_s)
         except DeadlineExceeded:
+            self.boot_failures += 1
             self.close()  # the next call tries a fresh one
             raise ToolWorkerError(f"the tool worker did not start within "
                                   f"{self.boot_timeout_s:g} s") from None
         except ToolWorkerError:
+            self.boot_failures += 1
             self.close()
             raise
+        self.boot_failures = 0
 
     # ------------------------------------------------------------------ calls
 

@@ -142,6 +142,15 @@ def test_a_tool_worker_that_cannot_start_leaves_the_tools_running_here(client):
     outcome = run(call())
     assert outcome.ok and outcome.observation == "3**2 = 4"  # ran in this process instead
 
+    async def more_calls():
+        from py_agent._tool_runner import run_tool
+        return [await run_tool(slow_power, f"{n}**2", ToolPolicy(timeout_s=1), workers.call)
+                for n in range(4)]
+
+    assert [o.ok for o in run(more_calls())] == [True] * 4
+    # One more boot was tried, then no more: not one boot per call.
+    assert len(FakeWorker.spawned) == 2 and workers.boot_failures == 2
+
 
 def test_late_replies_of_a_terminated_worker_are_dropped(client):
     workers = client()
