@@ -30,7 +30,7 @@ from py_agent import (Agent, InMemoryStore, MemoryPolicy, ModelNetworkError,
                       StepPolicy, StorageError, ToolPolicy, tool)
 from py_agent.model import Purpose
 from py_agent.sqlite_store import SqliteStore
-from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
+from py_agent.testing import FunctionModel, PromptCall, step_json
 from py_agent.transfer import parse_session
 
 HANG_LIMIT_S = 10.0
