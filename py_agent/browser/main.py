@@ -23,7 +23,7 @@ from ..remote_tools import ToolWorkerClient
 from ..rpc import BridgeModel, RpcStore
 from ..tool_modules import ToolContext
 from .tool_loading import load_served_tools
-from .tool_worker import spawn_tool_worker
+from .tool_worker import tool_worker_spawner
 
 IDB_MODULE = "/worker/idb_store.js"
 
@@ -135,11 +135,11 @@ async def main(boot: Any) -> None:
     kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
     params = _to_py(boot.params) or {}
     # Sync tools run in a tool worker that is terminated when a call passes its deadline
-    # (Pyodide cannot interrupt a tool running here). It boots alongside this worker
-    # (the machine's other core), so the first tool call rarely waits for it.
-    # ?tool_worker=off runs them here instead (for measurements).
+    # (Pyodide cannot interrupt a tool running here). The bootstrap started it alongside
+    # this worker, so the first tool call rarely waits for it. ?tool_worker=off runs
+    # them here instead (for measurements).
     tool_worker = (None if params.get("tool_worker") == "off"
-                   else ToolWorkerClient(spawn_tool_worker))
+                   else ToolWorkerClient(tool_worker_spawner(boot)))
     if tool_worker:
         tool_worker.start()
     loaded = await load_served_tools(boot, _to_py(boot.manifest), params.get("tools"),

@@ -34,14 +34,22 @@ def _to_js(message: dict[str, Any]) -> Any:
 
 
 class JsToolWorker:
-    """A started tool worker (a module Web Worker), as ``remote_tools.WorkerHandle``."""
+    """A started tool worker (a module Web Worker), as ``remote_tools.WorkerHandle``.
 
-    def __init__(self, on_message: Callable[[dict[str, Any]], None]) -> None:
-        # This worker's own URL and query (tools=..., install=...), with the tool entry.
-        url = js.URL.new(js.location.href)
-        url.searchParams.set("entry", ENTRY)
-        self._worker = js.Worker.new(url.href, _to_js({"type": "module",
-                                                       "name": "py-agent tools"}))
+    ``started`` is one the bootstrap started already (``{worker, early}``, its messages
+    so far in ``early``); otherwise a new one starts here.
+    """
+
+    def __init__(self, on_message: Callable[[dict[str, Any]], None],
+                 started: Any = None) -> None:
+        if started is None:
+            # This worker's own URL and query (tools=..., install=...), the tool entry.
+            url = js.URL.new(js.location.href)
+            url.searchParams.set("entry", ENTRY)
+            self._worker = js.Worker.new(url.href, _to_js({"type": "module",
+                                                           "name": "py-agent tools"}))
+        else:
+            self._worker = started.worker
 
         def message(event: Any) -> None:
             data = _to_py(event.data)
@@ -55,6 +63,11 @@ class JsToolWorker:
 
         self._proxies = [create_proxy(message), create_proxy(error)]
         self._worker.onmessage, self._worker.onerror = self._proxies
+        for early in (_to_py(started.early) if started is not None else None) or []:
+            if "error" in early:
+                on_message({"type": "error", "message": str(early["error"])})
+            elif isinstance(early.get("data"), dict):
+                on_message(early["data"])
 
     def post(self, message: dict[str, Any]) -> None:
         self._worker.postMessage(_to_js(message))
@@ -67,9 +80,19 @@ class JsToolWorker:
         self._proxies = []
 
 
-def spawn_tool_worker(on_message: Callable[[dict[str, Any]], None]) -> JsToolWorker:
-    """Start a tool worker whose messages go to ``on_message`` (``remote_tools.Spawn``)."""
-    return JsToolWorker(on_message)
+def tool_worker_spawner(boot: Any) -> Callable[[Callable[[dict[str, Any]], None]],
+                                               JsToolWorker]:
+    """``remote_tools.Spawn`` for the agent's worker: the first time, the tool worker its
+    bootstrap started alongside it (if any); then a new one each time."""
+    def spawn(on_message: Callable[[dict[str, Any]], None]) -> JsToolWorker:
+        return JsToolWorker(on_message, _to_py_none(boot.takeToolWorker()))
+    return spawn
+
+
+def _to_py_none(value: Any) -> Any:
+    """``value``, or None for JS null/undefined (kept a JS object otherwise)."""
+    return None if value is None or type(value).__name__ in ("JsNull", "JsUndefined") \
+        else value
 
 
 async def main(boot: Any) -> None:
