@@ -22,17 +22,11 @@ from ..model import Purpose
 from ..remote_tools import ToolWorkerClient
 from ..rpc import BridgeModel, RpcStore
 from ..tool_modules import ToolContext
+from ._js import to_py as _to_py
 from .tool_loading import load_served_tools
 from .tool_worker import tool_worker_spawner
 
 IDB_MODULE = "/worker/idb_store.js"
-
-
-def _to_py(value: Any) -> Any:
-    """A JS value as Python; JS null (Pyodide's ``jsnull``) becomes None."""
-    if value is None or type(value).__name__ in ("JsNull", "JsUndefined"):
-        return None
-    return value.to_py() if hasattr(value, "to_py") else value
 
 
 def js_error(exc: BaseException) -> dict[str, Any]:

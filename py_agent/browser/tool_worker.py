@@ -18,15 +18,11 @@ from pyodide.ffi import create_proxy, to_js  # type: ignore[import-not-found]
 from ..kv import InMemoryKeyValueStore
 from ..remote_tools import handle_call
 from ..tool_modules import ToolContext
+from ._js import is_null
+from ._js import to_py as _to_py
 from .tool_loading import load_served_tools
 
 ENTRY = "py_agent.browser.tool_worker:main"
-
-
-def _to_py(value: Any) -> Any:
-    if value is None or type(value).__name__ in ("JsNull", "JsUndefined"):
-        return None
-    return value.to_py() if hasattr(value, "to_py") else value
 
 
 def _to_js(message: dict[str, Any]) -> Any:
@@ -85,14 +81,9 @@ def tool_worker_spawner(boot: Any) -> Callable[[Callable[[dict[str, Any]], None]
     """``remote_tools.Spawn`` for the agent's worker: the first time, the tool worker its
     bootstrap started alongside it (if any); then a new one each time."""
     def spawn(on_message: Callable[[dict[str, Any]], None]) -> JsToolWorker:
-        return JsToolWorker(on_message, _to_py_none(boot.takeToolWorker()))
+        started = boot.takeToolWorker()
+        return JsToolWorker(on_message, None if is_null(started) else started)
     return spawn
-
-
-def _to_py_none(value: Any) -> Any:
-    """``value``, or None for JS null/undefined (kept a JS object otherwise)."""
-    return None if value is None or type(value).__name__ in ("JsNull", "JsUndefined") \
-        else value
 
 
 async def main(boot: Any) -> None:
