@@ -1,4 +1,10 @@
-"""A calculator that parses arithmetic itself: model output is never passed to eval."""
+"""A calculator that parses arithmetic itself: model output is never passed to eval.
+
+Python integers grow without bound, so ``(9**999)**999`` would compute for minutes
+(and freeze the page's worker). Before every power and product of integers the
+size of the result is estimated from the operands' bit lengths, and anything past
+:data:`MAX_RESULT_DIGITS` digits is refused before it is computed.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,8 @@ _FUNCTIONS = {"sqrt": math.sqrt, "abs": abs, "round": round, "floor": math.floor
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 MAX_EXPONENT = 1000
 MAX_LENGTH = 300
+MAX_RESULT_DIGITS = 1000
+_MAX_RESULT_BITS = MAX_RESULT_DIGITS * math.log2(10)
 
 
 class CalculationError(ValueError):
@@ -53,6 +61,7 @@ def _eval(node: ast.AST) -> float | int:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
             raise CalculationError("the exponent is too large")
+        _check_size(node.op, left, right)
         try:
             return _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
@@ -65,8 +74,32 @@ def _eval(node: ast.AST) -> float | int:
             return _FUNCTIONS[node.func.id](*(_eval(a) for a in node.args))
         except (ValueError, TypeError) as exc:
             raise CalculationError(f"{node.func.id}: {exc}") from None
+        except OverflowError:
+            raise CalculationError(f"{node.func.id}: the result is too large") from None
     raise CalculationError("only numbers, + - * / // % **, parentheses and "
                            f"{', '.join(sorted(_FUNCTIONS))} are allowed")
+
+
+def _check_size(op: ast.operator, left: float | int, right: float | int) -> None:
+    """Refuse an integer power or product whose result would pass MAX_RESULT_DIGITS,
+    from its size in bits (log2 of the operands, which Python computes for integers
+    of any size without converting them), before computing it."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # floats overflow quickly and cheaply (OverflowError or inf)
+    if isinstance(op, ast.Pow):
+        if right <= 1 or abs(left) <= 1:
+            return
+        bits = math.log2(abs(left)) * right
+    elif isinstance(op, ast.Mult):
+        if left == 0 or right == 0:
+            return
+        bits = math.log2(abs(left)) + math.log2(abs(right))
+    else:
+        return
+    if bits > _MAX_RESULT_BITS:
+        digits = round(bits / math.log2(10))
+        raise CalculationError(f"the result would have about {digits:,} digits; this calculator "
+                               f"works with numbers of up to {MAX_RESULT_DIGITS:,} digits")
 
 
 def format_number(value: float | int) -> str:

@@ -5,30 +5,33 @@ The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
 :mod:`py_agent.tool_modules`); test doubles live in :mod:`py_agent.testing`.
 """
 
+from ._loop import StepPolicy
 from ._tool_runner import ToolPolicy
 from .agent import Agent
 from .events import AgentEvent
 from .kv import InMemoryKeyValueStore, KeyValueStore
 from .memory import MemoryPolicy, MemoryPolicyError
-from .model import (LanguageModel, ModelAbortedError, ModelError, ModelNetworkError,
-                    ModelSession, ModelUnavailableError, Purpose, QuotaExceededError)
+from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError,
+                    ModelNetworkError, ModelSession, ModelTimeoutError, ModelUnavailableError,
+                    Purpose, QuotaExceededError)
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
-from .store import InMemoryStore, StorageError, Store, UnknownSessionError
+from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
 from .tool_modules import (LoadedTools, ToolContext, ToolModuleError, collect_tools,
                            load_tool_modules, load_tools)
-from .tools import RetryableToolError, Tool, ToolArgumentError, ToolTimeoutError, tool
+from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError,
+                    ToolTimeoutError, tool)
 from .transfer import SessionBundle, SessionImportError
 
 __all__ = [
     "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact",
     "InMemoryKeyValueStore", "InMemoryStore", "KeyValueStore", "LanguageModel",
     "LoadedTools", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
-    "ModelError", "ModelNetworkError", "ModelSession", "ModelUnavailableError", "Purpose",
-    "QuotaExceededError", "RetryableToolError", "RunResult", "SessionBundle",
-    "SessionImportError", "SessionState", "StepTrace", "StorageError", "Store", "Tool",
-    "ToolArgumentError", "ToolContext", "ToolModuleError", "ToolPolicy", "ToolTimeoutError",
-    "Turn", "UnknownSessionError", "collect_tools", "load_tool_modules", "load_tools",
-    "tool",
+    "ModelCallError", "ModelError", "ModelNetworkError", "ModelSession", "ModelTimeoutError",
+    "ModelUnavailableError", "Purpose", "QuotaExceededError", "RetryableToolError", "RunResult",
+    "SessionBundle", "SessionImportError", "SessionState", "StateConflictError", "StepPolicy",
+    "StepTrace", "StorageError", "Store", "Tool", "ToolArgumentError", "ToolContext",
+    "ToolCrashedError", "ToolModuleError", "ToolPolicy", "ToolTimeoutError", "Turn",
+    "UnknownSessionError", "collect_tools", "load_tool_modules", "load_tools", "tool",
 ]
 __version__ = "0.1.0"

@@ -76,9 +76,12 @@ async def commit_pass(agent: "Agent", session_id: str, work: Pass, failures: int
     ok = work.summary is not None
     compaction = record.kind == "compaction"
     async with agent._lock(agent._state_locks, session_id):
-        current = agent._states.get(session_id)
+        current = await agent._refresh(session_id)  # another tab may have written it
         if current is None:
             return CompactionReport(False, 0, error="the session was deleted meanwhile")
+        if current.summary != record.previous_summary:
+            return CompactionReport(False, 0, error="another tab or process compacted this "
+                                    "session meanwhile", record=record)
         updated = current.copy()
         updated.facts, updated.next_fact_id = work.facts, work.next_fact_id
         updated.facts_through = max(current.facts_through, work.facts_through)

@@ -9,9 +9,9 @@ compactions change nothing (the raw turns stay and are tried again later).
 
 from __future__ import annotations
 
-import json
 import re
 
+from ._boundary import loads_bounded
 from .memory import MemoryPolicy
 from .model import Message
 from .prompting import render_turn, shorten
@@ -111,7 +111,7 @@ def validate_summary(text: str, policy: MemoryPolicy, counter: TokenCounter) -> 
                                   f"at least {policy.min_summary_chars} needed)")
     if cleaned.startswith(("{", "[")):
         try:
-            json.loads(cleaned)
+            loads_bounded(cleaned)
         except ValueError:
             pass
         else:

@@ -3,6 +3,8 @@
 One clone of the prefilled base session per turn: the first prompt carries
 memory, tools and the message; each later prompt only the new observation.
 Every unusable reply becomes a corrective observation, never an exception.
+Every model call has a deadline (:class:`StepPolicy`) besides the stop button;
+what the model raises arrives here as a :class:`~py_agent.model.ModelError`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ._tool_runner import ToolPolicy, run_tool
+from ._boundary import loads_bounded
+from ._tool_runner import SyncRunner, ToolPolicy, run_tool
+from ._waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .events import AgentEvent
-from .model import ModelError, ModelSession, Purpose, QuotaExceededError
+from .model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
+                    QuotaExceededError, as_model_error)
 from .parsing import StepParseError, parse_step
 from .prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
                         shorten, step_schema)
@@ -26,51 +31,58 @@ T = TypeVar("T")
 COMPACT_TOOL = "compact"
 
 
-class TurnAborted(Exception):
-    """The user stopped the turn."""
+@dataclass(frozen=True)
+class StepPolicy:
+    """Deadlines and retries of the model calls in a turn.
+
+    The default step deadline is sized for Gemini Nano on the slowest machines
+    Chrome runs it on (CPU only): a step clone re-reads at most the memory, tools
+    and message (~3,000 tokens, prefill at ~100 tokens/s ≈ 30 s) and writes a step
+    of up to ~500 tokens (~10 tokens/s ≈ 50 s). A call past the deadline ends the
+    turn as failed (saved, with a clear message); it is not retried.
+
+    Attributes:
+        timeout_s: deadline of one step call (``prompt``), and of the clone and
+            token count around it.
+        retries: further attempts of a step call that failed with a retryable
+            :class:`~py_agent.model.ModelError` (a network error), after
+            ``retry_delay_s``. None by default: backends retry what is worth it
+            themselves (the OpenAI-compatible client retries 429 and 502-504).
+    """
+
+    timeout_s: float = 90.0
+    retries: int = 0
+    retry_delay_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError("StepPolicy.timeout_s must be positive")
+        if self.retries < 0 or self.retry_delay_s < 0:
+            raise ValueError("StepPolicy.retries and retry_delay_s must not be negative")
 
 
-# Gemini Nano on a slow machine can take a minute or two over a full window; a step
-# silent for five minutes is not coming back.
-STEP_TIMEOUT_S = 300.0
-
-
-class StepTimeoutError(ModelError):
-    """A step call gave no answer within the agent's ``step_timeout_s`` and was stopped."""
-
-
-async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
-    """Await ``awaitable`` at most ``timeout`` seconds (None: no limit), then stop it."""
-    if timeout is None:
-        return await awaitable
+async def model_call(awaitable: Awaitable[T], policy: StepPolicy, abort: asyncio.Event | None,
+                     what: str = "answer") -> T:
+    """A model call under the step deadline and the stop button; every failure but a
+    stop (:class:`TurnAborted`) is a :class:`~py_agent.model.ModelError`."""
     try:
-        return await asyncio.wait_for(awaitable, timeout)
-    except asyncio.TimeoutError:
-        raise StepTimeoutError(f"the model gave no answer within {timeout:g} s") from None
+        return await bounded(awaitable, timeout=policy.timeout_s, abort=abort)
+    except (TurnAborted, ModelError):
+        raise
+    except DeadlineExceeded:
+        raise ModelTimeoutError(f"the model did not {what} within {policy.timeout_s:g} s") \
+            from None
+    except CancelledInside:
+        raise ModelCallError("the model call was cancelled by the model itself") from None
+    except Crashed as exc:
+        raise as_model_error(exc.__cause__ or exc) from None
+    except Exception as exc:
+        raise as_model_error(exc) from None
 
 
 async def abortable(awaitable: Awaitable[T], abort: asyncio.Event | None) -> T:
     """Await ``awaitable`` unless ``abort`` is set first; then cancel it and raise."""
-    if abort is None:
-        return await awaitable
-    if abort.is_set():
-        if asyncio.iscoroutine(awaitable):
-            awaitable.close()
-        raise TurnAborted()
-    task = asyncio.ensure_future(awaitable)
-    waiter = asyncio.ensure_future(abort.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    try:
-        await task
-    except (asyncio.CancelledError, Exception):
-        pass
-    raise TurnAborted()
+    return await bounded(awaitable, abort=abort)
 
 
 def action_key(tool: str, tool_input: Any) -> str:
@@ -78,7 +90,7 @@ def action_key(tool: str, tool_input: Any) -> str:
     if isinstance(tool_input, str):
         text = tool_input.strip()
         try:
-            tool_input = json.loads(text) if text.startswith("{") else " ".join(text.split())
+            tool_input = loads_bounded(text) if text.startswith("{") else " ".join(text.split())
         except ValueError:
             tool_input = " ".join(text.split())
     return tool + ":" + json.dumps(tool_input, sort_keys=True, ensure_ascii=False)
@@ -98,16 +110,20 @@ class TurnContext:
     tool_policy: ToolPolicy
     max_steps: int
     abort: asyncio.Event | None = None
-    step_timeout_s: float | None = None
+    step_policy: StepPolicy = field(default_factory=StepPolicy)
+    sync_tool_runner: SyncRunner | None = None
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
+    # The steps so far, kept here so that a stopped or failed turn still has them.
+    steps: list[StepTrace] = field(default_factory=list)
 
 
 async def run_turn(ctx: TurnContext) -> RunResult:
     """Run the loop until an answer, the step cap, an abort or an unrecoverable error."""
     by_name = {s.tool.name: s.tool for s in ctx.tools}
     schema = step_schema(by_name)
-    result = RunResult(answer="", steps=[], session_id=ctx.session_id, turn_id=ctx.turn_id,
+    result = RunResult(answer="", steps=ctx.steps, session_id=ctx.session_id,
+                       turn_id=ctx.turn_id,
                        tools_offered=[(s.tool.name, s.score) for s in ctx.tools])
     seen: dict[str, str] = {}
     recovered = False
@@ -115,7 +131,7 @@ async def run_turn(ctx: TurnContext) -> RunResult:
     async def emit(event_type: str, /, **data: Any) -> None:
         await ctx.emit(AgentEvent(event_type, ctx.session_id, data))  # type: ignore[arg-type]
 
-    session = await abortable(ctx.new_session(), ctx.abort)
+    session = await model_call(ctx.new_session(), ctx.step_policy, ctx.abort, "start a step")
     try:
         prompt = ctx.first_prompt(result.steps, False)
         while len(result.steps) < ctx.max_steps:
@@ -123,9 +139,7 @@ async def run_turn(ctx: TurnContext) -> RunResult:
             await emit("step_started", index=index)
             started = time.perf_counter()
             try:
-                raw = await abortable(within(session.prompt(
-                    prompt, response_constraint=schema, purpose=Purpose.STEP),
-                    ctx.step_timeout_s), ctx.abort)
+                raw = await _prompt_step(session, prompt, schema, ctx)
             except QuotaExceededError:
                 if recovered:
                     raise
@@ -133,7 +147,8 @@ async def run_turn(ctx: TurnContext) -> RunResult:
                 # tighter memory and the steps so far condensed, once.
                 recovered = True
                 await session.destroy()
-                session = await abortable(ctx.new_session(), ctx.abort)
+                session = await model_call(ctx.new_session(), ctx.step_policy, ctx.abort,
+                                           "start a step")
                 prompt = ctx.first_prompt(result.steps, True)
                 continue
             model_ms = (time.perf_counter() - started) * 1000
@@ -146,14 +161,39 @@ async def run_turn(ctx: TurnContext) -> RunResult:
                 break
         else:
             result.status = "incomplete"
-            last = next((s.observation for s in reversed(result.steps)
-                         if s.kind == "tool" and s.ok), "")
-            result.answer = (f"I could not finish this within {ctx.max_steps} steps."
-                             + (f" The last result I got was: {shorten(last, 300)}" if last else
-                                " Please rephrase the request or break it into smaller parts."))
+            result.answer = _gave_up(result.steps, ctx.max_steps)
     finally:
         await session.destroy()
     return result
+
+
+async def _prompt_step(session: ModelSession, prompt: str, schema: dict, ctx: TurnContext) -> str:
+    """One step call, retried after a retryable model error (not after a timeout)."""
+    policy = ctx.step_policy
+    for attempt in range(policy.retries + 1):
+        try:
+            return await model_call(session.prompt(prompt, response_constraint=schema,
+                                                   purpose=Purpose.STEP), policy, ctx.abort)
+        except ModelError as exc:
+            if not exc.retryable or attempt == policy.retries:
+                raise
+        await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.abort)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _gave_up(steps: list[StepTrace], max_steps: int) -> str:
+    """The answer of a turn that hit the step cap: what it got, or why nothing worked."""
+    last = next((s.observation for s in reversed(steps) if s.kind == "tool" and s.ok), "")
+    if last:
+        return (f"I could not finish this within {max_steps} steps. The last result I got "
+                f"was: {shorten(last, 300)}")
+    if steps and all(s.kind == "corrective" for s in steps):
+        problem = steps[-1].observation.removeprefix("Your last reply was not a usable step: ")
+        return (f"I could not finish this within {max_steps} steps: the model's replies "
+                f"could not be used ({shorten(problem.rstrip('.'), 200)}). Please try again "
+                "or rephrase.")
+    return (f"I could not finish this within {max_steps} steps. Please rephrase the request "
+            "or break it into smaller parts.")
 
 
 async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: dict,
@@ -206,7 +246,8 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
     if tool.metadata.get("builtin") == COMPACT_TOOL:
         step.kind = "compact"
         focus = parsed.tool_input.get("focus", "") if isinstance(parsed.tool_input, dict) \
-            else str(parsed.tool_input or "")
+            else parsed.tool_input
+        focus = focus if isinstance(focus, str) else format_tool_input(focus)
         ctx.compact_requested = True
         if focus:
             ctx.compact_focus.append(focus)
@@ -214,7 +255,8 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
                             "Now answer the user.")
     else:
         step.kind = "tool"
-        outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy), ctx.abort)
+        outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
+                                           ctx.sync_tool_runner), ctx.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,

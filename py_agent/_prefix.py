@@ -28,6 +28,8 @@ import logging
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
+from ._model_guard import create_guarded
+
 from .memory import MemoryPolicy, MemoryPolicyError
 from .model import LanguageModel, Message, ModelSession, Purpose
 from .prompting import SYSTEM_INSTRUCTION, worked_examples
@@ -180,11 +182,11 @@ class PrefixPlanner:
         the session's exact window and usage, made again with a smaller prefix if that
         is needed. Raises :class:`MemoryPolicyError` if nothing fits."""
         guess = self.plan(window)
-        base = await model.create(initial_prompts=guess.messages, purpose=Purpose.STEP)
+        base = await create_guarded(model, guess.messages, Purpose.STEP)
         plan = self.plan(base.context_window, {guess.level: base.context_usage})
         if plan.level != guess.level:
             await base.destroy()
-            base = await model.create(initial_prompts=plan.messages, purpose=Purpose.STEP)
+            base = await create_guarded(model, plan.messages, Purpose.STEP)
         plan.policy.check_window(base.context_window, base.context_usage)
         if plan.level != "full" or plan.scaled:
             log.info("compact prefix for a %d-token window: %s", plan.window, plan.reason)

@@ -11,17 +11,35 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
-from .tools import RetryableToolError, Tool, ToolArgumentError, ToolTimeoutError
+from ._boundary import cap_text, clean_text, describe
+from ._waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
+from .events import log
+from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
+                    ToolTimeoutError)
 
-# Pyodide has no threads: a sync tool there runs inline and cannot be timed out.
+# Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
+# the agent has a sync_runner (the page's tool worker, py_agent.remote_tools).
 _THREADS = sys.platform != "emscripten"
+
+# sync_runner(tool, kwargs, timeout): runs a sync tool elsewhere, under its deadline
+# (TimeoutError past it); its result, or what the tool raised.
+SyncRunner = Callable[[Tool, dict[str, Any], float], Awaitable[Any]]
+
+
+class SyncRunnerUnavailable(ToolError):
+    """A sync runner cannot run tools now; the call runs where the agent runs instead."""
 
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    """How tool calls are guarded. Defaults suit small, local tools."""
+    """How tool calls are guarded. Defaults suit small, local tools.
+
+    A call that passes ``timeout_s`` ends the call with an observation saying so;
+    it is not retried. Only :class:`RetryableToolError` is retried, up to
+    ``max_attempts`` calls with exponential backoff.
+    """
 
     timeout_s: float = 3.0
     max_attempts: int = 3
@@ -50,23 +68,32 @@ class ToolOutcome:
 
 
 def render_output(value: Any) -> str:
-    """Any return value as observation text: strings as they are, the rest as JSON."""
+    """Any return value as observation text: strings as they are, the rest as JSON.
+
+    Never raises: a value that cannot be shown (nested past any limit, a broken
+    ``__str__``) is described instead. The text is cleaned (valid Unicode).
+    """
     if value is None:
         return "(the tool returned nothing)"
-    if isinstance(value, str):
-        return value
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+        if isinstance(value, (str, bytes, bytearray)):
+            return clean_text(value)
+        try:
+            return clean_text(json.dumps(value, ensure_ascii=False, default=str))
+        except (TypeError, ValueError):
+            return clean_text(str(value))
+    except RecursionError:
+        return f"(the tool returned a {type(value).__name__} nested too deeply to show)"
+    except Exception as exc:
+        return f"(the tool returned a {type(value).__name__} that cannot be shown: {describe(exc)})"
 
 
-def cap_text(text: str, limit: int) -> str:
-    """Cut ``text`` to ``limit`` characters, saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    marker = f" … [truncated {len(text) - limit} characters]"
-    return text[: max(0, limit - len(marker))] + marker
+def _crash(exc: BaseException) -> ToolCrashedError:
+    """A tool's ``SystemExit``/``KeyboardInterrupt``/own ``CancelledError``, contained."""
+    detail = describe(exc)
+    error = ToolCrashedError(f"raised {type(exc).__name__}" + (f": {detail}" if detail else ""))
+    error.__cause__ = exc
+    return error
 
 
 async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
@@ -79,9 +106,11 @@ async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: floa
 
     def target() -> None:
         try:
-            outcome = (True, tool.fn(**kwargs))
-        except BaseException as exc:  # handed to the loop, never lost
+            outcome: tuple[bool, Any] = (True, tool.fn(**kwargs))
+        except Exception as exc:  # handed to the loop, never lost
             outcome = (False, exc)
+        except BaseException as exc:  # SystemExit & co. must not reach the event loop
+            outcome = (False, _crash(exc))
         try:
             loop.call_soon_threadsafe(deliver, *outcome)
         except RuntimeError:
@@ -89,22 +118,45 @@ async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: floa
 
     # A daemon thread: a tool that hangs forever must not keep the process alive.
     threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True).start()
-    return await asyncio.wait_for(future, timeout)
+    return await bounded(future, timeout=timeout)
 
 
-async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
+def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> Any:
+    """A sync tool where there are no threads (Pyodide): it cannot be timed out here."""
+    try:
+        return tool.fn(**kwargs)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise _crash(exc) from None
+
+
+async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
+                     sync_runner: SyncRunner | None = None) -> Any:
     try:
         if tool.is_async:
-            return await asyncio.wait_for(tool.fn(**kwargs), timeout)
+            return await bounded(contained(tool.fn(**kwargs)), timeout=timeout)
+        # Built-in tools (compact) act on the agent itself: they always run here.
+        if sync_runner is not None and not tool.metadata.get("builtin"):
+            try:
+                return await sync_runner(tool, kwargs, timeout)
+            except SyncRunnerUnavailable as exc:
+                log.warning("running %s here: %s", tool.name, describe(exc))
         if _THREADS:
             return await _call_sync_in_thread(tool, kwargs, timeout)
-        return tool.fn(**kwargs)
-    except asyncio.TimeoutError:
+        return _call_inline(tool, kwargs)
+    except DeadlineExceeded:  # ours, or the sync runner's
         raise ToolTimeoutError(f"{tool.name} did not finish within {timeout:g} s") from None
+    except CancelledInside:
+        raise _crash(asyncio.CancelledError()) from None
+    except Crashed as exc:
+        raise _crash(exc.__cause__ or exc) from None
 
 
-async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy) -> ToolOutcome:
-    """Call ``tool`` with the model's input; every failure becomes an observation."""
+async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
+                   sync_runner: SyncRunner | None = None) -> ToolOutcome:
+    """Call ``tool`` with the model's input; every failure becomes an observation.
+    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner)."""
     started = time.perf_counter()
 
     def outcome(text: str, ok: bool, attempts: int, error: str | None = None) -> ToolOutcome:
@@ -114,24 +166,32 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy) -> ToolOutco
     try:
         kwargs = tool.bind(tool_input)
     except ToolArgumentError as exc:
-        return outcome(f"Error: invalid input for {tool.name}: {exc}", False, 0, "arguments")
+        return outcome(f"Error: invalid input for {tool.name}: {describe(exc, 1000)}", False, 0,
+                       "arguments")
+    except Exception as exc:  # a binding bug must cost an observation, not the turn
+        return outcome(f"Error: invalid input for {tool.name}: {type(exc).__name__}: "
+                       f"{describe(exc)}", False, 0, "arguments")
 
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, policy.timeout_s)
+            value = await _call_once(tool, kwargs, policy.timeout_s, sync_runner)
+        except ToolTimeoutError as exc:
+            # Not retried: a hang is seldom transient, and the user has waited already.
+            return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")
         except RetryableToolError as exc:
             if attempt == policy.max_attempts:
-                kind = "timeout" if isinstance(exc, ToolTimeoutError) else "retryable"
-                return outcome(f"Error: {tool.name} failed after {attempt} attempts: {exc}",
-                               False, attempt, kind)
+                return outcome(f"Error: {tool.name} failed after {attempt} attempts: "
+                               f"{describe(exc)}", False, attempt, "retryable")
             await asyncio.sleep(delay)
             delay *= policy.backoff_factor
-        except asyncio.CancelledError:
-            raise
+        except ToolCrashedError as exc:
+            return outcome(f"Error: {tool.name} crashed: it {describe(exc)}", False, attempt,
+                           "crashed")
         except Exception as exc:
-            name = type(exc).__name__
-            return outcome(f"Error: {tool.name} raised {name}: {exc}", False, attempt, name)
+            name = getattr(exc, "remote_name", None) or type(exc).__name__
+            return outcome(f"Error: {tool.name} raised {name}: {describe(exc)}", False, attempt,
+                           name)
         else:
             return outcome(render_output(value), True, attempt)
     raise AssertionError("unreachable")  # pragma: no cover

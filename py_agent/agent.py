@@ -1,9 +1,15 @@
 """The Agent: runs turns, keeps each session's memory, compacts it in the background.
 
-A turn: retrieve tools, clone the prefilled base session, run the ReAct loop,
-return the answer. Then the turn is committed (archive and state in one write)
-and, if the raw turns have outgrown their budget, compaction starts in the
-background, one at a time per session, committing only the turns it summarized.
+A turn: archive the user's message as an unfinished turn (so a reload never loses
+it), retrieve tools, clone the prefilled base session, run the ReAct loop, return
+the answer. Then the turn is committed (archive and state in one write) and, if the
+raw turns have outgrown their budget, compaction starts in the background, one at a
+time per session, committing only the turns it summarized. Failed, stopped and
+interrupted turns are kept in the transcript, with the user's message.
+
+Another tab or process may write the same session: every state write is checked
+against the stored version, and on a conflict the stored state is taken and this
+agent's unsaved turns are re-applied (:mod:`py_agent._sync`).
 """
 
 from __future__ import annotations
@@ -12,8 +18,13 @@ import asyncio
 from collections import Counter
 from typing import AsyncIterator, Iterable
 
-from ._loop import COMPACT_TOOL, STEP_TIMEOUT_S, TurnAborted, TurnContext, condensed_steps, run_turn
-from ._tool_runner import ToolPolicy
+from ._boundary import clean_text, describe
+from ._loop import (COMPACT_TOOL, StepPolicy, TurnAborted, TurnContext, condensed_steps,
+                    model_call, run_turn)
+from ._model_guard import create_guarded, turn_error_text
+from ._sync import rebase, write_turn
+from ._tool_runner import SyncRunner, ToolPolicy
+from ._waiting import bounded
 from ._compaction_prompts import summary_messages
 from .compaction import DESTROY_TIMEOUT_S, Compactor
 from .events import AgentEvent, EventHandler, deliver, log
@@ -24,7 +35,7 @@ from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceed
 from .prompting import NONE_TOOL, SYSTEM_INSTRUCTION, MemoryView, first_prompt
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .retrieval import PreviousTurn, ToolRetriever
-from .state import CompressionRecord, SessionState, Turn, now_ms
+from .state import CompressionRecord, SessionState, Turn
 from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool, tool
@@ -33,6 +44,8 @@ from .transfer import SessionBundle, id_candidates, parse_session
 # The window assumed for the memory meter before any model session exists: Gemini
 # Nano's, as the Prompt API reports it in Chrome (``contextWindow``/``inputQuota``).
 DEFAULT_CONTEXT_WINDOW = 9216
+# Writes retried after another tab or process wrote the same session first.
+CONFLICT_RETRIES = 5
 
 
 def compact_tool() -> Tool:
@@ -67,9 +80,11 @@ class Agent:
         tools: the registry; the retriever offers the top ``top_k`` per message.
         memory: thresholds for compaction; see :class:`MemoryPolicy`.
         tool_policy: timeout, retries and output cap for tool calls.
+        step_policy: the deadline of each model call in a turn; see :class:`StepPolicy`.
+        sync_tool_runner: where sync tools run (``runner(tool, kwargs, timeout)``): by
+            default a thread (CPython) or inline (Pyodide, where nothing can stop them);
+            the page passes its tool worker (:mod:`py_agent.remote_tools`).
         max_steps: iteration cap of one turn.
-        step_timeout_s: a step call that gives no answer within this many seconds is
-            stopped and the turn ends with an error (None: only the user's Stop ends it).
         on_event: called with every :class:`AgentEvent`, including background ones.
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
     """
@@ -79,7 +94,8 @@ class Agent:
                  tool_policy: ToolPolicy | None = None, max_steps: int = 7, top_k: int = 3,
                  on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
                  system_instruction: str = SYSTEM_INSTRUCTION,
-                 step_timeout_s: float | None = STEP_TIMEOUT_S) -> None:
+                 step_policy: StepPolicy | None = None,
+                 sync_tool_runner: SyncRunner | None = None) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = model
@@ -89,7 +105,8 @@ class Agent:
         self.policy = self.requested_policy
         self.tool_policy = tool_policy or ToolPolicy()
         self.max_steps = max_steps
-        self.step_timeout_s = step_timeout_s
+        self.step_policy = step_policy or StepPolicy()
+        self.sync_tool_runner = sync_tool_runner
         self.on_event = on_event
         registry = list(tools)
         if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
@@ -103,6 +120,9 @@ class Agent:
         self._base_lock = asyncio.Lock()
         self._states: dict[str, SessionState] = {}
         self._unsaved: dict[str, list[Turn]] = {}
+        # Turn ids whose start was written: an unsaved turn with another id may be
+        # renumbered if another writer took its id (see _sync.rebase).
+        self._reserved: dict[str, set[int]] = {}
         # Sessions whose stored state could not be read: they run in memory and are
         # never written, so an unreadable state is not overwritten by a fresh one.
         self._detached: set[str] = set()
@@ -131,8 +151,7 @@ class Agent:
                 else:
                     prompts = (summary_messages() if purpose is Purpose.SUMMARY
                                else facts_messages())
-                    self._bases[purpose] = await self.model.create(initial_prompts=prompts,
-                                                                   purpose=purpose)
+                    self._bases[purpose] = await create_guarded(self.model, prompts, purpose)
             return self._bases[purpose]
 
     def _known_window(self) -> int:
@@ -160,15 +179,34 @@ class Agent:
         return await (await self._base(purpose)).clone()
 
     async def _state(self, session_id: str, *, create: bool) -> SessionState:
-        state = self._states.get(session_id)
+        """The session's state, reloaded if another tab or process wrote it since."""
+        state = await self._refresh(session_id)
         if state is None:
-            state = await self.store.load(session_id)
-            if state is None:
-                if not create:
-                    raise UnknownSessionError(session_id)
-                state = SessionState(session_id=session_id)
-            self._states[session_id] = state
+            if not create:
+                raise UnknownSessionError(session_id)
+            state = self._states[session_id] = SessionState(session_id=session_id)
         return state
+
+    async def _refresh(self, session_id: str) -> SessionState | None:
+        """Load the stored state and take it if it is newer than the one in memory (with
+        this agent's unsaved turns re-applied). A failed read keeps the one in memory;
+        with none, it raises. Takes no lock: a state only ever moves to a newer version."""
+        cached = self._states.get(session_id)
+        if session_id in self._detached:
+            return cached
+        try:
+            stored = await self.store.load(session_id)
+        except Exception:
+            if cached is None:
+                raise
+            log.warning("could not reload session %s; using the state in memory", session_id)
+            return cached
+        cached = self._states.get(session_id)
+        if stored is not None and (cached is None or stored.version > cached.version):
+            cached = self._states[session_id] = rebase(
+                stored, session_id, self._unsaved.get(session_id, []),
+                self._reserved.get(session_id, set()))
+        return cached
 
     # -------------------------------------------------------------------- turns
 
@@ -177,12 +215,15 @@ class Agent:
                   abort: asyncio.Event | None = None) -> RunResult:
         """Answer ``prompt`` in ``session_id``; never raises for model, tool or storage trouble.
 
-        ``abort`` (set it to stop) ends the turn with status "aborted" and saves nothing.
+        Whatever happens, the turn is kept in the transcript with the user's message:
+        answered, "incomplete" (the step cap), "error" (with a message saying why),
+        or "stopped" when ``abort`` is set (set it to stop) or the call is cancelled.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
         async with self._lock(self._turn_locks, session_id):
-            return await self._run_locked(prompt.strip(), session_id, on_event, abort)
+            return await self._run_locked(clean_text(prompt).strip(), session_id, on_event,
+                                          abort)
 
     async def _run_locked(self, message: str, session_id: str, on_event: EventHandler | None,
                           abort: asyncio.Event | None) -> RunResult:
@@ -190,17 +231,21 @@ class Agent:
             await self._emit(event, on_event)
 
         try:
-            state = await self._state(session_id, create=True)
+            await self._state(session_id, create=True)
         except Exception as exc:  # the store could not be read: go on in memory
-            state = self._detach(session_id)
+            self._detach(session_id)
             await emit(AgentEvent("storage_error", session_id, {
-                "message": f"Could not read this session from storage ({exc}). The "
+                "message": f"Could not read this session from storage ({describe(exc)}). The "
                            "conversation goes on in memory but is not saved; export it "
                            "to keep it.", "kind": getattr(exc, "kind", "unknown")}))
-        turn_id = max(state.next_turn_id, *(t.id + 1 for t in self._unsaved.get(session_id, [])),
-                      1)
+        # The user's message is archived before anything can go wrong, as an unfinished
+        # ("interrupted") turn that the final commit replaces.
+        turn = Turn(id=0, user=message, answer="", status="interrupted")
+        await self._save_turn(session_id, turn, emit, allocate=True)
+        turn_id = turn.id
         await emit(AgentEvent("turn_started", session_id, {"turn_id": turn_id, "message": message}))
-        offered = self.retriever.retrieve(message, previous=_previous_turn(state))
+        offered = self.retriever.retrieve(message,
+                                         previous=_previous_turn(self._states[session_id]))
         await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
             {"name": s.tool.name, "score": s.score, "pinned": s.pinned, "why": s.why.to_dict()}
             for s in offered]}))
@@ -216,7 +261,7 @@ class Agent:
             extra = condensed_steps(steps, self.policy.micro_compact_chars) if tight else ""
             if tight:
                 room = room // 2 - self.accountant.counter.count(extra)
-            view, _ = self.accountant.view(state, max(0, room))
+            view, _ = self.accountant.view(self._states[session_id], max(0, room))
             text = first_prompt(message, offered, view)
             if extra:
                 text += "\n\n" + extra
@@ -227,35 +272,41 @@ class Agent:
                           first_prompt=build_first_prompt,
                           new_session=lambda: self._clone(Purpose.STEP), emit=emit,
                           tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort,
-                          step_timeout_s=self.step_timeout_s)
+                          step_policy=self.step_policy, sync_tool_runner=self.sync_tool_runner)
+        tools_offered = [(s.tool.name, s.score) for s in offered]
+
+        def failed(status: str, answer: str, error: str | None = None) -> RunResult:
+            return RunResult(answer=answer, steps=ctx.steps, session_id=session_id,
+                             turn_id=turn_id, status=status,  # type: ignore[arg-type]
+                             error=error, tools_offered=tools_offered)
+
         try:
-            await self._base(Purpose.STEP)
+            await bounded(self._base(Purpose.STEP), abort=abort)  # may download: no deadline
             await self._check_message_fits(message, offered)
             await self.compactor.make_room(session_id, self.accountant.counter.count(
                 first_prompt(message, offered, MemoryView())))
-            state = self._states.get(session_id, state)  # as make_room left it
-            await self._calibrate(build_first_prompt([], False), turn_id)
+            await self._calibrate(build_first_prompt([], False), turn_id, abort)
             result = await run_turn(ctx)
             self.model_calls[Purpose.STEP.value] += len(result.steps)
         except TurnAborted:
-            await emit(AgentEvent("answer", session_id,
-                                  {"turn_id": turn_id, "text": "", "status": "aborted"}))
-            return RunResult(answer="", steps=[], session_id=session_id, turn_id=turn_id,
-                             status="aborted", tools_offered=[(s.tool.name, s.score) for s in offered])
-        except (ModelError, ValueError) as exc:
-            result = RunResult(answer=_model_error_text(exc), steps=[], session_id=session_id,
-                               turn_id=turn_id, status="error", error=f"{type(exc).__name__}: {exc}",
-                               tools_offered=[(s.tool.name, s.score) for s in offered])
+            result = failed("stopped", "")
+        except asyncio.CancelledError:  # the caller gave up on the turn: keep it as stopped
+            turn.status, turn.steps = "stopped", [s.record() for s in ctx.steps]
+            await asyncio.shield(self._save_turn(session_id, turn, emit))
+            raise
+        except Exception as exc:  # model errors, and any bug: the turn fails, saved
+            if not isinstance(exc, (ModelError, ValueError)):
+                log.exception("turn %s of %s failed", turn_id, session_id)
+            result = failed("error", turn_error_text(exc), f"{type(exc).__name__}: {describe(exc)}")
             await emit(AgentEvent("error", session_id, {"message": result.answer,
                                                         "kind": type(exc).__name__}))
         result.prompt_tokens = prompt_tokens
         await emit(AgentEvent("answer", session_id, {"turn_id": turn_id, "text": result.answer,
                                                      "status": result.status}))
-        turn = Turn(id=turn_id, user=message, answer=result.answer,
-                    steps=[s.record() for s in result.steps],
-                    status="answered" if result.status == "answered" else
-                    ("incomplete" if result.status == "incomplete" else "error"))
-        result.saved = await self._commit_turn(session_id, turn, emit)
+        turn.answer, turn.status = result.answer, result.status  # type: ignore[assignment]
+        turn.steps = [s.record() for s in result.steps]
+        result.saved = await self._save_turn(session_id, turn, emit)
+        result.turn_id = turn.id  # renumbered if another tab took the id while storage failed
         trigger = "tool" if ctx.compact_requested else "auto"
         focus = "; ".join(ctx.compact_focus) or None
         result.compaction_scheduled = self._maybe_schedule(session_id, trigger, focus,
@@ -274,46 +325,45 @@ class Agent:
             raise QuotaExceededError(f"the message is too long for the model ({need} tokens, "
                                      f"room for about {room})", requested=need, quota=room)
 
-    async def _calibrate(self, text: str, turn_id: int) -> None:
+    async def _calibrate(self, text: str, turn_id: int, abort: asyncio.Event | None) -> None:
         """Teach the token counter from an exact count, often early and then now and then."""
         counter = self.accountant.counter
         if counter.samples >= 8 and turn_id % 10:
             return
         try:
-            exact = await self._bases[Purpose.STEP].measure(text)
+            exact = await model_call(self._bases[Purpose.STEP].measure(text), self.step_policy,
+                                     abort, "count tokens")
         except ModelError:
             return
         counter.calibrate(text, exact)
 
-    async def _commit_turn(self, session_id: str, turn: Turn, emit) -> bool:
-        """Add the turn to the state in memory, then write archive and state together.
+    async def _save_turn(self, session_id: str, turn: Turn, emit, *,
+                         allocate: bool = False) -> bool:
+        """Put the turn into the state in memory, then write archive and state together.
 
-        A failed write keeps the turn in memory and in a pending list retried with
-        the next commit, so the conversation goes on and nothing is lost.
+        With ``allocate`` the turn first gets the session's next id. A failed write
+        keeps the turn in memory and in a pending list written with the next commit, so
+        the conversation goes on and nothing is lost. When another tab or process wrote
+        the session first, its state is taken, the unsaved turns re-applied, and the
+        write tried again.
         """
         async with self._lock(self._state_locks, session_id):
-            state = self._states[session_id].copy()
-            if turn.status != "error":
-                state.recent_turns.append(turn)
-            state.next_turn_id = turn.id + 1
-            state.title = state.title or _title_from(turn.user)
-            state.updated_at = now_ms()
-            self._states[session_id] = state
             pending = self._unsaved.setdefault(session_id, [])
-            pending.append(turn)
-            if session_id in self._detached:
+            detached = session_id in self._detached
+            problem = await write_turn(None if detached else self.store, self._states,
+                                       session_id, turn, pending,
+                                       self._reserved.setdefault(session_id, set()),
+                                       allocate=allocate, attempts=CONFLICT_RETRIES)
+            if detached:
                 return False
-            try:
-                await self.store.commit_turn(state, list(pending))
-            except Exception as exc:
-                kind = getattr(exc, "kind", "unknown")
+            if problem is not None:
                 await emit(AgentEvent("storage_error", session_id, {
-                    "message": f"Could not save this turn ({exc}); it is kept in memory and "
-                               "will be saved with the next one.", "kind": kind,
-                    "unsaved": len(pending)}))
+                    "message": f"Could not save this turn ({describe(problem)}); it is kept in "
+                               "memory and will be saved with the next one.",
+                    "kind": getattr(problem, "kind", "unknown"), "unsaved": len(pending)}))
                 return False
-            pending.clear()
-        await emit(AgentEvent("turn_saved", session_id, {"turn_id": turn.id}))
+        if turn.status != "interrupted":
+            await emit(AgentEvent("turn_saved", session_id, {"turn_id": turn.id, "unsaved": 0}))
         return True
 
     async def stream(self, prompt: str, session_id: str = "default", *,
@@ -390,11 +440,13 @@ class Agent:
         return accountant.budget(state, plan.window, plan.tokens)
 
     async def transcript(self, session_id: str) -> list[Turn]:
-        """Every raw turn of the session, including any not yet saved."""
+        """Every raw turn of the session, including any not yet saved (an unsaved copy
+        is newer than an archived one of the same id: that is its start)."""
         await self._state(session_id, create=False)
         archived = [] if session_id in self._detached else await self.store.read_archive(session_id)
-        known = {t.id for t in archived}
-        return archived + [t for t in self._unsaved.get(session_id, []) if t.id not in known]
+        by_id = {t.id: t for t in archived}
+        by_id.update((t.id, t) for t in self._unsaved.get(session_id, []))
+        return sorted(by_id.values(), key=lambda t: t.id)
 
     async def compressions(self, session_id: str) -> list[CompressionRecord]:
         """The session's compression log (empty for a session that runs detached from
@@ -500,23 +552,3 @@ def _previous_turn(state: SessionState) -> PreviousTurn | None:
                                 if s.tool and s.tool != NONE_TOOL and not s.corrective))
     return PreviousTurn(last.user, tools)
 
-
-def _title_from(message: str) -> str:
-    text = " ".join(message.split())
-    return text if len(text) <= 60 else text[:57].rstrip() + "…"
-
-
-def _model_error_text(exc: Exception) -> str:
-    if isinstance(exc, QuotaExceededError):
-        return ("That is too long for the on-device model's context window. "
-                "Please shorten the message or split it up.")
-    name = type(exc).__name__
-    if name == "ModelUnavailableError":
-        return ("The on-device model is not available right now, so I can't answer. "
-                "Your message is saved; try again once the model is ready.")
-    if name == "StepTimeoutError":
-        return (f"The model stopped answering ({exc}), so I gave up on this message. "
-                "Your message is saved; please try again.")
-    if name == "ModelNetworkError":
-        return "The model could not be reached (it may still be downloading). Please try again."
-    return f"Something went wrong while asking the model: {exc}"

@@ -95,7 +95,7 @@ class Terminal:
                 self.out.write("\n")
             self.note(f"error: {result.answer}\n(This turn is saved as failed; "
                       "send it again once the problem is fixed.)")
-        elif result.status == "aborted":
+        elif result.status == "stopped":
             self.note("(stopped)")
         elif self.shown and result.answer.startswith(self.shown):
             print(result.answer[len(self.shown):], file=self.out, flush=True)
@@ -257,7 +257,7 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
 
 async def _turn(agent: Agent, text: str, session_id: str, loop: asyncio.AbstractEventLoop,
                 interactive: bool) -> RunResult:
-    """One turn; in a terminal, Ctrl-C stops it (the turn ends as "aborted")."""
+    """One turn; in a terminal, Ctrl-C stops it (the turn ends as "stopped")."""
     abort = asyncio.Event()
     handled = False
     if interactive:

@@ -20,10 +20,10 @@ summarizer should fold into the summary, lowest priority first.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from ._boundary import loads_bounded
 from ._compaction_prompts import TAG_PATTERN, render_turns_for_summary
 from ._fact_rules import lowest_first, same_subject
 from .memory import MemoryPolicy
@@ -112,7 +112,7 @@ def _entries(text: str) -> list[object]:
     stripped = text.strip() if isinstance(text, str) else ""
     if stripped.startswith("["):
         try:
-            value = json.loads(stripped)
+            value = loads_bounded(stripped)
         except ValueError:
             return []
         return value if isinstance(value, list) else []

@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
+from ._boundary import describe
+
 Availability = Literal["available", "downloadable", "downloading", "unavailable"]
 
 
@@ -57,6 +59,37 @@ class ModelNetworkError(ModelError):
     """The model download or the bridge to it failed; worth retrying later."""
 
     retryable = True
+
+
+class ModelTimeoutError(ModelError):
+    """A model call did not finish within its deadline (see ``StepPolicy.timeout_s``).
+
+    Not retried within the turn: the user has already waited the whole deadline.
+    """
+
+
+class ModelCallError(ModelError):
+    """The model raised something that is not a :class:`ModelError` (a bug or a
+    backend's own exception: ``OSError``, ``KeyError``...), or replied with something
+    that is not text. The original exception is the ``__cause__``."""
+
+
+def as_model_error(exc: BaseException) -> ModelError:
+    """Any exception a model call raised, as the typed :class:`ModelError` the agent
+    handles: timeouts and connection failures keep their meaning, the rest is wrapped."""
+    if isinstance(exc, ModelError):
+        return exc
+    detail = describe(exc)
+    if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since 3.11
+        error: ModelError = ModelTimeoutError(detail or "the model call timed out")
+    elif isinstance(exc, (ConnectionError, OSError)):
+        error = ModelNetworkError(f"{type(exc).__name__}: {detail}" if detail
+                                  else type(exc).__name__)
+    else:
+        error = ModelCallError(f"the model raised {type(exc).__name__}"
+                               + (f": {detail}" if detail else ""))
+    error.__cause__ = exc
+    return error
 
 
 @runtime_checkable

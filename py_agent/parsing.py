@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ._boundary import MAX_JSON_DEPTH, clean_value, depth_within
+
 MAX_PARSE_CHARS = 50_000
 MAX_OBJECT_STARTS = 25
 STEP_KEYS = ("thought", "toolName", "toolInput", "finalAnswer")
@@ -35,20 +37,30 @@ class Step:
         return self.tool_name in ("", "none") and bool(self.final_answer.strip())
 
 
-def json_objects(text: str):
-    """Each JSON object embedded in ``text``, in order, trying a bounded number of starts."""
+def json_objects(text: str, on_too_deep: list[int] | None = None):
+    """Each JSON object embedded in ``text``, in order, trying a bounded number of starts.
+
+    An object nested deeper than :data:`~py_agent._boundary.MAX_JSON_DEPTH` is never
+    handed to the parser (it would recurse once per level); its start is skipped and,
+    if ``on_too_deep`` is given, recorded there.
+    """
     decoder = json.JSONDecoder()
     start = text.find("{")
     tried = 0
     while start != -1 and tried < MAX_OBJECT_STARTS:
         tried += 1
+        if not depth_within(text, start):
+            if on_too_deep is not None:
+                on_too_deep.append(start)
+            start = text.find("{", start + 1)
+            continue
         try:
             value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, or an int past 4300 digits
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
-            yield value
+            yield clean_value(value)
         start = text.find("{", end)
 
 
@@ -60,13 +72,17 @@ def parse_step(text: Any) -> Step:
         raise StepParseError("the reply was empty")
     body = text[:MAX_PARSE_CHARS]
     found_object = False
-    for obj in json_objects(body):
+    too_deep: list[int] = []
+    for obj in json_objects(body, too_deep):
         found_object = True
         if any(key in obj for key in STEP_KEYS):
             return _step_from_object(obj)
     if found_object:
         raise StepParseError("the JSON object has none of the fields "
                              "thought, toolName, toolInput, finalAnswer")
+    if too_deep:
+        raise StepParseError(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels; "
+                             "a step is one flat object")
     if len(text) > MAX_PARSE_CHARS:
         raise StepParseError(f"the reply was {len(text)} characters long with no JSON step "
                              f"in its first {MAX_PARSE_CHARS}")

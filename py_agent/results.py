@@ -9,7 +9,7 @@ from .memory import Budget
 from .state import CompressionRecord, Fact, StepRecord, Turn
 
 StepKind = Literal["tool", "answer", "corrective", "repeat", "compact", "error"]
-RunStatus = Literal["answered", "incomplete", "error", "aborted"]
+RunStatus = Literal["answered", "incomplete", "error", "stopped"]
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable
 from .model import (Availability, Message, ModelAbortedError, ModelError, ModelNetworkError,
                     ModelUnavailableError, Purpose, QuotaExceededError)
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StorageError
+from .store import StateConflictError, StorageError
 
 Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
 
@@ -51,6 +51,8 @@ def model_error(error: dict[str, Any]) -> ModelError:
 
 def storage_error(error: dict[str, Any]) -> StorageError:
     name = str(error.get("name", "StorageError"))
+    if name == "StateConflictError":
+        return StateConflictError(str(error.get("message", "")))
     return StorageError(str(error.get("message", name)), kind=_STORAGE_KINDS.get(name, "unknown"))
 
 
@@ -189,18 +191,25 @@ class RpcStore(StorageClient):
         value = self._json(await self._call("load", session_id))
         return None if value is None else SessionState.from_dict(value)
 
+    # State writes are checked against the stored version on the other side, which
+    # stores version + 1; the written object learns it on success.
+
     async def save(self, state: SessionState) -> None:
         await self._call("save", json.dumps(state.to_dict()))
+        state.version += 1
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
         await self._call("commitTurn", json.dumps(state.to_dict()),
                          json.dumps([t.to_dict() for t in turns]))
+        state.version += 1
 
     async def commit_compaction(self, state: SessionState | None,
                                 record: CompressionRecord) -> None:
         await self._call("commitCompaction",
                          None if state is None else json.dumps(state.to_dict()),
                          json.dumps(record.to_dict()))
+        if state is not None:
+            state.version += 1
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         return [Turn.from_dict(t) for t in self._json(await self._call("readArchive", session_id))]

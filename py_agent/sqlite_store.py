@@ -2,9 +2,11 @@
 
 The same semantics as the browser's IndexedDB store (``worker/idb_store.js``):
 ``commit_turn`` writes archive and state in one transaction; the archive is
-append-only (a turn id already archived keeps its first copy); ``commit_compaction``
-logs a compression and, when it succeeded, saves the new state, atomically; listing
-puts the most recently updated first. Anything SQLite refuses becomes a
+append-only (a turn id already archived keeps its first copy, unless that copy is an
+``"interrupted"`` placeholder); ``commit_compaction`` logs a compression and, when it
+succeeded, saves the new state, atomically; state writes are conditional on the
+state's ``version`` (:class:`~py_agent.store.StateConflictError` when another
+process wrote first); listing puts the most recently updated first. Anything SQLite refuses becomes a
 :class:`~py_agent.store.StorageError` whose ``kind`` says why ("quota" for a full
 disk, "blocked" for a database another process holds locked, "version" for a file
 written by a newer py-agent), and a failed write leaves nothing behind.
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StorageError
+from .store import StateConflictError, StorageError, check_version
 
 SCHEMA_VERSION = 1
 
@@ -68,7 +70,9 @@ def _kind(error: sqlite3.Error) -> str:
 def _storage_errors(action: str) -> Iterator[None]:
     try:
         yield
-    except (sqlite3.Error, OSError) as exc:
+    except StateConflictError:
+        raise
+    except (sqlite3.Error, OSError, ValueError) as exc:  # ValueError: text SQLite cannot take
         kind = _kind(exc) if isinstance(exc, sqlite3.Error) else "unknown"
         raise StorageError(f"SQLite could not {action}: {exc}", kind=kind) from exc
 
@@ -125,7 +129,9 @@ class SqliteStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: all of it is committed, or none of it."""
+        """One write transaction: all of it is committed, or none of it. BEGIN IMMEDIATE
+        takes the write lock first, so the version check and the write are one step
+        for every process sharing the file."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
@@ -140,11 +146,17 @@ class SqliteStore:
     # ------------------------------------------------------------ the protocol
 
     def _put_state(self, db: sqlite3.Connection, state: SessionState) -> None:
+        """Write ``state`` one version up, if the stored one is the version it was made
+        from; ``state.version`` follows once the transaction commits."""
+        row = db.execute("SELECT json_extract(state, '$.version') FROM sessions"
+                         " WHERE session_id = ?", (state.session_id,)).fetchone()
+        check_version(None if row is None else int(row[0] or 0), state)
+        data = {**state.to_dict(), "version": state.version + 1}
         db.execute("INSERT INTO sessions (session_id, title, updated_at, state) VALUES (?, ?, ?, ?)"
                    " ON CONFLICT (session_id) DO UPDATE SET title = excluded.title,"
                    " updated_at = excluded.updated_at, state = excluded.state",
                    (state.session_id, state.title, state.updated_at,
-                    json.dumps(state.to_dict(), ensure_ascii=False)))
+                    json.dumps(data, ensure_ascii=False)))
 
     async def load(self, session_id: str) -> SessionState | None:
         _check_session_id(session_id)
@@ -157,25 +169,33 @@ class SqliteStore:
         _check_state(state)
         with _storage_errors("save a session"), self._transaction() as db:
             self._put_state(db, state)
+        state.version += 1
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
         _check_state(state)
         rows = [(state.session_id, t.id, json.dumps(t.to_dict(), ensure_ascii=False))
                 for t in turns]
         with _storage_errors("save the turn"), self._transaction() as db:
-            db.executemany("INSERT OR IGNORE INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
-                           rows)
             self._put_state(db, state)
+            # A new id is added; an "interrupted" placeholder is replaced; else the
+            # first copy stays.
+            db.executemany("INSERT INTO archive (session_id, id, turn) VALUES (?, ?, ?)"
+                           " ON CONFLICT (session_id, id) DO UPDATE SET turn = excluded.turn"
+                           " WHERE json_extract(archive.turn, '$.status') = 'interrupted'",
+                           rows)
+        state.version += 1
 
     async def commit_compaction(self, state: SessionState | None,
                                 record: CompressionRecord) -> None:
         if state is not None:
             _check_state(state)
         with _storage_errors("log the compaction"), self._transaction() as db:
-            db.execute("INSERT INTO compressions (session_id, record) VALUES (?, ?)",
-                       (record.session_id, json.dumps(record.to_dict(), ensure_ascii=False)))
             if state is not None:
                 self._put_state(db, state)
+            db.execute("INSERT INTO compressions (session_id, record) VALUES (?, ?)",
+                       (record.session_id, json.dumps(record.to_dict(), ensure_ascii=False)))
+        if state is not None:
+            state.version += 1
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         _check_session_id(session_id)

@@ -13,7 +13,13 @@ from typing import Any, Literal
 FactCategory = Literal["preference", "need", "background", "follow-up", "decision"]
 FACT_CATEGORIES: tuple[str, ...] = ("preference", "need", "background", "follow-up", "decision")
 
-TurnStatus = Literal["answered", "incomplete", "error"]
+# answered, incomplete (hit the step cap): the user got an answer; these turns are the
+# memory the model sees. error, stopped (the user pressed Stop), interrupted (the page
+# or process went away mid-turn; also how a running turn is archived until it ends):
+# kept in the transcript with the user's message, but not in memory.
+TurnStatus = Literal["answered", "incomplete", "error", "stopped", "interrupted"]
+TURN_STATUSES: tuple[str, ...] = ("answered", "incomplete", "error", "stopped", "interrupted")
+MEMORY_STATUSES: frozenset[str] = frozenset({"answered", "incomplete"})
 
 
 def now_ms() -> float:
@@ -58,12 +64,18 @@ class Turn:
                 "steps": [s.to_dict() for s in self.steps], "status": self.status,
                 "created_at": self.created_at}
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the turn belongs in the memory the model sees (it was answered)."""
+        return self.status in MEMORY_STATUSES
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Turn":
+        status = data.get("status", "answered")
         return cls(id=int(data["id"]), user=str(data.get("user", "")),
                    answer=str(data.get("answer", "")),
                    steps=[StepRecord.from_dict(s) for s in data.get("steps", [])],
-                   status=data.get("status", "answered"),
+                   status=status if status in TURN_STATUSES else "error",
                    created_at=float(data.get("created_at", 0.0)))
 
 
@@ -160,6 +172,10 @@ class SessionState:
     does not extract them twice); ``consecutive_failures`` counts summaries that
     failed in a row, and ``degraded`` says, while it is not empty, why memory
     runs on the deterministic fallback instead of the summarizer.
+
+    ``version`` counts the writes of this state to its store: a store refuses a
+    write whose ``version`` is not the stored one (another tab or process wrote
+    first: :class:`~py_agent.store.StateConflictError`) and bumps it on success.
     """
 
     session_id: str
@@ -187,6 +203,7 @@ class SessionState:
         ids = FactIds(self.next_fact_id, {f.id for f in self.facts})
         self.facts = [f if f.id else replace(f, id=ids()) for f in self.facts]
         self.next_fact_id = ids.next_id
+    version: int = 0
 
     def copy(self) -> "SessionState":
         """A copy whose lists can be changed without touching this one."""
@@ -200,7 +217,8 @@ class SessionState:
                 "failed_compactions": self.failed_compactions,
                 "created_at": self.created_at, "updated_at": self.updated_at,
                 "next_fact_id": self.next_fact_id, "facts_through": self.facts_through,
-                "consecutive_failures": self.consecutive_failures, "degraded": self.degraded}
+                "consecutive_failures": self.consecutive_failures, "degraded": self.degraded,
+                "version": self.version}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SessionState":
@@ -217,7 +235,8 @@ class SessionState:
                    facts_through=int(data["facts_through"]) if "facts_through" in data
                    else _extracted_before(data),
                    consecutive_failures=int(data.get("consecutive_failures", 0)),
-                   degraded=str(data.get("degraded", "")))
+                   degraded=str(data.get("degraded", "")),
+                   version=int(data.get("version") or 0))
 
 
 def _extracted_before(data: dict[str, Any]) -> int:

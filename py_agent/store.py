@@ -4,6 +4,17 @@ A store persists three things per session: the state the next prompt needs
 (:class:`SessionState`), an append-only archive of every raw turn, and a log of
 compressions. Each method that writes more than one of them is atomic, so a
 crash or a storage error never leaves a turn half-saved.
+
+Several writers may share a store (two browser tabs on one IndexedDB, two
+terminals on one SQLite file), so state writes are conditional: a write names
+the ``version`` of the state it was made from, and the store refuses it with
+:class:`StateConflictError` if the stored state has moved on (a missing state
+is version 0). The writer then reloads, re-applies its change and writes again.
+On success the store bumps the version, in storage and on the written object.
+
+The archive is append-only by turn id, with one exception: a turn archived with
+status ``"interrupted"`` (how a turn is written when it starts, so a reload
+never loses the user's message) is replaced by the same id's final copy.
 """
 
 from __future__ import annotations
@@ -20,6 +31,31 @@ class StorageError(Exception):
     def __init__(self, message: str, *, kind: str = "unknown") -> None:
         super().__init__(message)
         self.kind = kind  # "quota", "blocked", "version", "unknown"
+
+
+class StateConflictError(StorageError):
+    """The stored state is newer than the one written: another tab or process wrote
+    this session meanwhile. Nothing was written; reload, re-apply, write again."""
+
+    def __init__(self, message: str = "", *, kind: str = "conflict") -> None:
+        super().__init__(message or "another tab or process changed this session at the "
+                         "same moment", kind=kind)
+
+
+def check_version(stored: int | None, state: SessionState) -> None:
+    """Raise :class:`StateConflictError` unless ``state`` was made from the stored
+    version (``stored`` is None for a session without a state)."""
+    if (stored or 0) != state.version:
+        raise StateConflictError(f"another tab or process changed this session at the same "
+                                 f"moment (stored version {stored or 0}, written from "
+                                 f"{state.version})")
+
+
+def replaces(archived: dict | Turn | None) -> bool:
+    """May a turn with this archived copy's id be written over it? Only a placeholder."""
+    status = archived.get("status") if isinstance(archived, dict) else \
+        getattr(archived, "status", None)
+    return archived is None or status == "interrupted"
 
 
 class UnknownSessionError(KeyError):
@@ -42,16 +78,18 @@ class Store(Protocol):
         ...
 
     async def save(self, state: SessionState) -> None:
-        """Replace a session's state (rename, import) in one write."""
+        """Replace a session's state (rename, import) in one conditional write."""
         ...
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
-        """Append ``turns`` to the archive and save ``state``, atomically."""
+        """Append ``turns`` to the archive (a placeholder of the same id is replaced)
+        and save ``state`` (conditionally), atomically."""
         ...
 
     async def commit_compaction(self, state: SessionState | None,
                                 record: CompressionRecord) -> None:
-        """Log a compression and, if it succeeded, save the new state, atomically."""
+        """Log a compression and, if it succeeded, save the new state (conditionally),
+        atomically."""
         ...
 
     async def read_archive(self, session_id: str) -> list[Turn]:
@@ -104,24 +142,35 @@ class InMemoryStore(FailNextWrite):
         state = self._states.get(session_id)
         return copy.deepcopy(state) if state is not None else None
 
+    def _put_state(self, state: SessionState) -> None:
+        """Check the version, then store a copy one version up (and say so on ``state``)."""
+        stored = self._states.get(state.session_id)
+        check_version(None if stored is None else stored.version, state)
+        state.version += 1
+        self._states[state.session_id] = copy.deepcopy(state)
+
     async def save(self, state: SessionState) -> None:
         self._check_failure()
-        self._states[state.session_id] = copy.deepcopy(state)
+        self._put_state(state)
         self._archives.setdefault(state.session_id, [])
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
         self._check_failure()
+        self._put_state(state)  # first: a conflict writes nothing
         archive = self._archives.setdefault(state.session_id, [])
-        known = {t.id for t in archive}
-        archive.extend(copy.deepcopy(t) for t in turns if t.id not in known)
-        self._states[state.session_id] = copy.deepcopy(state)
+        for turn in turns:
+            at = next((i for i, t in enumerate(archive) if t.id == turn.id), None)
+            if at is None:
+                archive.append(copy.deepcopy(turn))
+            elif replaces(archive[at]):
+                archive[at] = copy.deepcopy(turn)
 
     async def commit_compaction(self, state: SessionState | None,
                                 record: CompressionRecord) -> None:
         self._check_failure()
-        self._logs.setdefault(record.session_id, []).append(copy.deepcopy(record))
         if state is not None:
-            self._states[state.session_id] = copy.deepcopy(state)
+            self._put_state(state)
+        self._logs.setdefault(record.session_id, []).append(copy.deepcopy(record))
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         # In id order, as IndexedDB and SQLite read it (ids grow with time).

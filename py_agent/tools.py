@@ -20,6 +20,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Union, get_args, get_origin, get_type_hints
 
+from ._boundary import loads_bounded
+
 
 class ToolError(Exception):
     """Base class for errors raised while calling a tool."""
@@ -35,6 +37,12 @@ class RetryableToolError(ToolError):
 
 class ToolTimeoutError(RetryableToolError, TimeoutError):
     """The tool did not finish within its time limit."""
+
+
+class ToolCrashedError(ToolError):
+    """The tool raised something no tool should: ``SystemExit``, ``KeyboardInterrupt``,
+    or ``CancelledError`` without being cancelled. Contained as an observation; the
+    original exception is the ``__cause__``."""
 
 
 _MISSING = inspect.Parameter.empty
@@ -252,8 +260,8 @@ def _bind_arguments(t: Tool, tool_input: Any) -> dict[str, Any]:
         stripped = tool_input.strip()
         if stripped.startswith("{"):
             try:
-                tool_input = json.loads(stripped)
-            except json.JSONDecodeError:
+                tool_input = loads_bounded(stripped)
+            except ValueError:
                 pass
     if tool_input is None or tool_input == "":
         tool_input = {}
@@ -278,7 +286,7 @@ def _bind_arguments(t: Tool, tool_input: Any) -> dict[str, Any]:
             continue
         try:
             bound[key] = _coerce(value, param.schema)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ToolArgumentError(f"argument {key!r}: {exc}; {t.expected()}") from None
     return bound
 
@@ -319,6 +327,8 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
             number = float(str(value).strip().replace(",", "")) if isinstance(value, str) else float(value)
         except (TypeError, ValueError):
             raise ValueError(f"expected a {kind}, got {_describe(value)}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError(f"expected a finite {kind}, got {_describe(value)}")
         if kind == "integer":
             if number != int(number):
                 raise ValueError(f"expected a whole number, got {_describe(value)}")
@@ -328,7 +338,7 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
         if isinstance(value, str):
             text = value.strip()
             if text.startswith("["):
-                value = json.loads(text)
+                value = loads_bounded(text)
             else:
                 value = [part.strip() for part in text.split(",") if part.strip()]
         if not isinstance(value, list):
@@ -337,7 +347,7 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
         return [_coerce(v, items) for v in value] if items else value
     if kind == "object":
         if isinstance(value, str):
-            value = json.loads(value)
+            value = loads_bounded(value)
         if not isinstance(value, dict):
             raise ValueError(f"expected an object, got {_describe(value)}")
         return value

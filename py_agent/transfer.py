@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterator
 
-from .state import CompressionRecord, SessionState, Turn
+from .state import TURN_STATUSES, CompressionRecord, SessionState, Turn
 
 FORMAT = "py-agent-session/1"
 FORMAT_FAMILY = "py-agent-session/"
@@ -57,16 +57,19 @@ class SessionBundle:
         return self.state.session_id
 
     def with_session_id(self, session_id: str) -> "SessionBundle":
-        """The same session under another id (state and log records both carry it)."""
-        return replace(self, state=replace(self.state.copy(), session_id=session_id),
+        """The same session under another id (state and log records both carry it), as a
+        new session: its state's write ``version`` starts over."""
+        return replace(self, state=replace(self.state.copy(), session_id=session_id, version=0),
                        compressions=[replace(r, session_id=session_id) for r in self.compressions])
 
     def to_jsonl(self, exported_at: float | None = None) -> str:
         """The bundle in the ``py-agent-session/1`` format; ``exported_at`` defaults to now."""
         when = exported_at if exported_at is not None else int(time.time())
+        state = self.state.to_dict()
+        del state["version"]  # a store's write counter, not part of the conversation
         header = {"type": "session", "format": FORMAT, "exported_at": when,
                   "turns": len(self.turns), "compressions": len(self.compressions),
-                  "state": self.state.to_dict()}
+                  "state": state}
         lines = [header]
         lines += [{"type": "turn", **t.to_dict()} for t in self.turns]
         lines += [{"type": "compression", **r.to_dict()} for r in self.compressions]
@@ -101,7 +104,7 @@ def _one_of(*values: str) -> tuple[Check, str]:
 
 # field -> (check, what it must be, required)
 _TURN = {"id": (*_TURN_ID, True), "user": (*_STR, True), "answer": (*_STR, True),
-         "steps": (*_LIST, False), "status": (*_one_of("answered", "incomplete", "error"), False),
+         "steps": (*_LIST, False), "status": (*_one_of(*TURN_STATUSES), False),
          "created_at": (*_NUM, False)}
 _STEP = {"thought": (*_STR, False), "tool": (*_STR, False), "observation": (*_STR, False),
          "corrective": (*_BOOL, False)}
@@ -121,7 +124,8 @@ _STATE = {"session_id": ((lambda v: isinstance(v, str) and v.strip() != ""),
           "compactions": (*_COUNT, False), "failed_compactions": (*_COUNT, False),
           "created_at": (*_NUM, False), "updated_at": (*_NUM, False),
           "next_fact_id": (*_TURN_ID, False), "facts_through": (*_COUNT, False),
-          "consecutive_failures": (*_COUNT, False), "degraded": (*_STR, False)}
+          "consecutive_failures": (*_COUNT, False), "degraded": (*_STR, False),
+          "version": (*_COUNT, False)}
 _RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_BOOL, True),
            "turn_ids": ((lambda v: isinstance(v, list) and all(map(_is_int, v))),
                         "a list of integers", True),

@@ -8,7 +8,7 @@ import sys
 
 from pyscript import window
 
-from ui import chat, layout, memory, model_choice, sessions, status, tools_panel
+from ui import chat, layout, memory, model_choice, sessions, status, tabs, tools_panel
 from ui.link import take_over_worker
 
 runtime = "%s %s" % (sys.implementation.name,
@@ -23,4 +23,5 @@ memory.start()
 chat.start(status.llm_host())
 sessions.start()
 tools_panel.start()
+tabs.start()
 take_over_worker()

@@ -21,11 +21,15 @@
 // messages (those sent earlier are queued and replayed); ready(details) to say it
 // accepts messages (this sends the 'ready' phase); importModule(url) (JS import());
 // fetchBytes(url) (a Uint8Array; the tool modules' archives are already on their way);
-// reportError(where, error); manifest; params. An exception it raises, in a message handler or in an asyncio task, reaches
+// reportError(where, error); manifest; params; takeToolWorker() (the tool worker this
+// script started alongside itself, see startToolWorker). An exception it raises, in a message handler or in an asyncio task, reaches
 // the page as {type: 'error'}.
 
 // The Python entry point, "module:function".
 const ENTRY = 'py_agent.browser:main';
+// The tool worker's (py_agent/browser/tool_worker.py): this script again, started by the
+// agent's worker at once so that both boot side by side.
+const TOOL_WORKER_ENTRY = 'py_agent.browser.tool_worker:main';
 
 // The Python half of the bootstrap: runs the entry, and reports exceptions that escape
 // asyncio tasks (which would otherwise only be printed to the console).
@@ -107,6 +111,20 @@ self.addEventListener('unhandledrejection', (event) => {
   reportError('worker:promise', event.reason);
 });
 
+// The agent's worker (the default entry) starts its tool worker now, unless the page
+// said ?tool_worker=off; what it sends before Python takes it over waits in `early`.
+function startToolWorker() {
+  const url = new URL(self.location.href);
+  url.searchParams.set('entry', TOOL_WORKER_ENTRY);
+  const worker = new Worker(url.href, {type: 'module', name: 'py-agent tools'});
+  const early = [];
+  worker.onmessage = (event) => early.push({data: event.data});
+  worker.onerror = (event) => { event.preventDefault(); early.push({error: String(event.message)}); };
+  return {worker, early};
+}
+let toolWorker = params.get('entry') || params.get('tool_worker') === 'off'
+  ? null : startToolWorker();
+
 // Page messages that arrive before the entry listens are kept, then handed over.
 const pending = [];
 let handler = null;
@@ -164,6 +182,12 @@ function makeBootContext(manifest, prefetched) {
       return early ?? fetchBytes(new URL(url, self.location.origin).href);
     },
     reportError,
+    // The tool worker started with this one, {worker, early}, once; then null.
+    takeToolWorker() {
+      const started = toolWorker;
+      toolWorker = null;
+      return started;
+    },
   };
 }
 

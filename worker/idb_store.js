@@ -24,7 +24,17 @@
 //   StorageBlockedError  an upgrade waits for other tabs to close the db     -> 'blocked'
 //   VersionError         the db is newer than this code, or another tab
 //                        upgraded it and this connection was closed          -> 'version'
+//   StateConflictError   a state write made from an older version of the state: another
+//                        tab wrote this session first (py_agent.store)        -> 'conflict'
 //   StorageError         anything else; the message names the original error -> 'unknown'
+//
+// Concurrency (several tabs, one database): every state write is conditional. The written
+// state carries the `version` it was made from; the write transaction reads the stored
+// state and aborts with StateConflictError unless its version (0 when missing) is that one,
+// else it stores the state one version up. The archive is append-only by turn id, except
+// that a turn archived with status 'interrupted' (written when a turn starts) is replaced
+// by the same id's final copy. IndexedDB runs readwrite transactions over the same stores
+// one at a time, so check and write are one step for every tab.
 
 export const DB_NAME = 'py-agent';
 export const DB_VERSION = 2;
@@ -84,7 +94,7 @@ const CLOSED_MESSAGE =
   'Reload this page.';
 
 const OUR_NAMES = new Set(['StorageQuotaError', 'StorageBlockedError', 'VersionError',
-                           'StorageError']);
+                           'StateConflictError', 'StorageError']);
 
 // Any failure -> one of the named errors above. Exported so tests can check the mapping.
 export function toStorageError(error) {
@@ -140,6 +150,36 @@ function checkSessionId(sessionId) {
 // sorts first, and an array sorts after any number.
 function sessionRange(sessionId) {
   return IDBKeyRange.bound([sessionId], [sessionId, []]);
+}
+
+// Inside a readwrite transaction: put `state` one version up if the stored state is the
+// version it was made from, else fail(StateConflictError) (which aborts the transaction).
+function putVersioned(tx, state, fail) {
+  const sessions = tx.objectStore('sessions');
+  const request = sessions.get(state.session_id);
+  request.onsuccess = () => {
+    const stored = request.result;
+    const storedVersion = stored && Number.isInteger(stored.version) ? stored.version : 0;
+    const madeFrom = Number.isInteger(state.version) ? state.version : 0;
+    if (storedVersion !== madeFrom) {
+      fail(namedError('StateConflictError', 'another tab or process changed this session at ' +
+                      `the same moment (stored version ${storedVersion}, written from ${madeFrom})`));
+      return;
+    }
+    sessions.put({ ...state, version: madeFrom + 1 });
+  };
+}
+
+// Inside a readwrite transaction: archive `turn` unless its id is there already; an
+// 'interrupted' placeholder of that id is replaced.
+function archiveTurn(archive, sessionId, turn) {
+  const record = { ...turn, session_id: sessionId };
+  const request = archive.get([sessionId, turn.id]);
+  request.onsuccess = () => {
+    const archived = request.result;
+    if (archived === undefined) archive.add(record);
+    else if (archived.status === 'interrupted') archive.put(record);
+  };
 }
 
 function whenDone(request) {
@@ -252,7 +292,7 @@ export function parseLegacyTurn(item, id, createdAt) {
   return turn;
 }
 
-// Same rule as py_agent.agent._title_from.
+// Same rule as py_agent._sync.title_from.
 function titleFrom(message) {
   const text = message.split(/\s+/).filter(Boolean).join(' ');
   return text.length <= 60 ? text : `${text.slice(0, 57).trimEnd()}…`;
@@ -419,8 +459,13 @@ export class IdbStore {
       tx.onabort = () => {
         reject(toStorageError(failure || tx.error || new DOMException('transaction aborted', 'AbortError')));
       };
+      // body may call fail(error) from a request callback to abort with that error.
+      const fail = (error) => {
+        failure = failure || error;
+        try { tx.abort(); } catch { /* already finished */ }
+      };
       try {
-        result = body(tx) || result;
+        result = body(tx, fail) || result;
         if (mode === 'readwrite' && testHook && failNext) {
           failure = new DOMException(`simulated by IdbStore.failNextWrite`, failNext);
           failNext = null;
@@ -442,16 +487,16 @@ export class IdbStore {
     });
   }
 
-  // Replace a session's state.
+  // Replace a session's state (conditionally: see "Concurrency" above).
   async save(stateJson) {
     const state = checkState(parseJson(stateJson, 'stateJson'));
-    return this._transaction('sessions', 'readwrite', (tx) => {
-      tx.objectStore('sessions').put(state);
+    return this._transaction('sessions', 'readwrite', (tx, fail) => {
+      putVersioned(tx, state, fail);
     });
   }
 
-  // Append turns to the archive (ids already there are kept as they are) and save the
-  // state, in one transaction.
+  // Append turns to the archive (ids already there are kept as they are, but for
+  // 'interrupted' placeholders) and save the state (conditionally), in one transaction.
   async commitTurn(stateJson, turnsJson) {
     const state = checkState(parseJson(stateJson, 'stateJson'));
     const turns = parseJson(turnsJson, 'turnsJson');
@@ -459,22 +504,15 @@ export class IdbStore {
     for (const turn of turns) {
       if (!turn || typeof turn !== 'object' || typeof turn.id !== 'number') throw invalid('every turn needs a numeric id');
     }
-    return this._transaction(['sessions', 'archive'], 'readwrite', (tx) => {
+    return this._transaction(['sessions', 'archive'], 'readwrite', (tx, fail) => {
+      putVersioned(tx, state, fail);
       const archive = tx.objectStore('archive');
-      for (const turn of turns) {
-        const request = archive.add({ ...turn, session_id: state.session_id });
-        request.onerror = (event) => {
-          if (request.error && request.error.name === 'ConstraintError') {
-            event.preventDefault();  // already archived: append-only, keep the first copy
-            event.stopPropagation();
-          }
-        };
-      }
-      tx.objectStore('sessions').put(state);
+      for (const turn of turns) archiveTurn(archive, state.session_id, turn);
     });
   }
 
-  // Log a compression and, when stateJson is not null, save the state, in one transaction.
+  // Log a compression and, when stateJson is not null, save the state (conditionally), in
+  // one transaction.
   async commitCompaction(stateJsonOrNull, recordJson) {
     const state = stateJsonOrNull == null ? null : checkState(parseJson(stateJsonOrNull, 'stateJson'));
     const record = parseJson(recordJson, 'recordJson');
@@ -482,9 +520,9 @@ export class IdbStore {
       throw invalid('a compression record needs a session_id string');
     }
     const stores = state ? ['compressions', 'sessions'] : ['compressions'];
-    return this._transaction(stores, 'readwrite', (tx) => {
+    return this._transaction(stores, 'readwrite', (tx, fail) => {
       tx.objectStore('compressions').add(record);
-      if (state) tx.objectStore('sessions').put(state);
+      if (state) putVersioned(tx, state, fail);
     });
   }
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
+from .._loop import StepPolicy
+from .._tool_runner import ToolPolicy
 from ..agent import Agent
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
@@ -22,16 +24,12 @@ from ..tool_modules import ToolContext
 from .backends import BackendSwitch
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
+from ..remote_tools import ToolWorkerClient
+from ._js import to_py as _to_py
 from .tool_loading import load_served_tools
+from .tool_worker import tool_worker_spawner
 
 IDB_MODULE = "/worker/idb_store.js"
-
-
-def _to_py(value: Any) -> Any:
-    """A JS value as Python; JS null (Pyodide's ``jsnull``) becomes None."""
-    if value is None or type(value).__name__ in ("JsNull", "JsUndefined"):
-        return None
-    return value.to_py() if hasattr(value, "to_py") else value
 
 
 def js_error(exc: BaseException) -> dict[str, Any]:
@@ -109,6 +107,22 @@ async def idb_transport_for(boot: Any):
     return transport, open_error
 
 
+def deadlines(params: Any) -> dict[str, Any]:
+    """The agent's deadlines from the page's URL (``?step_timeout=S&tool_timeout=S``,
+    seconds), for slow machines and for tests; the policies' defaults otherwise."""
+    params = _to_py(params) or {}
+    chosen: dict[str, Any] = {}
+    for name, key, policy in (("step_timeout", "step_policy", StepPolicy),
+                              ("tool_timeout", "tool_policy", ToolPolicy)):
+        try:
+            seconds = float(params.get(name, ""))
+        except (TypeError, ValueError):
+            continue
+        if 0 < seconds < 86_400:
+            chosen[key] = policy(timeout_s=seconds)
+    return chosen
+
+
 async def main(boot: Any) -> None:
     import js  # type: ignore[import-not-found]
 
@@ -120,6 +134,14 @@ async def main(boot: Any) -> None:
     kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
     params = _to_py(boot.params) or {}
     manifest = _to_py(boot.manifest) or {}
+    # Sync tools run in a tool worker that is terminated when a call passes its deadline
+    # (Pyodide cannot interrupt a tool running here). The bootstrap started it alongside
+    # this worker, so the first tool call rarely waits for it. ?tool_worker=off runs
+    # them here instead (for measurements).
+    tool_worker = (None if params.get("tool_worker") == "off"
+                   else ToolWorkerClient(tool_worker_spawner(boot)))
+    if tool_worker:
+        tool_worker.start()
     loaded = await load_served_tools(boot, manifest, params.get("tools"), ToolContext(kv=kv))
     store = RpcStore(transport)
     origin = str(js.location.origin)
@@ -135,12 +157,14 @@ async def main(boot: Any) -> None:
                        "text": chunk.text})
 
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
+    agent_options = deadlines(params)
     switch = BackendSwitch(
         bridge, settings,
         make_server_model=lambda name: ServerModel(settings, fetch, wanted=name,
                                                    on_chunk=on_chunk),
-        make_agent=lambda model, policy: Agent(model=model, store=store, tools=loaded.tools,
-                                               memory=policy),
+        make_agent=lambda model, policy: Agent(
+            model=model, store=store, tools=loaded.tools, memory=policy,
+            sync_tool_runner=tool_worker.call if tool_worker else None, **agent_options),
         post=link.post)
 
     def on_message(data: Any) -> None:

@@ -138,10 +138,11 @@ def session_ids(page: Page) -> list[str]:
         "nodes => nodes.map(n => n.dataset.sessionId)")
 
 
-def ask_worker(page: Page, request_type: str):
-    """Ask the agent worker directly, as the page does (``{type, id}``), and return the
-    value of its reply (the page's own handler ignores replies it did not ask for)."""
-    return page.evaluate("""(type) => new Promise((resolve, reject) => {
+def ask_worker(page: Page, request_type: str, **fields):
+    """Ask the agent worker directly, as the page does (``{type, id, **fields}``), and
+    return the value of its reply (the page's own handler ignores replies it did not ask
+    for)."""
+    return page.evaluate("""([type, fields]) => new Promise((resolve, reject) => {
       const worker = window.pyAgentWorker.worker, id = 'e2e-' + type + '-' + Math.random();
       const listen = (event) => {
         const data = event.data;
@@ -150,8 +151,8 @@ def ask_worker(page: Page, request_type: str):
         data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
       };
       worker.addEventListener('message', listen);
-      worker.postMessage({type, id});
-    })""", request_type)
+      worker.postMessage({...fields, type, id});
+    })""", [request_type, fields])
 
 
 def stored_sessions(page: Page) -> list[dict]:

@@ -293,7 +293,7 @@ def test_stop_ends_a_turn_and_the_chat_goes_on(page: Page, app_server: str,
     started = time.monotonic()
     stop.click()
     message = page.locator(ASSISTANT).last
-    expect(message).to_have_attribute("data-state", "aborted", timeout=2_000)
+    expect(message).to_have_attribute("data-state", "stopped", timeout=2_000)
     expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready", timeout=2_000)
     assert time.monotonic() - started < 2.5
     expect(message.locator(".text")).to_have_text("Stopped before answering.")

@@ -9,6 +9,7 @@ dataclasses (py_agent.state), so the tests also pin the shapes both sides agree 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -141,7 +142,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     }""", dumps_state(s))
     assert r["missing"] is None and r["saved"] is None
     assert r["typeofText"] == "string"
-    assert SessionState.from_dict(json.loads(r["text"])) == s
+    assert SessionState.from_dict(json.loads(r["text"])) == replace(s, version=1)
     assert r["info"] == {"name": "py-agent", "version": 2, "constant": 2}
     assert r["schema"] == {
         "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
@@ -156,24 +157,25 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
     assert r["notString"]["name"] == "StorageError"
     # save replaces the whole state
-    s2 = state("s1", title="Renamed", updated_at=3000.0)
+    s2 = state("s1", title="Renamed", updated_at=3000.0, version=1)
     store_page.evaluate("async (json) => (await IdbStore.open()).save(json)", dumps_state(s2))
-    assert loaded(store_page, "s1") == s2
+    assert loaded(store_page, "s1") == replace(s2, version=2)
 
 
 def test_commit_turn_writes_state_and_archive_together_append_only(store_page):
     s = state("s1", recent_turns=[turn(1), turn(2)], next_turn_id=3)
     store_page.evaluate("async ([s, t]) => (await IdbStore.open()).commitTurn(s, t)",
                         [dumps_state(s), dumps_turns([turn(1), turn(2)])])
-    assert loaded(store_page, "s1") == s
+    assert loaded(store_page, "s1") == replace(s, version=1)
     assert archive_of(store_page, "s1") == [turn(1), turn(2)]
 
     # A repeated id keeps the first copy; new ids append, in id order whatever the order given.
     changed = Turn(id=2, user="rewritten", answer="rewritten")
-    s2 = state("s1", recent_turns=[turn(10), turn(11)], next_turn_id=12, updated_at=2500.0)
+    s2 = state("s1", recent_turns=[turn(10), turn(11)], next_turn_id=12, updated_at=2500.0,
+               version=1)
     store_page.evaluate("async ([s, t]) => (await IdbStore.open()).commitTurn(s, t)",
                         [dumps_state(s2), dumps_turns([turn(11), changed, turn(10)])])
-    assert loaded(store_page, "s1") == s2
+    assert loaded(store_page, "s1") == replace(s2, version=2)
     assert [t.id for t in archive_of(store_page, "s1")] == [1, 2, 10, 11]
     assert archive_of(store_page, "s1")[1] == turn(2)
 
@@ -199,9 +201,9 @@ def test_commit_compaction_with_and_without_state(store_page):
     failed = record("s1", 1, ok=False)
     store_page.evaluate("async (r) => (await IdbStore.open()).commitCompaction(null, r)",
                         json.dumps(failed.to_dict()))
-    assert loaded(store_page, "s1") == s  # no state given: state untouched
+    assert loaded(store_page, "s1") == replace(s, version=1)  # no state given: untouched
 
-    compacted = state("s1", summary="new", compactions=1, updated_at=2100.0)
+    compacted = state("s1", summary="new", compactions=1, updated_at=2100.0, version=1)
     ok = record("s1", 2)
     other = record("s2", 3)
     store_page.evaluate("""async ([s, r, o]) => {
@@ -209,7 +211,7 @@ def test_commit_compaction_with_and_without_state(store_page):
         await store.commitCompaction(s, r);
         await store.commitCompaction(null, o);
     }""", [dumps_state(compacted), json.dumps(ok.to_dict()), json.dumps(other.to_dict())])
-    assert loaded(store_page, "s1") == compacted
+    assert loaded(store_page, "s1") == replace(compacted, version=2)
     logs = store_page.evaluate("""async () => {
         const store = await IdbStore.open();
         return [await store.compressions('s1'), await store.compressions('s2'),
@@ -339,7 +341,7 @@ def test_legacy_migration_never_overwrites_existing_sessions(store_page):
     store_page.evaluate("(records) => makeLegacy(records)", LEGACY_RECORDS)
     result = store_page.evaluate("async () => (await IdbStore.open()).legacyMigration")
     assert json.loads(result) == {"sessions": 1, "skipped": 1, "source": "AgentMemoryDB"}
-    assert loaded(store_page, "legacy-a") == mine
+    assert loaded(store_page, "legacy-a") == replace(mine, version=1)
     assert archive_of(store_page, "legacy-a") == [turn(1)]
     assert loaded(store_page, "7") is not None
 
@@ -558,7 +560,8 @@ def test_blocked_upgrade_and_version_changes(store_page):
 
 def test_fail_next_write_gives_quota_error_and_writes_nothing(store_page):
     s1 = state("s1", recent_turns=[turn(1)], next_turn_id=2)
-    s2 = state("s1", recent_turns=[turn(1), turn(2)], next_turn_id=3, updated_at=9000.0)
+    s2 = state("s1", recent_turns=[turn(1), turn(2)], next_turn_id=3, updated_at=9000.0,
+               version=1)
     r = store_page.evaluate("""async ([s1, t1, s2, t2]) => {
         const store = await IdbStore.open();
         await store.commitTurn(s1, t1);
@@ -583,6 +586,47 @@ def test_fail_next_write_gives_quota_error_and_writes_nothing(store_page):
     assert r["mapped"] == r["quota"]
     assert storage_error(r["quota"]).kind == "quota"
     assert storage_error(r["other"]).kind == "unknown"
+
+
+# --- several tabs on one database ----------------------------------------------------------
+
+def test_a_state_write_from_an_outdated_version_is_refused_and_writes_nothing(store_page):
+    """What keeps two tabs from overwriting each other (py_agent.store's contract)."""
+    r = store_page.evaluate("""async ([v0, v1, staleTurn, record]) => {
+        const tab1 = await IdbStore.open(), tab2 = await IdbStore.open();  // two connections
+        await tab1.commitTurn(v0, '[]');
+        await tab2.commitTurn(v1, '[]');         // the other tab wrote version 2
+        const stale = [await caught(tab1.commitTurn(v1, staleTurn)), await caught(tab1.save(v1)),
+                       await caught(tab1.commitCompaction(v1, record))];
+        const out = { stale, state: JSON.parse(await tab1.load('s1')),
+                      archive: JSON.parse(await tab1.readArchive('s1')),
+                      log: JSON.parse(await tab1.compressions('s1')),
+                      fresh: await caught(tab1.save(JSON.stringify({ session_id: 'new', version: 3 }))) };
+        tab1.close(); tab2.close();
+        return out;
+    }""", [dumps_state(state("s1", next_turn_id=1)), dumps_state(state("s1", next_turn_id=2, version=1)),
+           dumps_turns([turn(9)]), json.dumps(record("s1", 1).to_dict())])
+    for error in r["stale"] + [r["fresh"]]:
+        assert error["name"] == "StateConflictError" and "another tab" in error["message"]
+        assert storage_error(error).kind == "conflict"
+    assert (r["state"]["version"], r["state"]["next_turn_id"]) == (2, 2)
+    assert r["archive"] == [] and r["log"] == []
+
+
+def test_an_interrupted_placeholder_is_replaced_by_the_final_turn(store_page):
+    started = Turn(id=1, user="q", answer="", status="interrupted", created_at=5.0)
+    final = Turn(id=1, user="q", answer="a", status="answered", created_at=5.0)
+    store_page.evaluate("""async ([v0, v1, v2, started, final, both]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(v0, started);
+        await store.commitTurn(v1, final);
+        await store.commitTurn(v2, both);   // a final turn stays, even against a placeholder
+        store.close();
+    }""", [dumps_state(state("s1", next_turn_id=2)),
+           dumps_state(state("s1", next_turn_id=2, version=1)),
+           dumps_state(state("s1", next_turn_id=2, version=2)),
+           dumps_turns([started]), dumps_turns([final]), dumps_turns([started, turn(1)])])
+    assert archive_of(store_page, "s1") == [final]
 
 
 WORKER_SOURCE = """
@@ -625,7 +669,7 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
                             "compressions", "listSessions", "deleteSession"]
     assert r["kvMethods"] == ["kvGet", "kvPut", "kvDelete", "kvList"]
-    assert SessionState.from_dict(json.loads(r["loaded"])) == s
+    assert SessionState.from_dict(json.loads(r["loaded"])) == replace(s, version=1)
     assert [Turn.from_dict(t) for t in json.loads(r["archive"])] == [turn(1)]
     assert json.loads(r["list"])[0]["turns"] == 1
     assert r["error"] == "StorageQuotaError"

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from py_agent import ModelUnavailableError, QuotaExceededError, RetryableToolError, tool
+from py_agent import (ModelUnavailableError, QuotaExceededError, RetryableToolError, StepPolicy,
+                      tool)
 from py_agent.model import Purpose
 from py_agent.testing import PromptCall, ScriptedReplies, step_json
 from tests.unit.support import run
@@ -173,7 +174,7 @@ def test_a_failing_event_handler_does_not_break_the_turn(make_agent):
     assert run(agent.run("hi", session_id="s")).answer == "You said: hi"
 
 
-def test_abort_ends_the_turn_cleanly_and_saves_nothing(make_agent):
+def test_stop_ends_the_turn_cleanly_and_keeps_the_message_as_stopped(make_agent):
     agent, model, store = make_agent()
     model.latency = 5.0
 
@@ -185,8 +186,12 @@ def test_abort_ends_the_turn_cleanly_and_saves_nothing(make_agent):
         return await asyncio.wait_for(task, 2)
 
     result = run(scenario())
-    assert result.status == "aborted" and result.answer == ""
-    assert run(store.read_archive("s")) == [] and run(store.load("s")) is None
+    assert result.status == "stopped" and result.answer == "" and result.saved
+    [kept] = run(store.read_archive("s"))
+    assert (kept.id, kept.user, kept.status) == (result.turn_id, "slow question", "stopped")
+    # A stopped turn is not in the memory the model sees, and its id is used.
+    state = run(store.load("s"))
+    assert state.recent_turns == [] and state.next_turn_id == result.turn_id + 1
     assert model.destroyed == model.clones  # the turn's clone was freed
 
 
@@ -209,10 +214,10 @@ def test_a_step_call_that_never_answers_is_stopped_and_the_next_turn_works(make_
             await asyncio.Event().wait()
         return step_json(answer="Back again.")
 
-    agent, model, store = make_agent(step, step_timeout_s=0.05)
+    agent, model, store = make_agent(step, step_policy=StepPolicy(timeout_s=0.05))
     result = run(asyncio.wait_for(agent.run("hello there", session_id="s"), 5))
-    assert result.status == "error" and "StepTimeoutError" in result.error
-    assert "no answer within 0.05 s" in result.answer and "saved" in result.answer
+    assert result.status == "error" and "ModelTimeoutError" in result.error
+    assert "within 0.05 s" in result.answer and "saved" in result.answer
     assert model.clones == model.destroyed  # the stopped call's session is gone
     assert run(store.read_archive("s"))[0].status == "error"
     hanging["on"] = False
@@ -257,7 +262,7 @@ def test_empty_prompt_is_a_clear_error(make_agent):
         run(agent.run("   ", session_id="s"))
 
 
-def test_cancelling_the_run_task_saves_nothing_and_frees_the_clone(make_agent):
+def test_cancelling_the_run_task_keeps_the_turn_as_stopped_and_frees_the_clone(make_agent):
     agent, model, store = make_agent()
     model.latency = 5.0
 
@@ -269,7 +274,8 @@ def test_cancelling_the_run_task_saves_nothing_and_frees_the_clone(make_agent):
             await task
 
     run(scenario())
-    assert run(store.read_archive("s")) == [] and run(store.load("s")) is None
+    assert [(t.user, t.status) for t in run(store.read_archive("s"))] == [("question", "stopped")]
     assert model.clones == model.destroyed == 1
     model.latency = 0
-    assert run(agent.run("again", session_id="s")).answer == "You said: again"
+    again = run(agent.run("again", session_id="s"))
+    assert again.answer == "You said: again" and again.turn_id == 2

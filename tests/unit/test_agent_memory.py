@@ -145,11 +145,22 @@ def test_the_model_can_call_the_compact_tool(make_agent):
     assert record.ok and record.trigger == "tool" and record.focus == "the travel plans"
 
 
+class FlakyStore(InMemoryStore):
+    """Every write fails while ``broken`` holds an error."""
+
+    broken: StorageError | None = None
+
+    def _check_failure(self) -> None:
+        if self.broken is not None:
+            raise self.broken
+        super()._check_failure()
+
+
 def test_storage_errors_lose_nothing(make_agent):
-    store = InMemoryStore()
+    store = FlakyStore()
     agent, model, _ = make_agent(store=store)
     run(agent.run("first", session_id="s"))
-    store.fail_next = StorageError("quota exceeded", kind="quota")
+    store.broken = StorageError("quota exceeded", kind="quota")
     events = []
     agent.on_event = events.append
     result = run(agent.run("second", session_id="s"))
@@ -160,9 +171,20 @@ def test_storage_errors_lose_nothing(make_agent):
     assert state.unsaved_turns == 1 and [t.user for t in state.recent_turns] == ["first", "second"]
     assert [t.user for t in run(agent.transcript("s"))] == ["first", "second"]
     # The next successful write saves the pending turn too.
-    assert run(agent.run("third", session_id="s")).saved
-    assert [t.user for t in run(store.read_archive("s"))] == ["first", "second", "third"]
+    store.broken = None
+    third = run(agent.run("third", session_id="s"))
+    assert third.saved and [e.data["unsaved"] for e in events if e.type == "turn_saved"] == [0]
+    assert [(t.user, t.status) for t in run(store.read_archive("s"))] == [
+        ("first", "answered"), ("second", "answered"), ("third", "answered")]
     assert run(agent.memory_state("s")).unsaved_turns == 0
+
+
+def test_a_turn_whose_start_could_not_be_written_is_still_saved_at_its_end(make_agent):
+    store = InMemoryStore()
+    agent, _, _ = make_agent(store=store)
+    store.fail_next = StorageError("busy", kind="blocked")  # the write of the turn's start
+    assert run(agent.run("hello", session_id="s")).saved
+    assert [(t.user, t.status) for t in run(store.read_archive("s"))] == [("hello", "answered")]
 
 
 def test_unreadable_storage_keeps_the_chat_going_in_memory_without_overwriting(make_agent):

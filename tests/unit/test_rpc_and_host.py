@@ -193,7 +193,7 @@ def test_cancelling_a_prompt_aborts_it_on_the_other_side():
         await asyncio.sleep(0.01)
         return result
 
-    assert run(scenario()).status == "aborted"
+    assert run(scenario()).status == "stopped"
     assert ("abort", ["r1"]) in log
 
 
@@ -258,7 +258,7 @@ def test_host_stop_aborts_the_running_turn():
 
     run(scenario())
     reply = next(p for p in posted if p.get("id") == 1)
-    assert reply["value"]["status"] == "aborted"
+    assert reply["value"]["status"] == "stopped"
     assert next(p for p in posted if p.get("id") == 2)["value"] is True
 
 

@@ -6,15 +6,17 @@ these are the same behaviours, asserted on the Python stores.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
 
 from py_agent import Agent, InMemoryStore, StorageError, Store
+from py_agent.store import StateConflictError
 from py_agent.sqlite_store import SCHEMA_VERSION, SqliteStore
 from py_agent.memory import MemoryPolicy
 from py_agent.state import CompressionRecord, Fact, FactChange, SessionState, StepRecord, Turn
-from tests.unit.support import echo_agent_reply, make_responder, run
+from tests.unit.support import LONG, SMALL, echo_agent_reply, make_responder, run
 from py_agent.testing import FunctionModel
 
 
@@ -69,14 +71,15 @@ def test_save_and_load_round_trip_every_field(store):
     assert run(store.load("s1")) is None
     run(store.save(full))
     assert run(store.load("s1")) == full
-    run(store.save(state(title="renamed", updated_at=7.0)))
+    assert full.version == 1  # the written object learns its stored version
+    run(store.save(state(title="renamed", updated_at=7.0, version=1)))
     assert run(store.load("s1")).title == "renamed"
 
 
 def test_commit_turn_is_append_only_and_saves_the_state(store):
     run(store.commit_turn(state(next_turn_id=3), [turn(1), turn(2)]))
     changed = turn(2, "a different text for the same id")
-    run(store.commit_turn(state(next_turn_id=11), [changed, turn(10)]))
+    run(store.commit_turn(state(next_turn_id=11, version=1), [changed, turn(10)]))
     archive = run(store.read_archive("s1"))
     assert [t.id for t in archive] == [1, 2, 10]
     assert archive[1] == turn(2)  # the first copy stays
@@ -93,7 +96,7 @@ def test_a_failed_commit_writes_nothing(store):
     run(store.commit_turn(state(next_turn_id=2), [turn(1)]))
     fail_next_write(store)
     with pytest.raises(StorageError) as caught:
-        run(store.commit_turn(state(next_turn_id=3, summary="new"), [turn(2)]))
+        run(store.commit_turn(state(next_turn_id=3, summary="new", version=1), [turn(2)]))
     assert caught.value.kind == "quota"
     assert [t.id for t in run(store.read_archive("s1"))] == [1]
     assert run(store.load("s1")).next_turn_id == 2
@@ -102,7 +105,7 @@ def test_a_failed_commit_writes_nothing(store):
 def test_compactions_are_logged_in_order_with_or_without_a_state(store):
     run(store.commit_turn(state(), [turn(1)]))
     run(store.commit_compaction(None, record(ok=False, n=1)))
-    run(store.commit_compaction(state(summary="folded", compactions=1), record(n=2)))
+    run(store.commit_compaction(state(summary="folded", compactions=1, version=1), record(n=2)))
     log = run(store.compressions("s1"))
     assert log == [record(ok=False, n=1), record(n=2)]
     assert run(store.load("s1")).summary == "folded"
@@ -148,6 +151,92 @@ def test_an_agent_keeps_its_memory_in_the_store(store):
     memory = run(fresh.memory_state("chat"))
     assert [t.user for t in memory.recent_turns] == ["first message", "second message"]
     assert [t.id for t in run(fresh.transcript("chat"))] == [1, 2]
+
+
+# -------------------------------------------------- several writers, one store
+
+@pytest.fixture
+def other_writer(store, tmp_path):
+    """A second writer on the same data: another connection to the same SQLite file (as
+    another process would open it), or the same object where there is no second way in."""
+    if isinstance(store, SqliteStore) and store.path != ":memory:":
+        other = SqliteStore(store.path)
+        yield other
+        other.close()
+    else:
+        yield store
+
+
+def test_a_write_from_an_outdated_state_is_refused_and_writes_nothing(store, other_writer):
+    run(store.commit_turn(state(next_turn_id=2), [turn(1)]))
+    run(other_writer.commit_turn(state(next_turn_id=3, version=1), [turn(2)]))  # the other tab
+    stale = [lambda: store.commit_turn(state(next_turn_id=3, summary="x", version=1), [turn(9)]),
+             lambda: store.save(state(title="stale", version=1)),
+             lambda: store.commit_compaction(state(summary="stale", version=1), record(n=7))]
+    for write in stale:
+        with pytest.raises(StateConflictError) as caught:
+            run(write())
+        assert caught.value.kind == "conflict" and isinstance(caught.value, StorageError)
+    assert [t.id for t in run(store.read_archive("s1"))] == [1, 2]
+    loaded = run(store.load("s1"))
+    assert (loaded.version, loaded.next_turn_id, loaded.summary, loaded.title) == (2, 3, "", "")
+    assert run(store.compressions("s1")) == []  # the refused compaction logged nothing
+    # A state written for a session that has none must be made from version 0.
+    with pytest.raises(StateConflictError):
+        run(store.save(state("fresh", version=4)))
+
+
+def test_an_interrupted_placeholder_is_replaced_by_the_final_turn(store):
+    started = Turn(id=1, user="what is 2+2?", answer="", status="interrupted", created_at=5.0)
+    run(store.commit_turn(state(next_turn_id=2), [started]))
+    assert run(store.read_archive("s1")) == [started]
+    final = Turn(id=1, user="what is 2+2?", answer="4", status="answered", created_at=5.0)
+    run(store.commit_turn(state(next_turn_id=2, version=1), [final]))
+    assert run(store.read_archive("s1")) == [final]
+    # A final turn is never replaced, not even by a placeholder of its id.
+    run(store.commit_turn(state(next_turn_id=2, version=2), [started, turn(1)]))
+    assert run(store.read_archive("s1")) == [final]
+
+
+def test_two_agents_alternating_on_one_session_lose_and_duplicate_nothing(store, other_writer):
+    """Two tabs (or terminals) on one session: every turn of both is in the transcript
+    and in memory (raw or compacted), and no id is handed out twice."""
+    model = FunctionModel(make_responder(echo_agent_reply), context_window=SMALL["window"])
+    tabs = [Agent(model=model, store=s, memory=SMALL["memory"]) for s in (store, other_writer)]
+    sent = []
+    for i in range(10):
+        for name, tab in zip("AB", tabs):
+            sent.append(f"Message number {i} from tab {name}: {LONG}".strip())
+            result = run(tab.run(sent[-1], session_id="shared"))
+            assert result.saved
+    for tab in tabs:
+        run(tab.wait_idle())
+    archive = run(store.read_archive("shared"))
+    assert [t.user for t in archive] == sent and len({t.id for t in archive}) == len(sent)
+    assert all(t.status == "answered" for t in archive)
+    memory = run(Agent(model=model, store=store).memory_state("shared"))
+    compacted = {i for r in run(store.compressions("shared")) if r.ok for i in r.turn_ids}
+    raw = [t.id for t in memory.recent_turns]
+    assert compacted and len(raw) == len(set(raw)) and not compacted & set(raw)
+    assert compacted | set(raw) == {t.id for t in archive}
+
+
+def test_two_agents_running_turns_at_the_same_time_lose_nothing(store, other_writer):
+    model = FunctionModel(make_responder(echo_agent_reply), latency=0.01)
+    tabs = [Agent(model=model, store=s) for s in (store, other_writer)]
+
+    async def both(i: int):
+        return await asyncio.gather(*(tab.run(f"round {i} from tab {n}", session_id="shared")
+                                      for n, tab in enumerate(tabs)))
+
+    results = [r for i in range(6) for r in run(both(i))]
+    assert all(r.saved and r.status == "answered" for r in results)
+    archive = run(store.read_archive("shared"))
+    assert sorted(t.user for t in archive) == sorted(f"round {i} from tab {n}"
+                                                     for i in range(6) for n in range(2))
+    assert sorted(r.turn_id for r in results) == [t.id for t in archive] == list(range(1, 13))
+    memory = run(Agent(model=model, store=store).memory_state("shared"))
+    assert [t.id for t in memory.recent_turns] == list(range(1, 13))
 
 
 # ----------------------------------------------------------- SQLite specifics

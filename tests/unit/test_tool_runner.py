@@ -27,7 +27,7 @@ def test_sync_and_async_results_and_non_strings():
     assert render_output({"a": "é"}) == '{"a": "é"}'
 
 
-def test_async_hang_times_out_and_is_retried_then_reported():
+def test_async_hang_times_out_once_and_is_reported():
     calls = []
 
     @tool
@@ -38,9 +38,9 @@ def test_async_hang_times_out_and_is_retried_then_reported():
 
     started = time.perf_counter()
     out = run(run_tool(hang, "x", POLICY))
-    assert not out.ok and out.error == "timeout" and out.attempts == 3 and len(calls) == 3
+    assert not out.ok and out.error == "timeout" and out.attempts == 1 and len(calls) == 1
     assert "did not finish within 0.2 s" in out.observation
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < 0.6
 
 
 def test_sync_hang_times_out_without_blocking_the_loop():

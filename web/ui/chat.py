@@ -11,7 +11,8 @@ from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, par
                     to_js)
 from ui.link import request
 from ui.memory import compacted_ids
-from ui.status import clear_worker_error, render_status, show_storage_warning
+from ui.status import (clear_saved_warning, clear_worker_error, render_status,
+                       show_storage_warning)
 from ui.streamed_reply import StreamedReply
 from ui import trace
 
@@ -25,6 +26,13 @@ announcer = by_id("answer-announcer")
 
 PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
 PREVIEW_BACKOFF = 5  # and waits at least this many times its last render's cost
+# Turns that ended without an answer keep the user's message and say why (py_agent's
+# turn statuses; an "interrupted" turn is how the agent archives a turn when it starts).
+UNFINISHED = {
+    "stopped": "Stopped before answering.",
+    "interrupted": "This turn did not finish: the page was closed or reloaded while it ran "
+                   "(or it is still running in another tab).",
+}
 BOTTOM_SLACK = 48    # px: this close to the end still counts as "at the latest message"
 
 
@@ -170,6 +178,13 @@ def show_error(message, text, details=""):
     add_retry(message)
 
 
+def show_unfinished(message, status_):
+    """A turn that ended without an answer: a note saying why, and Retry."""
+    message.setAttribute("data-state", status_)
+    set_answer(message, UNFINISHED[status_], rich=False)
+    add_retry(message)
+
+
 def render_past_turn(turn, compacted):
     add_user_message(turn.get("user", ""))
     message = add_assistant_message(turn.get("id"), open_trace=False)
@@ -179,6 +194,8 @@ def render_past_turn(turn, compacted):
     answer = turn.get("answer") or ("(no answer)" if status_ != "answered" else "")
     if status_ == "error":
         show_error(message, answer)
+    elif status_ in UNFINISHED:
+        show_unfinished(message, status_)
     else:
         set_answer(message, answer, rich=status_ == "answered")
     message.setAttribute("data-compacted", "true" if turn.get("id") in compacted else "false")
@@ -261,8 +278,9 @@ def on_run_reply(turn, ok, value):
         result_status = result.get("status") or "answered"
         message.setAttribute("data-state", result_status)
         message.setAttribute("data-turn-id", str(result.get("turn_id")))
-        if result_status == "aborted":
-            finish_answer(turn, "Stopped before answering.", rich=False)
+        if result_status in UNFINISHED:
+            finish_answer(turn, "", rich=False)
+            show_unfinished(message, result_status)
             state["note"] = "Stopped after %s" % seconds(elapsed)
         else:
             trace.finish_trace(message, result.get("steps") or [],
@@ -281,7 +299,7 @@ def on_run_reply(turn, ok, value):
                         len(result.get("steps") or []), seconds(elapsed))
                 else:
                     state["note"] = "Answered in %s" % seconds(elapsed)
-        if not result.get("saved") and result_status != "aborted":
+        if not result.get("saved"):
             message.setAttribute("data-saved", "false")
     else:
         error = value
@@ -333,8 +351,11 @@ def on_agent_event(event):
     kind = event.get("type")
     data = event.get("data") or {}
     if kind == "storage_error":
-        show_storage_warning(data.get("message") or "Could not save to this browser's storage.")
+        show_storage_warning(data.get("message") or "Could not save to this browser's storage.",
+                             until_saved=data.get("unsaved") is not None)
         return
+    if kind == "turn_saved" and not data.get("unsaved"):
+        clear_saved_warning()
     turn = turn_of(event)
     if turn is None:
         return

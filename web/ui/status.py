@@ -161,9 +161,19 @@ def clear_worker_error():
         error_details.hidden = True
 
 
-def show_storage_warning(text):
+def show_storage_warning(text, until_saved=False):
+    """Warn about storage; ``until_saved``: the warning is about unsaved turns, and
+    goes once they are saved (clear_saved_warning)."""
     storage_warning.textContent = text
     storage_warning.hidden = False
+    storage_warning.setAttribute("data-until-saved", "true" if until_saved else "false")
+
+
+def clear_saved_warning():
+    """Every pending turn is saved now: a warning about unsaved turns is out of date."""
+    if storage_warning.getAttribute("data-until-saved") == "true":
+        storage_warning.hidden = True
+        storage_warning.setAttribute("data-until-saved", "false")
 
 
 def storage_problem(what, error):

@@ -1,0 +1,138 @@
+"""A model session that only ever raises :class:`~py_agent.model.ModelError` and only
+ever returns clean text.
+
+The agent talks to models it does not control: the Prompt API bridge, an HTTP
+backend, a user's own class. Whatever they raise (``OSError``, ``KeyError``,
+``RecursionError``, even ``SystemExit``) or return (``None``, bytes, lone
+surrogates, megabytes), the turn sees a typed error or valid, bounded text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ._boundary import clean_text, describe
+from ._waiting import Crashed, bounded, contained
+from .events import log
+from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession,
+                    ModelTimeoutError, Purpose, QuotaExceededError, as_model_error)
+
+# Replies longer than this are cut before anything reads them (the step parser looks
+# at the first 50,000 characters; a summary is far shorter).
+MAX_REPLY_CHARS = 200_000
+# A session's destroy() is housekeeping: it may not hold up the end of a turn.
+DESTROY_TIMEOUT_S = 5.0
+
+
+def _typed(exc: BaseException) -> ModelError:
+    """The ModelError for ``exc``; its ``__cause__`` is the original exception."""
+    if isinstance(exc, Crashed) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return as_model_error(exc)
+
+
+def _cancelled_by_us() -> bool:
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return task is None or cancelling is None or cancelling() > 0
+
+
+async def _call(awaitable: Any) -> Any:
+    """Await a model call; any failure becomes a ModelError (our own cancellation passes)."""
+    try:
+        return await contained(awaitable)
+    except asyncio.CancelledError:
+        if _cancelled_by_us():
+            raise
+        raise ModelCallError("the model call was cancelled by the model itself") from None
+    except Exception as exc:
+        raise _typed(exc) from None
+
+
+def clean_reply(value: Any, max_chars: int = MAX_REPLY_CHARS) -> str:
+    """A reply as valid text of at most ``max_chars``; a reply that is not text at all
+    (a dict, a number) is a :class:`ModelCallError`."""
+    if value is None:
+        return ""
+    if not isinstance(value, (str, bytes, bytearray)):
+        raise ModelCallError(f"the model replied with {type(value).__name__}, not text")
+    text = clean_text(value[:max_chars * 4] if isinstance(value, (bytes, bytearray)) else value)
+    return text[:max_chars]
+
+
+def _count(read: Any, name: str) -> int:
+    try:
+        value = read()
+    except Exception as exc:
+        raise ModelCallError(f"the session's {name} could not be read: {describe(exc)}") from exc
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ModelCallError(f"the session's {name} is {value!r}, not a number")
+    return int(value)
+
+
+class GuardedSession:
+    """Wraps a :class:`ModelSession`; see the module docstring."""
+
+    def __init__(self, inner: ModelSession) -> None:
+        self.inner = inner
+
+    @property
+    def context_window(self) -> int:
+        return _count(lambda: self.inner.context_window, "context window")
+
+    @property
+    def context_usage(self) -> int:
+        return _count(lambda: self.inner.context_usage, "context usage")
+
+    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+                     purpose: Purpose = Purpose.STEP) -> str:
+        reply = await _call(self.inner.prompt(text, response_constraint=response_constraint,
+                                              purpose=purpose))
+        return clean_reply(reply)
+
+    async def measure(self, text: str) -> int | None:
+        value = await _call(self.inner.measure(text))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return None
+        return value
+
+    async def clone(self) -> "GuardedSession":
+        return GuardedSession(await _call(self.inner.clone()))
+
+    async def destroy(self) -> None:
+        """Free the session; never raises (a failed destroy only leaks the session)."""
+        try:
+            await bounded(_call(self.inner.destroy()), timeout=DESTROY_TIMEOUT_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("could not destroy a model session: %s", describe(exc))
+
+
+async def create_guarded(model: LanguageModel, initial_prompts: list[Message],
+                         purpose: Purpose) -> GuardedSession:
+    """``model.create(...)`` as a :class:`GuardedSession`; failures are ModelErrors."""
+    session = await _call(model.create(initial_prompts=initial_prompts, purpose=purpose))
+    if session is None:
+        raise ModelCallError("the model's create() returned no session")
+    return session if isinstance(session, GuardedSession) else GuardedSession(session)
+
+
+def turn_error_text(exc: Exception) -> str:
+    """What the user reads when a turn failed: what happened and what to do."""
+    if isinstance(exc, QuotaExceededError):
+        return ("That is too long for the on-device model's context window. "
+                "Please shorten the message or split it up.")
+    if isinstance(exc, ModelTimeoutError):
+        return (f"The model did not answer in time ({describe(exc)}). Your message is "
+                "saved; please try again.")
+    name = type(exc).__name__
+    if name == "ModelUnavailableError":
+        return ("The on-device model is not available right now, so I can't answer. "
+                "Your message is saved; try again once the model is ready.")
+    if name == "ModelNetworkError":
+        return "The model could not be reached (it may still be downloading). Please try again."
+    if isinstance(exc, (ModelError, ValueError)):
+        return f"Something went wrong while asking the model: {describe(exc)}"
+    return f"Something went wrong in the agent ({name}: {describe(exc)}). Your message is saved."
