@@ -9,7 +9,7 @@
  *   event    {type: 'llm-event', event: 'downloadprogress', loaded, requestId}
  *            {type: 'llm-event', event: 'contextoverflow', sessionId, requestId}
  *   from the worker, relayed as a 'chunk' event (a model the worker streams itself):
- *            {type: 'llm-event', event: 'chunk', requestId, purpose, conversationId, chunk, text}
+ *            {type: 'llm-event', event: 'chunk', requestId, purpose, conversationId, chunk, text, offset}
  *
  *   availability([options])          -> {availability, reason}; reason 'unsupported' when the API is absent
  *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})

@@ -154,7 +154,7 @@ async def main(boot: Any) -> None:
             link.post({"type": "llm-event", "event": "chunk", "sessionId": "",
                        "requestId": chunk.request_id, "purpose": chunk.purpose,
                        "conversationId": chunk.conversation_id, "chunk": chunk.delta,
-                       "text": chunk.text})
+                       "text": chunk.text, "offset": len(chunk.text) - len(chunk.delta)})
 
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)

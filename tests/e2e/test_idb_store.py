@@ -72,11 +72,9 @@ def store_page(page, blank_url):
 
 
 def state(session_id: str, **changes) -> SessionState:
-    base = SessionState(session_id=session_id, title=f"Title {session_id}", created_at=1000.0,
-                        updated_at=2000.0)
-    for key, value in changes.items():
-        setattr(base, key, value)
-    return base
+    # Through the constructor, so facts get their ids as a loaded state's do.
+    fields = {"title": f"Title {session_id}", "created_at": 1000.0, "updated_at": 2000.0}
+    return SessionState(session_id=session_id, **{**fields, **changes})
 
 
 def turn(turn_id: int, user: str = "question", answer: str = "answer") -> Turn:
