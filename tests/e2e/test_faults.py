@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, Watch, ask_worker, boot, chat,
-                             open_chat, send, step_responder)
+                             open_chat, send, step_responder, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,7 @@ def test_stopped_and_reloaded_turns_keep_the_message_and_the_next_turn_works(
 
     # A stopped turn.
     send(page, "Answer this slowly, please.")
-    page.wait_for_function("__fakeLM.callsOf('promptStreaming').length >= 2")
+    wait_until(page, "__fakeLM.callsOf('promptStreaming').length >= 2")
     page.get_by_test_id("stop-button").click()
     stopped = page.locator(ASSISTANT).nth(1)
     expect(stopped).to_have_attribute("data-state", "stopped", timeout=5_000)
@@ -57,7 +57,7 @@ def test_stopped_and_reloaded_turns_keep_the_message_and_the_next_turn_works(
     # A turn cut off by a reload while the model is streaming.
     expect(page.get_by_test_id("send-button")).to_be_enabled()
     send(page, "Now reply slowly, I will reload.")
-    page.wait_for_function("__fakeLM.callsOf('promptStreaming').length >= 3")
+    wait_until(page, "__fakeLM.callsOf('promptStreaming').length >= 3")
     session_id = page.evaluate("localStorage.getItem('py-agent.session')")
     page.evaluate("sessionStorage.setItem('reloaded', '1')")
     page.reload()
@@ -116,7 +116,7 @@ def test_a_reload_during_a_compaction_leaves_no_half_written_state(
         chat(page, text)
     session_id = page.evaluate("localStorage.getItem('py-agent.session')")
     page.get_by_test_id("compact-button").click()
-    page.wait_for_function("window.__summaryStarted === true", timeout=TURN_TIMEOUT_MS)
+    wait_until(page, "window.__summaryStarted === true", TURN_TIMEOUT_MS)
     page.evaluate("sessionStorage.setItem('reloaded', '1')")
     page.reload()
     boot(page, app_server + "/")
