@@ -50,6 +50,17 @@ class PromptCall:
     reply: str = ""
 
 
+@dataclass
+class AppendCall:
+    """One ``append``: input the session processed without answering."""
+
+    input: str
+    purpose: Purpose
+    session_id: int
+    usage_before: int = 0
+    input_tokens: int = 0
+
+
 Responder = Callable[[PromptCall], Union[str, Awaitable[str]]]
 
 
@@ -110,6 +121,23 @@ class FunctionSession:
             self._usage -= self._model.count(dropped["content"]) + MESSAGE_OVERHEAD
         return reply
 
+    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
+        """Read ``text`` as a user message without answering (the Prompt API's
+        ``append``); input that does not fit is refused whole, as by ``prompt``."""
+        self._check_alive()
+        needed = self._model.count(text) + MESSAGE_OVERHEAD
+        if self._usage + needed > self.context_window:
+            self._model.quota_errors += 1
+            raise QuotaExceededError("the appended input does not fit the context window",
+                                     requested=self._usage + needed, quota=self.context_window)
+        self._model.appends.append(AppendCall(input=text, purpose=Purpose(purpose),
+                                              session_id=self.id, usage_before=self._usage,
+                                              input_tokens=needed))
+        await asyncio.sleep(self._model.latency)
+        self._check_alive()
+        self.messages.append({"role": "user", "content": text})
+        self._usage += needed
+
     async def measure(self, text: str) -> int | None:
         self._check_alive()
         return self._model.count(text) if self._model.measure_supported else None
@@ -148,6 +176,7 @@ class FunctionModel:
         self.measure_supported = measure_supported
         self.latency = latency
         self.calls: list[PromptCall] = []
+        self.appends: list[AppendCall] = []  # tokens read without answering, kept apart
         self.created = 0
         self.clones = 0
         self.destroyed = 0
@@ -180,6 +209,12 @@ class FunctionModel:
 
     def calls_for(self, purpose: Purpose) -> list[PromptCall]:
         return [c for c in self.calls if c.purpose == purpose]
+
+
+def context_text(call: PromptCall) -> str:
+    """Everything the model had read when it answered ``call``: the session's
+    messages (prefix, appended memory) and the prompt itself."""
+    return "\n\n".join([*(m["content"] for m in call.messages), call.input])
 
 
 def step_json(*, thought: str = "", tool: str = "none", tool_input: Any = "",

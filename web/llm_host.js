@@ -18,7 +18,7 @@
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
  *        event: {sessionId, requestId, purpose, conversationId, chunk, text}) and only the final
  *        text to the worker; conversationId is the agent session the prompt is for.
- *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
+ *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow, overflowed}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed
  *   destroyAll()                     -> number of sessions destroyed
@@ -234,9 +234,10 @@ export class LLMHost extends EventTarget {
   async append(sessionId, text, { requestId } = {}, rpcId = null) {
     const entry = this._entry(sessionId);
     const { signal, done } = this._track(requestId ?? rpcId);
+    entry.overflowed = false;
     try {
       await entry.session.append(text, { signal });
-      return usage(entry.session);
+      return { ...usage(entry.session), overflowed: entry.overflowed };
     } finally {
       done();
     }
