@@ -23,7 +23,9 @@ How it stays correct:
 - A compaction that changes the summary, facts or kept turns starts a rebuild in
   the background; the old memory session serves until the new one is ready (it
   holds the old summary and the turns now summarized: more, never less). The new
-  one catches up with turns that arrived meanwhile, then is swapped in.
+  one catches up with turns that arrived meanwhile, then is swapped in. Facts are
+  the exception: a turn never reads a changed or retracted fact from an old memory
+  session; if the rebuild is not ready, that turn builds one first.
 - Every append and rebuild of one chat runs under one lock, in turn order. An
   append or build that fails (a model error, a quota error, an overflow, a
   timeout, a cancellation) destroys that memory session: nothing half-appended
@@ -50,7 +52,7 @@ from typing import Awaitable, Callable
 
 from .memory import MemoryAccountant
 from .model import ModelError, ModelSession, Purpose
-from .prompting import MemoryView, render_turn
+from .prompting import MemoryView, render_facts, render_turn
 from .state import SessionState, Turn
 
 log = logging.getLogger("py_agent")
@@ -82,6 +84,7 @@ class _Live:
     session: ModelSession
     base: ModelSession
     head: str  # summary and facts it was built from
+    facts: str  # the facts alone, rendered
     last_turn_id: int  # the newest turn it holds (0: none)
     turn_ids: list[int] = field(default_factory=list)
 
@@ -120,6 +123,11 @@ class MemorySessions:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._rebuilding: dict[str, asyncio.Task] = {}
+
+    @property
+    def live(self) -> int:
+        """How many memory sessions are alive now."""
+        return len(self._live)
 
     @property
     def enabled(self) -> bool:
@@ -162,8 +170,14 @@ class MemorySessions:
         if live is not None:
             await self._catch_up(session_id, live, state)
             live = self._live.get(session_id)
-        if live is not None and live.head != _head(state):
-            self.memory_changed(session_id)  # serves until the rebuilt one is ready
+        if live is not None and live.facts != render_facts(state.facts):
+            # A changed or retracted fact must not be served: rebuild now.
+            await self._discard(session_id)
+            live = None
+        elif live is not None and live.head != _head(state):
+            # Only the summary changed: the old session holds the turns it was made
+            # from, so it serves until the one rebuilt in the background is ready.
+            self.memory_changed(session_id)
         need = prompt_tokens + self.accountant.policy.reserved_turn_tokens
         if live is not None and live.session.context_usage + need > live.session.context_window:
             await self._discard(session_id)  # outgrew the window: rebuild within it
@@ -229,7 +243,7 @@ class MemorySessions:
             raise
         head = _head(state)
         last = state.recent_turns[-1].id if state.recent_turns else 0
-        return _Live(session, base, head, last, kept)
+        return _Live(session, base, head, render_facts(state.facts), last, kept)
 
     async def _rebuild(self, session_id: str) -> None:
         try:

@@ -48,6 +48,7 @@ class PromptCall:
     usage_before: int = 0
     input_tokens: int = 0
     reply: str = ""
+    seq: int = 0  # order among all prompts and appends of the model
 
 
 @dataclass
@@ -59,6 +60,7 @@ class AppendCall:
     session_id: int
     usage_before: int = 0
     input_tokens: int = 0
+    seq: int = 0  # order among all prompts and appends of the model
 
 
 Responder = Callable[[PromptCall], Union[str, Awaitable[str]]]
@@ -100,7 +102,8 @@ class FunctionSession:
                                      requested=self._usage + needed, quota=self.context_window)
         call = PromptCall(input=text, messages=list(self.messages),
                           response_constraint=response_constraint, purpose=Purpose(purpose),
-                          session_id=self.id, usage_before=self._usage, input_tokens=needed)
+                          session_id=self.id, usage_before=self._usage, input_tokens=needed,
+                          seq=self._model._next_seq())
         self._model.calls.append(call)
         # Always yield, as a real call across the worker bridge does.
         await asyncio.sleep(self._model.latency)
@@ -132,7 +135,7 @@ class FunctionSession:
                                      requested=self._usage + needed, quota=self.context_window)
         self._model.appends.append(AppendCall(input=text, purpose=Purpose(purpose),
                                               session_id=self.id, usage_before=self._usage,
-                                              input_tokens=needed))
+                                              input_tokens=needed, seq=self._model._next_seq()))
         await asyncio.sleep(self._model.latency)
         self._check_alive()
         self.messages.append({"role": "user", "content": text})
@@ -183,6 +186,11 @@ class FunctionModel:
         self.quota_errors = 0
         self.overflow_events = 0
         self._ids = 0
+        self._seq = 0
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     def _next_session_id(self) -> int:
         self._ids += 1

@@ -54,9 +54,10 @@ def test_schema_enum_is_exactly_the_offered_tools_plus_none(make_agent):
 
 
 def test_base_session_is_created_once_and_cloned_per_turn_with_deltas(make_agent):
+    # Without memory sessions: each turn's first prompt carries the memory.
     agent, model, _ = make_agent(script(
         step_json(tool="word_count", tool_input="a b c"), step_json(answer="3 words."),
-        step_json(answer="Hi again.")), tools=[word_count, convert_units])
+        step_json(answer="Hi again.")), tools=[word_count, convert_units], memory_sessions=0)
     run(agent.run("count words in a b c", session_id="s"))
     run(agent.run("hello", session_id="s"))
     steps = model.calls_for(Purpose.STEP)
@@ -187,7 +188,8 @@ def test_abort_ends_the_turn_cleanly_and_saves_nothing(make_agent):
     result = run(scenario())
     assert result.status == "aborted" and result.answer == ""
     assert run(store.read_archive("s")) == [] and run(store.load("s")) is None
-    assert model.destroyed == model.clones  # the turn's clone was freed
+    # The turn's clone was freed; only the chat's memory session lives on.
+    assert model.destroyed == model.clones - agent.memory_sessions.live
 
 
 def test_model_errors_during_a_step_end_the_turn_with_a_message_and_keep_it(make_agent):
@@ -213,7 +215,8 @@ def test_a_step_call_that_never_answers_is_stopped_and_the_next_turn_works(make_
     result = run(asyncio.wait_for(agent.run("hello there", session_id="s"), 5))
     assert result.status == "error" and "StepTimeoutError" in result.error
     assert "no answer within 0.05 s" in result.answer and "saved" in result.answer
-    assert model.clones == model.destroyed  # the stopped call's session is gone
+    # The stopped call's session is gone; only the chat's memory session lives on.
+    assert model.clones - agent.memory_sessions.live == model.destroyed
     assert run(store.read_archive("s"))[0].status == "error"
     hanging["on"] = False
     assert run(agent.run("are you there?", session_id="s")).answer == "Back again."
@@ -270,6 +273,6 @@ def test_cancelling_the_run_task_saves_nothing_and_frees_the_clone(make_agent):
 
     run(scenario())
     assert run(store.read_archive("s")) == [] and run(store.load("s")) is None
-    assert model.clones == model.destroyed == 1
+    assert model.clones - agent.memory_sessions.live == model.destroyed == 1
     model.latency = 0
     assert run(agent.run("again", session_id="s")).answer == "You said: again"

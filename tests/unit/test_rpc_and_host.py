@@ -106,7 +106,7 @@ def test_an_agent_over_the_bridge_runs_and_tracks_context_usage():
     assert methods[:2] == ["create", "measure"] and "clone" in methods and "destroy" in methods
     prompt_args = next(a for m, a in log if m == "prompt")
     assert prompt_args[2]["stream"] is True and prompt_args[2]["requestId"] == "r1"
-    assert len(sessions) == 1  # only the base session is left alive
+    assert len(sessions) == 2  # only the base session and the chat's memory session live
     base = next(iter(sessions.values()))
     assert agent._bases[Purpose.STEP].context_usage == base.context_usage > 0
 
@@ -175,7 +175,10 @@ def test_an_overflowed_reply_is_not_trusted_and_the_turn_restarts():
     agent = Agent(model=BridgeModel(overflowing), store=InMemoryStore())
     result = run(agent.run("hello", session_id="a"))
     assert result.answer == "You said: hello" and result.status == "answered"
-    assert [m for m, _ in log].count("clone") == 2  # the turn restarted on a fresh clone
+    # The memory session (a clone of the base), the turn's clone of it, and the restart
+    # on a fresh clone of the plain base, which does not trust the memory session.
+    assert [m for m, _ in log].count("clone") == 3
+    assert agent.memory_sessions.live == 0  # dropped: it is rebuilt on the next turn
 
 
 def test_cancelling_a_prompt_aborts_it_on_the_other_side():
