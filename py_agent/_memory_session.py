@@ -218,11 +218,12 @@ class MemorySessions:
             try:
                 await asyncio.wait_for(live.session.append(
                     turn_block(render_turn(turn)), purpose=Purpose.STEP), self.timeout_s)
-            except (ModelError, asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            except asyncio.CancelledError:
+                self.invalidate(session_id)  # it may hold part of the turn
+                raise
+            except (ModelError, asyncio.TimeoutError) as exc:
                 log.warning("memory session of %s dropped: append failed (%r)", session_id, exc)
                 await self._discard(session_id)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
                 return
             live.last_turn_id = turn.id
             live.turn_ids.append(turn.id)
