@@ -219,7 +219,7 @@ class MemorySessions:
                 await asyncio.wait_for(live.session.append(
                     turn_block(render_turn(turn)), purpose=Purpose.STEP), self.timeout_s)
             except asyncio.CancelledError:
-                self.invalidate(session_id)  # it may hold part of the turn
+                await self._discard(session_id)  # it may hold part of the turn
                 raise
             except (ModelError, asyncio.TimeoutError) as exc:
                 log.warning("memory session of %s dropped: append failed (%r)", session_id, exc)
