@@ -49,9 +49,13 @@ RESPONDER = r"""(() => {
     const users = [...text.matchAll(/^User: (.*)$/gm)];
     const message = users.length ? users[users.length - 1][1] : '';
     if (/recipe/i.test(message)) {
-      const memory = text.split('Tools for this request:')[0];
+      // What the model has read: its session (prefix, appended memory) and the prompt.
+      const context = [...ctx.history.map((m) => m.content), text].join('\n\n');
+      const memory = context.slice(context.indexOf('Memory:', context.lastIndexOf('[preference] likes short answers')),
+                                   context.lastIndexOf('Tools for this request:'));
       const diet = /vegetarian/i.test(memory) ? 'vegetarian' : '';
       window.__dietSeen = diet;
+      window.__memorySeen = memory;
       return step({thought: 'Look for a recipe that fits what I know.', toolName: 'find_recipes',
                    toolInput: {ingredients: 'chickpeas', diet}});
     }
@@ -90,12 +94,16 @@ def test_turn_one_preference_reaches_turn_thirty_as_a_key_fact(
     assert page.locator(ASSISTANT).count() == 30
     assert page.evaluate("window.__dietSeen") == "vegetarian"
 
-    step_prompts = [c for c in page.evaluate("window.__fakeLM.calls")
-                    if "Tools for this request:" in str(c.get("input"))]
+    calls = page.evaluate("window.__fakeLM.calls")
+    step_prompts = [c for c in calls if "Tools for this request:" in str(c.get("input"))]
     last = str(step_prompts[-1]["input"])
-    memory = last.split("Tools for this request:")[0]
+    # The turn prompted only the tools and the message: the memory was read before,
+    # appended to the chat's memory session, which the turn cloned.
+    assert last.startswith("Tools for this request:") and "Memory:" not in last
+    assert any(c["method"] == "append" for c in calls)
+    memory = page.evaluate("window.__memorySeen")
     assert "[preference] The user is vegetarian." in memory
-    assert PREFERENCE not in last   # not as a raw turn: only through the fact
+    assert PREFERENCE not in memory   # not as a raw turn: only through the fact
 
     answer = page.locator(ASSISTANT).last
     step = answer.get_by_test_id("trace-step").filter(has_text="find_recipes")
