@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from .memory import MemoryAccountant
-from .model import ModelError, ModelSession, Purpose
+from .model import ModelSession, Purpose
 from .prompting import MemoryView, render_facts, render_turn
 from .state import SessionState, Turn
 
@@ -156,8 +156,8 @@ class MemorySessions:
                     return None
                 self._live.move_to_end(session_id)
                 return await asyncio.wait_for(live.session.clone(), self.timeout_s)
-        except (ModelError, asyncio.TimeoutError) as exc:
-            log.warning("no memory session for %s: %s", session_id, exc)
+        except Exception as exc:  # any trouble: this turn goes today's way
+            log.warning("no memory session for %s: %r", session_id, exc)
             await self._discard(session_id)
             return None
 
@@ -221,7 +221,7 @@ class MemorySessions:
             except asyncio.CancelledError:
                 await self._discard(session_id)  # it may hold part of the turn
                 raise
-            except (ModelError, asyncio.TimeoutError) as exc:
+            except Exception as exc:
                 log.warning("memory session of %s dropped: append failed (%r)", session_id, exc)
                 await self._discard(session_id)
                 return
@@ -256,8 +256,8 @@ class MemorySessions:
             room = old.base.context_window - old.base.context_usage - self.reserve()
             try:
                 fresh = await self._build(state, old.base, room)
-            except (ModelError, asyncio.TimeoutError) as exc:
-                log.warning("background rebuild of %s failed: %s", session_id, exc)
+            except Exception as exc:
+                log.warning("background rebuild of %s failed: %r", session_id, exc)
                 return  # the old one keeps serving; the next compaction tries again
             async with self._lock(session_id):
                 current, state = self._live.get(session_id), self.state_of(session_id)

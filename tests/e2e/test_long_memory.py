@@ -105,6 +105,31 @@ def test_turn_one_preference_reaches_turn_thirty_as_a_key_fact(
     assert "[preference] The user is vegetarian." in memory
     assert PREFERENCE not in memory   # not as a raw turn: only through the fact
 
+    # Tokens on the page, from the fake's log: what each turn's first prompt carried,
+    # against what it would have carried with the memory in it (the memory its clone
+    # had read, re-sent), and every token read in the run, appends included.
+    tokens = page.evaluate("""(() => {
+      const count = (t) => __fakeLM.countTokens(t) + 4;
+      const firsts = __fakeLM.calls.filter((c) => c.method.startsWith('prompt') &&
+                                                  c.input.startsWith('Tools for this request:'));
+      const memoryOf = (c) => { const start = c.context.indexOf('Memory:',
+                                  c.context.lastIndexOf('[preference] likes short answers'));
+                                return start < 0 ? '' : c.context.slice(start,
+                                  c.context.length - c.input.length); };
+      const read = __fakeLM.calls.filter((c) => ['prompt', 'promptStreaming', 'append']
+                                                .includes(c.method));
+      return {now: firsts.map((c) => count(c.input)),
+              before: firsts.map((c) => count(c.input) + __fakeLM.countTokens(memoryOf(c))),
+              appended: read.filter((c) => c.method === 'append')
+                            .reduce((n, c) => n + count(c.input), 0)};
+    })()""")
+    now, before = tokens["now"], tokens["before"]
+    assert len(now) == 30 and now[-1] * 4 <= before[-1]
+    assert sum(now) + tokens["appended"] <= sum(before)
+    print(f"\npage, turn 30: first prompt {now[-1]} tokens (memory in the prompt: "
+          f"{before[-1]}); 30 turns: {sum(now)} prompted + {tokens['appended']} appended "
+          f"(memory in every prompt: {sum(before)})")
+
     answer = page.locator(ASSISTANT).last
     step = answer.get_by_test_id("trace-step").filter(has_text="find_recipes")
     expect(step.locator(".tool-input")).to_contain_text('"diet": "vegetarian"')
