@@ -72,6 +72,7 @@ def main() -> None:
               f"compaction calls/100 turns {r.compaction_calls * 100 / r.turns:.1f}; appended "
               f"{r.appended_tokens} tokens; archived {r.archived}; "
               f"{seconds / r.turns * 1000:.1f} ms/turn in CPython")
+    print(f"memory sessions: {new.memory_stats}")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ class LongChatReport:
     critical_tokens: dict[int, int] = field(default_factory=dict)
     total_tokens: dict[int, int] = field(default_factory=dict)
     appended_tokens: int = 0
+    memory_stats: str = ""
     compactions: int = 0
     compaction_calls: int = 0
     archived: int = 0
@@ -127,6 +128,7 @@ async def long_chat(turns: int = 320, window: int = 9216, seed: int = 7,
     report.failed = state.failed_compactions
     report.compaction_calls = agent.model_calls["summary"] + agent.model_calls["facts"]
     report.archived = len(await store.read_archive("long"))
+    report.memory_stats = str(agent.memory_sessions.stats)
     report.quota_errors = model.quota_errors
     report.overflow_events = model.overflow_events
     for c in model.calls:
