@@ -185,8 +185,6 @@ class MemorySessions:
         if live is None:
             room = base.context_window - base.context_usage - need
             live = await self._build(state, base, room)
-            if live is None:
-                return None
             self.stats.built += 1
             self._keep(session_id, live)
         return live
@@ -229,7 +227,7 @@ class MemorySessions:
             live.turn_ids.append(turn.id)
             self.stats.appended_turns += 1
 
-    async def _build(self, state: SessionState, base: ModelSession, room: int) -> _Live | None:
+    async def _build(self, state: SessionState, base: ModelSession, room: int) -> _Live:
         """A new memory session from ``state``: a clone of the base that read the memory
         view (within ``room`` tokens) as one appended message."""
         view, dropped = self.accountant.view(state, max(0, room))
