@@ -118,6 +118,7 @@ async def commit_pass(agent: "Agent", session_id: str, work: Pass, failures: int
                            "are kept.", "kind": getattr(exc, "kind", "unknown")}))
             return CompactionReport(False, 0, error=str(exc), record=record)
         agent._states[session_id] = updated
+        agent.memory_sessions.memory_changed(session_id)
     brief = {"kind": record.kind, "turn_ids": record.turn_ids,
              "facts_turn_ids": record.facts_turn_ids, "trigger": trigger,
              "tokens_before": record.tokens_before, "tokens_after": record.tokens_after,

@@ -98,7 +98,7 @@ class GuardedSession:
         return value
 
     async def clone(self) -> "GuardedSession":
-        return GuardedSession(await _call(self.inner.clone()))
+        return guard(await _call(self.inner.clone()))
 
     async def destroy(self) -> None:
         """Free the session; never raises (a failed destroy only leaks the session)."""
@@ -110,13 +110,30 @@ class GuardedSession:
             log.warning("could not destroy a model session: %s", describe(exc))
 
 
+class GuardedAppendableSession(GuardedSession):
+    """A guarded session whose model can also ``append`` (read without answering)."""
+
+    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
+        await _call(self.inner.append(text, purpose=purpose))  # type: ignore[attr-defined]
+
+
+def guard(session: Any) -> GuardedSession:
+    """``session`` guarded, keeping ``append`` when the model's session has it."""
+    if isinstance(session, GuardedSession):
+        return session
+    if session is None:
+        raise ModelCallError("the model returned no session")
+    appendable = callable(getattr(session, "append", None))
+    return (GuardedAppendableSession if appendable else GuardedSession)(session)
+
+
 async def create_guarded(model: LanguageModel, initial_prompts: list[Message],
                          purpose: Purpose) -> GuardedSession:
     """``model.create(...)`` as a :class:`GuardedSession`; failures are ModelErrors."""
     session = await _call(model.create(initial_prompts=initial_prompts, purpose=purpose))
     if session is None:
         raise ModelCallError("the model's create() returned no session")
-    return session if isinstance(session, GuardedSession) else GuardedSession(session)
+    return guard(session)
 
 
 def turn_error_text(exc: Exception) -> str:

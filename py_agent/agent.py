@@ -26,6 +26,7 @@ from ._sync import rebase, write_turn
 from ._tool_runner import SyncRunner, ToolPolicy
 from ._waiting import bounded
 from ._compaction_prompts import summary_messages
+from ._memory_session import DEFAULT_MAX_LIVE, MemorySessions, TurnSessions
 from .compaction import DESTROY_TIMEOUT_S, Compactor
 from .events import AgentEvent, EventHandler, deliver, log
 from .facts import facts_messages
@@ -87,6 +88,9 @@ class Agent:
         max_steps: iteration cap of one turn.
         on_event: called with every :class:`AgentEvent`, including background ones.
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
+        memory_sessions: how many chats keep a model session that has already read
+            their memory, so a turn prompts only what is new (0: every turn's prompt
+            carries the whole memory); see :mod:`py_agent._memory_session`.
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -95,7 +99,8 @@ class Agent:
                  on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
                  system_instruction: str = SYSTEM_INSTRUCTION,
                  step_policy: StepPolicy | None = None,
-                 sync_tool_runner: SyncRunner | None = None) -> None:
+                 sync_tool_runner: SyncRunner | None = None,
+                 memory_sessions: int = DEFAULT_MAX_LIVE) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = model
@@ -129,6 +134,9 @@ class Agent:
         self._turn_locks: dict[str, asyncio.Lock] = {}
         self._state_locks: dict[str, asyncio.Lock] = {}
         self.compactor = Compactor(self)
+        self.memory_sessions = MemorySessions(
+            self.accountant, self._states.get, max_live=memory_sessions,
+            reserve=lambda: self.policy.reserved_turn_tokens + self.prefix.tools_tokens())
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
         # The step prefix (and policy) planned for the model's window on the first turn.
         self.prefix = PrefixPlanner(self.requested_policy, self.accountant.counter,
@@ -206,6 +214,8 @@ class Agent:
             cached = self._states[session_id] = rebase(
                 stored, session_id, self._unsaved.get(session_id, []),
                 self._reserved.get(session_id, set()))
+            # Another writer's turns or compaction: the memory session catches up anew.
+            self.memory_sessions.memory_changed(session_id)
         return cached
 
     # -------------------------------------------------------------------- turns
@@ -251,11 +261,16 @@ class Agent:
             for s in offered]}))
 
         prompt_tokens = 0
+        fixed = first_prompt(message, offered, MemoryView())
+        opener = TurnSessions(self.memory_sessions, session_id, lambda: self._bases[Purpose.STEP],
+                              lambda: self._clone(Purpose.STEP), self.accountant.counter.count(fixed))
 
         def build_first_prompt(steps: list[StepTrace], tight: bool) -> str:
             nonlocal prompt_tokens
+            if opener.uses_memory:  # the session has read the memory already
+                prompt_tokens = self.accountant.counter.count(fixed)
+                return fixed
             base = self._bases[Purpose.STEP]
-            fixed = first_prompt(message, offered, MemoryView())
             room = (base.context_window - base.context_usage - self.policy.reserved_turn_tokens
                     - self.accountant.counter.count(fixed))
             extra = condensed_steps(steps, self.policy.micro_compact_chars) if tight else ""
@@ -270,7 +285,7 @@ class Agent:
 
         ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
                           first_prompt=build_first_prompt,
-                          new_session=lambda: self._clone(Purpose.STEP), emit=emit,
+                          new_session=opener.new_session, emit=emit,
                           tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort,
                           step_policy=self.step_policy, sync_tool_runner=self.sync_tool_runner)
         tools_offered = [(s.tool.name, s.score) for s in offered]
@@ -307,6 +322,7 @@ class Agent:
         turn.steps = [s.record() for s in result.steps]
         result.saved = await self._save_turn(session_id, turn, emit)
         result.turn_id = turn.id  # renumbered if another tab took the id while storage failed
+        self.memory_sessions.turn_finished(session_id)
         trigger = "tool" if ctx.compact_requested else "auto"
         focus = "; ".join(ctx.compact_focus) or None
         result.compaction_scheduled = self._maybe_schedule(session_id, trigger, focus,
@@ -464,6 +480,7 @@ class Agent:
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session; a compaction of it still running is stopped first."""
         await self.compactor.cancel(session_id)
+        self.memory_sessions.invalidate(session_id)
         async with self._lock(self._state_locks, session_id):
             self._states.pop(session_id, None)
             self._unsaved.pop(session_id, None)
@@ -535,6 +552,7 @@ class Agent:
         stopped: the raw turns are archived, nothing is lost), then free the base sessions."""
         if not await self.wait_idle(timeout=timeout):
             await self.compactor.cancel()
+        await self.memory_sessions.close()
         for session in self._bases.values():
             try:
                 await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)

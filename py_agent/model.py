@@ -125,6 +125,17 @@ class ModelSession(Protocol):
 
 
 @runtime_checkable
+class AppendableSession(ModelSession, Protocol):
+    """A session that can also read input without answering (the Prompt API's
+    ``append``). Optional: the agent keeps a per-chat memory session only with it."""
+
+    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
+        """Add ``text`` as a user message to the context, processed but not answered;
+        raises :class:`QuotaExceededError` if it does not fit."""
+        ...
+
+
+@runtime_checkable
 class LanguageModel(Protocol):
     """Creates sessions; the counterpart of the ``LanguageModel`` global."""
 

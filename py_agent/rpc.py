@@ -110,6 +110,20 @@ class BridgeSession:
                                      "dropped earlier context", quota=self._window)
         return str(value.get("text", ""))
 
+    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
+        """Read ``text`` without answering (``session.append``); an append that made
+        the session evict earlier context raises, so it is never used as it is."""
+        request_id = self._model.next_request_id()
+        try:
+            value = await self._model.call("append", [self.id, text, {"requestId": request_id}])
+        except asyncio.CancelledError:
+            asyncio.ensure_future(self._model.transport("abort", [request_id]))
+            raise
+        self._update(value or {})
+        if (value or {}).get("overflowed"):
+            raise QuotaExceededError("the session overflowed its context window while "
+                                     "appending and dropped earlier context", quota=self._window)
+
     async def measure(self, text: str) -> int | None:
         value = await self._model.call("measure", [self.id, text])
         return None if value is None else int(value)

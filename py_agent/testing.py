@@ -48,6 +48,19 @@ class PromptCall:
     usage_before: int = 0
     input_tokens: int = 0
     reply: str = ""
+    seq: int = 0  # order among all prompts and appends of the model
+
+
+@dataclass
+class AppendCall:
+    """One ``append``: input the session processed without answering."""
+
+    input: str
+    purpose: Purpose
+    session_id: int
+    usage_before: int = 0
+    input_tokens: int = 0
+    seq: int = 0  # order among all prompts and appends of the model
 
 
 Responder = Callable[[PromptCall], Union[str, Awaitable[str]]]
@@ -89,7 +102,8 @@ class FunctionSession:
                                      requested=self._usage + needed, quota=self.context_window)
         call = PromptCall(input=text, messages=list(self.messages),
                           response_constraint=response_constraint, purpose=Purpose(purpose),
-                          session_id=self.id, usage_before=self._usage, input_tokens=needed)
+                          session_id=self.id, usage_before=self._usage, input_tokens=needed,
+                          seq=self._model._next_seq())
         self._model.calls.append(call)
         # Always yield, as a real call across the worker bridge does.
         await asyncio.sleep(self._model.latency)
@@ -109,6 +123,23 @@ class FunctionSession:
             dropped = self.messages.pop(index)
             self._usage -= self._model.count(dropped["content"]) + MESSAGE_OVERHEAD
         return reply
+
+    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
+        """Read ``text`` as a user message without answering (the Prompt API's
+        ``append``); input that does not fit is refused whole, as by ``prompt``."""
+        self._check_alive()
+        needed = self._model.count(text) + MESSAGE_OVERHEAD
+        if self._usage + needed > self.context_window:
+            self._model.quota_errors += 1
+            raise QuotaExceededError("the appended input does not fit the context window",
+                                     requested=self._usage + needed, quota=self.context_window)
+        self._model.appends.append(AppendCall(input=text, purpose=Purpose(purpose),
+                                              session_id=self.id, usage_before=self._usage,
+                                              input_tokens=needed, seq=self._model._next_seq()))
+        await asyncio.sleep(self._model.latency)
+        self._check_alive()
+        self.messages.append({"role": "user", "content": text})
+        self._usage += needed
 
     async def measure(self, text: str) -> int | None:
         self._check_alive()
@@ -148,12 +179,18 @@ class FunctionModel:
         self.measure_supported = measure_supported
         self.latency = latency
         self.calls: list[PromptCall] = []
+        self.appends: list[AppendCall] = []  # tokens read without answering, kept apart
         self.created = 0
         self.clones = 0
         self.destroyed = 0
         self.quota_errors = 0
         self.overflow_events = 0
         self._ids = 0
+        self._seq = 0
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     def _next_session_id(self) -> int:
         self._ids += 1
@@ -180,6 +217,12 @@ class FunctionModel:
 
     def calls_for(self, purpose: Purpose) -> list[PromptCall]:
         return [c for c in self.calls if c.purpose == purpose]
+
+
+def context_text(call: PromptCall) -> str:
+    """Everything the model had read when it answered ``call``: the session's
+    messages (prefix, appended memory) and the prompt itself."""
+    return "\n\n".join([*(m["content"] for m in call.messages), call.input])
 
 
 def step_json(*, thought: str = "", tool: str = "none", tool_input: Any = "",

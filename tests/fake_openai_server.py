@@ -450,9 +450,14 @@ def agent_responder(request: ChatRequest) -> Action:
         return _step("This needs arithmetic.", calculator,
                      {"expression": f"{match.group(1)} {op} {match.group(3)}"})
     if re.search(r"\b(before|earlier|previous|remember)\b", message, re.IGNORECASE):
-        earlier = re.findall(r"^User: (.*)$", last.split("\n\nTools for this request:")[0],
-                             re.MULTILINE)
-        summary = re.search(r"Summary of the earlier conversation:\n(.*)", last)
+        # The memory: appended memory messages (a memory session), or the head of the
+        # last prompt (when the prompt carries it).
+        memory = "\n\n".join([*(str(m.get("content", "")) for m in request.messages[:-1]
+                                if m.get("role") == "user" and str(m.get("content", "")).startswith(
+                                    ("Memory:", "Earlier turn:"))),
+                               last.split("\n\nTools for this request:")[0]])
+        earlier = re.findall(r"^User: (.*)$", memory, re.MULTILINE)
+        summary = re.search(r"Summary of the earlier conversation:\n(.*)", memory)
         if earlier:
             return _step("The memory has it.", answer=f"Earlier you asked: {earlier[0]}")
         if summary:

@@ -198,6 +198,15 @@ def normalise(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+def memory_read(call) -> str:
+    """What the model read from the memory's start when it got ``call``: the prompt
+    itself when it carries the memory, else the memory session's messages (from its
+    ``Memory:`` message on, past the prefix's worked examples) and the prompt."""
+    texts = [m["content"] for m in call.messages] + [call.input]
+    start = max((i for i, t in enumerate(texts) if t.startswith("Memory:")), default=len(texts) - 1)
+    return "\n\n".join(texts[start:])
+
+
 def facts_section(prompt: str) -> str:
     match = re.search(r"Key facts:\n(.*?)(?:\n\n|$)", prompt, re.DOTALL)
     return match.group(1) if match else ""
@@ -280,7 +289,7 @@ async def run(turns: int = 500, window: int = 9216, data: dict | None = None,
         answered += result.status == "answered"
         steps = [c for c in model.calls[before:] if getattr(c.purpose, "value", "") == "step"]
         tokens.append(sum(c.input_tokens for c in steps))
-        first_prompt = steps[0].input if steps else first_prompt
+        first_prompt = memory_read(steps[0]) if steps else first_prompt
         # The user reads the answer before writing again; never cancel a compaction.
         done, _ = await asyncio.wait({asyncio.ensure_future(agent.wait_idle())},
                                      timeout=idle_wait)

@@ -21,7 +21,7 @@
  *        event: {sessionId, requestId, purpose, conversationId, chunk, text, offset}: offset is
  *        where chunk starts in text, 0 for a new call) and only the final text to the worker;
  *        conversationId is the agent session the prompt is for.
- *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
+ *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow, overflowed}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed
  *   destroyAll()                     -> number of sessions destroyed
@@ -242,9 +242,10 @@ export class LLMHost extends EventTarget {
   async append(sessionId, text, { requestId } = {}, rpcId = null) {
     const entry = this._entry(sessionId);
     const { signal, done } = this._track(requestId ?? rpcId);
+    entry.overflowed = false;
     try {
       await entry.session.append(text, { signal });
-      return usage(entry.session);
+      return { ...usage(entry.session), overflowed: entry.overflowed };
     } finally {
       done();
     }

@@ -101,6 +101,17 @@ class OpenAISession:
             self._usage = needed + estimate_tokens(answer) + MESSAGE_OVERHEAD
         return answer
 
+    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
+        """Add a user message without a request. The next prompt sends it in the same
+        place every turn, so a server with prefix caching reuses what it computed."""
+        self._check_alive()
+        needed = self._usage + estimate_tokens(text) + MESSAGE_OVERHEAD
+        if needed + MIN_REPLY_TOKENS > self._model.window:
+            raise QuotaExceededError("the appended input does not fit the context window",
+                                     requested=needed + MIN_REPLY_TOKENS, quota=self._model.window)
+        self.messages = [*self.messages, {"role": "user", "content": text}]
+        self._usage = needed
+
     async def measure(self, text: str) -> int | None:
         self._check_alive()
         return await self._model.measure(text)

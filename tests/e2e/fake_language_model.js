@@ -563,7 +563,10 @@
     // What prompt and promptStreaming share: log, scripted failure, reserve, wait, reply.
     async #generate(method, prepared, signal, options) {
       const { messages, requested, inputText } = prepared;
-      record(method, this._fakeId, inputText, options);
+      // `context`: everything the model has read when it answers (the session's history,
+      // initial and appended messages included, then this input).
+      record(method, this._fakeId, inputText, options).context =
+          [...this._history.map((m) => m.content), inputText].join('\n\n');
       const failure = takeFailure(method);
       if (failure) throw failure;
       this.#reserve(requested);

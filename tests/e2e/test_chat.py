@@ -224,7 +224,7 @@ def test_reload_reopens_the_session(page: Page, app_server: str, install_fake_lm
     # The conversation goes on where it was.
     chat(page, "Where do I live?")
     expect(page.locator(ASSISTANT).last).to_have_attribute("data-turn-id", "3")
-    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).context")
     assert "Lisbon" in prompt and "Ada" in prompt
     assert watch.problems == []
 
@@ -252,7 +252,7 @@ def test_two_sessions_stay_separate(page: Page, app_server: str, install_fake_lm
                            "assistant: You said: beta one: what do you know about me?"]
     expect(page.get_by_test_id("memory-summary")).to_have_text("")
     # The model saw nothing of session A either.
-    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).context")
     assert "beta one" in prompt and "alpha" not in prompt and "mountains" not in prompt
 
     items = page.get_by_test_id("session-list").locator("[data-session-id]")
@@ -420,6 +420,6 @@ def test_legacy_sessions_are_migrated(page: Page, app_server: str, install_fake_
     # The migrated session carries on.
     chat(page, "What should I eat tonight?")
     expect(page.locator(ASSISTANT).last).to_have_attribute("data-turn-id", "2")
-    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).context")
     assert "The user is vegetarian." in prompt
     assert watch.problems == []

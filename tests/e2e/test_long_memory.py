@@ -49,9 +49,13 @@ RESPONDER = r"""(() => {
     const users = [...text.matchAll(/^User: (.*)$/gm)];
     const message = users.length ? users[users.length - 1][1] : '';
     if (/recipe/i.test(message)) {
-      const memory = text.split('Tools for this request:')[0];
+      // What the model has read: its session (prefix, appended memory) and the prompt.
+      const context = [...ctx.history.map((m) => m.content), text].join('\n\n');
+      const memory = context.slice(context.indexOf('Memory:', context.lastIndexOf('[preference] likes short answers')),
+                                   context.lastIndexOf('Tools for this request:'));
       const diet = /vegetarian/i.test(memory) ? 'vegetarian' : '';
       window.__dietSeen = diet;
+      window.__memorySeen = memory;
       return step({thought: 'Look for a recipe that fits what I know.', toolName: 'find_recipes',
                    toolInput: {ingredients: 'chickpeas', diet}});
     }
@@ -90,12 +94,41 @@ def test_turn_one_preference_reaches_turn_thirty_as_a_key_fact(
     assert page.locator(ASSISTANT).count() == 30
     assert page.evaluate("window.__dietSeen") == "vegetarian"
 
-    step_prompts = [c for c in page.evaluate("window.__fakeLM.calls")
-                    if "Tools for this request:" in str(c.get("input"))]
+    calls = page.evaluate("window.__fakeLM.calls")
+    step_prompts = [c for c in calls if "Tools for this request:" in str(c.get("input"))]
     last = str(step_prompts[-1]["input"])
-    memory = last.split("Tools for this request:")[0]
+    # The turn prompted only the tools and the message: the memory was read before,
+    # appended to the chat's memory session, which the turn cloned.
+    assert last.startswith("Tools for this request:") and "Memory:" not in last
+    assert any(c["method"] == "append" for c in calls)
+    memory = page.evaluate("window.__memorySeen")
     assert "[preference] The user is vegetarian." in memory
-    assert PREFERENCE not in last   # not as a raw turn: only through the fact
+    assert PREFERENCE not in memory   # not as a raw turn: only through the fact
+
+    # Tokens on the page, from the fake's log: what each turn's first prompt carried,
+    # against what it would have carried with the memory in it (the memory its clone
+    # had read, re-sent), and every token read in the run, appends included.
+    tokens = page.evaluate("""(() => {
+      const count = (t) => __fakeLM.countTokens(t) + 4;
+      const firsts = __fakeLM.calls.filter((c) => c.method.startsWith('prompt') &&
+                                                  c.input.startsWith('Tools for this request:'));
+      const memoryOf = (c) => { const start = c.context.indexOf('Memory:',
+                                  c.context.lastIndexOf('[preference] likes short answers'));
+                                return start < 0 ? '' : c.context.slice(start,
+                                  c.context.length - c.input.length); };
+      const read = __fakeLM.calls.filter((c) => ['prompt', 'promptStreaming', 'append']
+                                                .includes(c.method));
+      return {now: firsts.map((c) => count(c.input)),
+              before: firsts.map((c) => count(c.input) + __fakeLM.countTokens(memoryOf(c))),
+              appended: read.filter((c) => c.method === 'append')
+                            .reduce((n, c) => n + count(c.input), 0)};
+    })()""")
+    now, before = tokens["now"], tokens["before"]
+    assert len(now) == 30 and now[-1] * 4 <= before[-1]
+    assert sum(now) + tokens["appended"] <= sum(before)
+    print(f"\npage, turn 30: first prompt {now[-1]} tokens (memory in the prompt: "
+          f"{before[-1]}); 30 turns: {sum(now)} prompted + {tokens['appended']} appended "
+          f"(memory in every prompt: {sum(before)})")
 
     answer = page.locator(ASSISTANT).last
     step = answer.get_by_test_id("trace-step").filter(has_text="find_recipes")

@@ -282,7 +282,7 @@ def test_export_delete_import_brings_the_session_back(page: Page, app_server: st
     assert [s["session_id"] for s in stored_sessions(page)] == [session]
     # The conversation goes on from the imported memory.
     chat(page, "What should I cook?")
-    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).input")
+    prompt = page.evaluate("__fakeLM.callsOf('promptStreaming').at(-1).context")
     assert summary in prompt and "The user is vegetarian." in prompt
 
     # Importing the same file again makes a second session beside it.

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from py_agent import Agent, InMemoryStore, tool
 from py_agent.model import Purpose
-from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
+from py_agent.testing import FunctionModel, PromptCall, context_text, step_json, user_message
 
 from tests.unit.support import facts_reply, make_responder, summarizer_reply
 
@@ -58,12 +58,27 @@ def user_turn(rng: random.Random, i: int) -> str:
     return f"Turn {i}: about {topic}, {filler}."
 
 
+# Event-loop iterations between two turns, standing in for the user reading.
+PAUSE_STEPS = 30
+
+
 @dataclass
 class LongChatReport:
+    """``tokens_per_turn``: tokens the turn's step prompts carried. ``critical_tokens``:
+    tokens the model read before it could answer (step prompts, plus appends made after
+    the turn started and before its first step prompt, such as a memory session built
+    on the spot). ``total_tokens``: every token the model read while the turn ran,
+    appends and compaction included."""
+
     turns: int
     window: int
+    memory_sessions: int = 0
     max_fill: float = 0.0
     tokens_per_turn: dict[int, int] = field(default_factory=dict)
+    critical_tokens: dict[int, int] = field(default_factory=dict)
+    total_tokens: dict[int, int] = field(default_factory=dict)
+    appended_tokens: int = 0
+    memory_stats: str = ""
     compactions: int = 0
     compaction_calls: int = 0
     archived: int = 0
@@ -73,24 +88,39 @@ class LongChatReport:
     failed: int = 0
 
 
-async def long_chat(turns: int = 320, window: int = 9216, seed: int = 7) -> LongChatReport:
+async def long_chat(turns: int = 320, window: int = 9216, seed: int = 7,
+                    memory_sessions: int = 4) -> LongChatReport:
+    """The same seeded chat; ``memory_sessions=0`` is the agent without memory sessions."""
     rng = random.Random(seed)
     model = FunctionModel(make_responder(agent_step, summarizer_reply, facts_reply),
                           context_window=window)
     store = InMemoryStore()
-    agent = Agent(model=model, store=store, tools=[search_notes, word_count])
-    report = LongChatReport(turns=turns, window=window)
+    agent = Agent(model=model, store=store, tools=[search_notes, word_count],
+                  memory_sessions=memory_sessions)
+    report = LongChatReport(turns=turns, window=window, memory_sessions=memory_sessions)
     for i in range(turns):
-        before = len(model.calls)
+        before, appended = len(model.calls), len(model.appends)
         message = user_turn(rng, i) if i < turns - 1 else "Suggest a recipe for tonight."
         result = await agent.run(message, session_id="long")
         assert result.status == "answered", result
-        steps = [c for c in model.calls[before:] if c.purpose is Purpose.STEP]
+        # The user reads the answer meanwhile (the same pause in both modes): the
+        # finished turn is appended then, and background compaction goes on.
+        for _ in range(PAUSE_STEPS):
+            await asyncio.sleep(0)
+        await agent.memory_sessions.wait_idle()
+        calls, appends = model.calls[before:], model.appends[appended:]
+        steps = [c for c in calls if c.purpose is Purpose.STEP]
         report.tokens_per_turn[i + 1] = sum(c.input_tokens for c in steps)
-        for c in model.calls[before:]:
+        first = steps[0].seq
+        report.critical_tokens[i + 1] = report.tokens_per_turn[i + 1] + sum(
+            a.input_tokens for a in appends if a.seq < first)
+        report.total_tokens[i + 1] = (sum(c.input_tokens for c in calls)
+                                      + sum(a.input_tokens for a in appends))
+        report.appended_tokens += sum(a.input_tokens for a in appends)
+        for c in [*calls, *appends]:
             report.max_fill = max(report.max_fill, (c.usage_before + c.input_tokens) / window)
         if i == turns - 1:
-            report.final_prompt = steps[0].input
+            report.final_prompt = context_text(steps[0])
         await asyncio.sleep(0)  # the page's event loop runs between turns
     await agent.wait_idle()
     state = await agent.memory_state("long")
@@ -98,6 +128,7 @@ async def long_chat(turns: int = 320, window: int = 9216, seed: int = 7) -> Long
     report.failed = state.failed_compactions
     report.compaction_calls = agent.model_calls["summary"] + agent.model_calls["facts"]
     report.archived = len(await store.read_archive("long"))
+    report.memory_stats = str(agent.memory_sessions.stats)
     report.quota_errors = model.quota_errors
     report.overflow_events = model.overflow_events
     for c in model.calls:

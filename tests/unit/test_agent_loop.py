@@ -55,9 +55,10 @@ def test_schema_enum_is_exactly_the_offered_tools_plus_none(make_agent):
 
 
 def test_base_session_is_created_once_and_cloned_per_turn_with_deltas(make_agent):
+    # Without memory sessions: each turn's first prompt carries the memory.
     agent, model, _ = make_agent(script(
         step_json(tool="word_count", tool_input="a b c"), step_json(answer="3 words."),
-        step_json(answer="Hi again.")), tools=[word_count, convert_units])
+        step_json(answer="Hi again.")), tools=[word_count, convert_units], memory_sessions=0)
     run(agent.run("count words in a b c", session_id="s"))
     run(agent.run("hello", session_id="s"))
     steps = model.calls_for(Purpose.STEP)
@@ -192,7 +193,8 @@ def test_stop_ends_the_turn_cleanly_and_keeps_the_message_as_stopped(make_agent)
     # A stopped turn is not in the memory the model sees, and its id is used.
     state = run(store.load("s"))
     assert state.recent_turns == [] and state.next_turn_id == result.turn_id + 1
-    assert model.destroyed == model.clones  # the turn's clone was freed
+    # The turn's clone was freed; only the chat's memory session lives on.
+    assert model.destroyed == model.clones - agent.memory_sessions.live
 
 
 def test_model_errors_during_a_step_end_the_turn_with_a_message_and_keep_it(make_agent):
@@ -218,7 +220,8 @@ def test_a_step_call_that_never_answers_is_stopped_and_the_next_turn_works(make_
     result = run(asyncio.wait_for(agent.run("hello there", session_id="s"), 5))
     assert result.status == "error" and "ModelTimeoutError" in result.error
     assert "within 0.05 s" in result.answer and "saved" in result.answer
-    assert model.clones == model.destroyed  # the stopped call's session is gone
+    # The stopped call's session is gone; only the chat's memory session lives on.
+    assert model.clones - agent.memory_sessions.live == model.destroyed
     assert run(store.read_archive("s"))[0].status == "error"
     hanging["on"] = False
     assert run(agent.run("are you there?", session_id="s")).answer == "Back again."
@@ -275,7 +278,7 @@ def test_cancelling_the_run_task_keeps_the_turn_as_stopped_and_frees_the_clone(m
 
     run(scenario())
     assert [(t.user, t.status) for t in run(store.read_archive("s"))] == [("question", "stopped")]
-    assert model.clones == model.destroyed == 1
+    assert model.clones - agent.memory_sessions.live == model.destroyed == 1
     model.latency = 0
     again = run(agent.run("again", session_id="s"))
     assert again.answer == "You said: again" and again.turn_id == 2

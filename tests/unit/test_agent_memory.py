@@ -5,7 +5,7 @@ import pytest
 
 from py_agent import InMemoryStore, ModelUnavailableError, StorageError, UnknownSessionError
 from py_agent.model import Purpose
-from py_agent.testing import PromptCall, step_json, user_message
+from py_agent.testing import PromptCall, context_text, step_json, user_message
 from tests.unit.support import compactions, LONG, SMALL, chat, preference_then_chat, run, summarizer_reply
 
 
@@ -107,7 +107,7 @@ def test_key_facts_survive_and_shape_later_prompts(make_agent):
     assert all("vegetarian" not in t.user for t in state.recent_turns)  # turn 1 is compacted
     run(agent.run("suggest a recipe", session_id="s"))
     last_first_prompt = [c for c in model.calls_for(Purpose.STEP) if user_message(c)][-1]
-    assert "- [preference] The user is vegetarian" in last_first_prompt.input
+    assert "- [preference] The user is vegetarian" in context_text(last_first_prompt)
     # Extraction ran more than once, yet the fact is stored once.
     assert len(model.calls_for(Purpose.FACTS)) >= 2
 

@@ -72,9 +72,13 @@ def test_piped_question_is_answered_through_the_calculator_and_remembered(server
                   "--session", "math", "--db", str(db))
     assert second.returncode == 0, second.stderr
     assert second.stdout == "Earlier you asked: What is 17 times 23?\n"
-    prompt = server.chat_requests()[2]["messages"][-1]["content"]
-    assert "Recent turns:\nUser: What is 17 times 23?" in prompt
-    assert "391" in prompt
+    # The memory went in as its own message after the prefix; the prompt is only the
+    # tools and the message, so the next turn's request starts with this one's messages.
+    messages = server.chat_requests()[2]["messages"]
+    memory = messages[-2]["content"]
+    assert memory.startswith("Memory:") and "User: What is 17 times 23?" in memory
+    assert "391" in memory
+    assert messages[-1]["content"].startswith("Tools for this request:")
     assert [t.user for t in archive(db, "math")] == ["What is 17 times 23?",
                                                      "What did I ask before?"]
 

@@ -154,6 +154,27 @@ def test_an_agent_answers_through_the_calculator(server):
     assert result.answer == "The answer is 17 * 23 = 391."
 
 
+def test_each_turn_sends_the_previous_turns_messages_first_for_the_servers_cache(server):
+    # With a memory session, a turn's request is the prefix, the memory messages and
+    # the new prompt; the next turn only adds messages before its prompt, so a server
+    # with prefix caching reuses what it computed for the turn before.
+    model = model_for(server, context_window=6000)
+    agent = Agent(model=model, store=InMemoryStore())
+
+    async def turns():
+        for text in ("My name is Ada.", "I live in Bergen.", "What did I say before?"):
+            await agent.run(text, session_id="s")
+            await agent.memory_sessions.wait_idle()
+
+    run(turns())
+    steps = [b["messages"] for b in server.chat_requests() if b.get("response_format")]
+    assert len(steps) == 3
+    for before, after in zip(steps, steps[1:]):
+        assert after[:len(before) - 1] == before[:-1] and len(after) > len(before) - 1
+    assert all(m[-1]["content"].startswith("Tools for this request:") for m in steps)
+    assert "User: I live in Bergen." in steps[2][-2]["content"]
+
+
 # ------------------------------------------------------------------- errors
 
 def test_an_unreachable_server_is_a_clear_retryable_error():

@@ -5,6 +5,7 @@ import pytest
 from py_agent import MemoryPolicy, MemoryPolicyError
 from py_agent._prefix import COMPACT_SYSTEM_INSTRUCTION, plan_prefix, turn_room
 from py_agent.model import Purpose
+from py_agent.testing import context_text
 from py_agent.tokens import TokenCounter
 from tests.unit.support import LONG, run
 
@@ -70,7 +71,7 @@ def test_an_agent_on_a_small_window_keeps_talking_without_overflow(make_agent, w
         assert agent.policy.reserved_turn_tokens < agent.requested_policy.reserved_turn_tokens
     # The key fact of turn 1 reaches the last prompt whatever the window.
     last = [c for c in model.calls_for(Purpose.STEP) if "Tools for this request" in c.input][-1]
-    assert "The user is vegetarian" in last.input
+    assert "The user is vegetarian" in context_text(last)
 
 
 def test_the_real_window_is_learnt_from_the_session_and_the_prefix_made_again(make_agent):

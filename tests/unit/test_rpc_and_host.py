@@ -9,7 +9,7 @@ from py_agent.host import AgentHost
 from py_agent.model import Purpose
 from py_agent.rpc import BridgeModel, RpcStore, model_error
 from py_agent.state import SessionState
-from py_agent.testing import FunctionModel
+from py_agent.testing import FunctionModel, context_text, user_message
 from tests.unit.support import echo_agent_reply, make_responder, run
 
 
@@ -39,6 +39,11 @@ def host_transport(model: FunctionModel, log: list):
                 text = await session.prompt(args[1], response_constraint=args[2]["responseConstraint"],
                                             purpose=Purpose(args[2]["purpose"]))
                 return {"ok": True, "value": {"text": text, "contextUsage": session.context_usage,
+                                              "contextWindow": session.context_window}}
+            if method == "append":
+                session = sessions[args[0]]
+                await session.append(args[1])
+                return {"ok": True, "value": {"contextUsage": session.context_usage,
                                               "contextWindow": session.context_window}}
             if method == "measure":
                 return {"ok": True, "value": await sessions[args[0]].measure(args[1])}
@@ -106,7 +111,7 @@ def test_an_agent_over_the_bridge_runs_and_tracks_context_usage():
     assert methods[:2] == ["create", "measure"] and "clone" in methods and "destroy" in methods
     prompt_args = next(a for m, a in log if m == "prompt")
     assert prompt_args[2]["stream"] is True and prompt_args[2]["requestId"] == "r1"
-    assert len(sessions) == 1  # only the base session is left alive
+    assert len(sessions) == 2  # only the base session and the chat's memory session live
     base = next(iter(sessions.values()))
     assert agent._bases[Purpose.STEP].context_usage == base.context_usage > 0
 
@@ -175,7 +180,43 @@ def test_an_overflowed_reply_is_not_trusted_and_the_turn_restarts():
     agent = Agent(model=BridgeModel(overflowing), store=InMemoryStore())
     result = run(agent.run("hello", session_id="a"))
     assert result.answer == "You said: hello" and result.status == "answered"
-    assert [m for m, _ in log].count("clone") == 2  # the turn restarted on a fresh clone
+    # The memory session (a clone of the base), the turn's clone of it, and the restart
+    # on a fresh clone of the plain base, which does not trust the memory session.
+    assert [m for m, _ in log].count("clone") == 3
+    assert agent.memory_sessions.live == 0  # dropped: it is rebuilt on the next turn
+
+
+def test_appends_go_over_the_bridge_and_an_overflowed_one_is_never_cloned():
+    log = []
+    model = FunctionModel(make_responder(echo_agent_reply))
+    transport, sessions = host_transport(model, log)
+    overflow = {"left": 0}
+
+    async def overflowing(method, args):
+        reply = await transport(method, args)
+        if method == "append" and overflow["left"]:
+            overflow["left"] -= 1
+            reply["value"]["overflowed"] = True  # Chrome evicted context to fit it
+        return reply
+
+    agent = Agent(model=BridgeModel(overflowing), store=InMemoryStore())
+
+    async def scenario():
+        await agent.run("My cat is called Miso.", session_id="a")
+        await agent.memory_sessions.wait_idle()
+        appended = [a for m, a in log if m == "append"]
+        assert appended and "Miso" in appended[-1][1]
+        overflow["left"] = 1
+        await agent.run("Second message.", session_id="a")
+        await agent.memory_sessions.wait_idle()
+        assert agent.memory_sessions.live == 0  # dropped, not kept half-evicted
+        await agent.run("What is my cat called?", session_id="a")
+
+    run(scenario())
+    assert agent.memory_sessions.live == 1
+    last = [s for s in model.calls_for(Purpose.STEP) if user_message(s)][-1]
+    assert "Miso" in context_text(last) and "Second message." in context_text(last)
+    assert "Miso" not in last.input
 
 
 def test_cancelling_a_prompt_aborts_it_on_the_other_side():

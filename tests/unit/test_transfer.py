@@ -6,7 +6,7 @@ from py_agent import InMemoryStore, SessionImportError, StorageError, UnknownSes
 from py_agent.model import Purpose
 from py_agent.memory import MemoryPolicy
 from py_agent.state import CompressionRecord, Fact, FactChange, SessionState, StepRecord, Turn
-from py_agent.testing import user_message
+from py_agent.testing import context_text, user_message
 from py_agent.transfer import (FORMAT, SessionBundle, export_filename, id_candidates,
                                parse_session)
 from tests.unit.support import SMALL, preference_then_chat, run
@@ -174,8 +174,8 @@ def test_export_import_export_round_trips_a_compacted_session(make_agent):
     result = run(fresh.run("what do I eat?", session_id="s"))
     assert result.turn_id == 14 and result.saved
     first_prompt = [c for c in model.calls_for(Purpose.STEP) if user_message(c)][-1]
-    assert "- [preference] The user is vegetarian" in first_prompt.input
-    assert before.summary in first_prompt.input
+    assert "- [preference] The user is vegetarian" in context_text(first_prompt)
+    assert before.summary in context_text(first_prompt)
     assert [t.id for t in run(store.read_archive("s"))] == list(range(1, 15))
 
 
