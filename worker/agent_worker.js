@@ -120,7 +120,9 @@ self.addEventListener('unhandledrejection', (event) => {
 // Page messages that arrive before the entry listens are kept, then handed over.
 const pending = [];
 let handler = null;
+let lastMessageAt = 0;        // when the page last asked something (see BootSnapshot)
 self.addEventListener('message', (event) => {
+  lastMessageAt = performance.now();
   if (handler) deliver(event.data); else pending.push(event.data);
 });
 
@@ -247,7 +249,7 @@ async function boot() {
   const runEntry = pyodide.pyimport('_py_agent_boot').run_entry;
   await runEntry(spec, makeBootContext(manifest, prefetched));
   runEntry.destroy();
-  snapshot.buildIfNeeded(post);
+  snapshot.buildIfNeeded(post, () => lastMessageAt);
 }
 
 boot().catch((error) => reportError(phase === 'running' ? 'entry' : `boot:${phase}`, error));

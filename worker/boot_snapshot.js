@@ -3,7 +3,9 @@
 import {loadRuntime} from './python_runtime.js';
 import {SnapshotStore, snapshotParts} from './snapshot_store.js';
 
-const BUILD_DELAY_MS = 1500;        // let the page and the first message go first
+// The build (a second Pyodide, ~3 s of CPU) waits until the page has asked nothing for
+// this long, so that it does not slow the first turns down.
+const BUILD_IDLE_MS = 3000;
 const BUILD_TIMEOUT_MS = 180_000;
 
 export class BootSnapshot {
@@ -49,10 +51,16 @@ export class BootSnapshot {
   }
 
   /** Once the agent is ready: without a restored snapshot, make one in the background;
-   *  post({type: 'snapshot', state: 'saved' | 'failed', ...}) says how it went. */
-  buildIfNeeded(post) {
+   *  post({type: 'snapshot', state: 'saved' | 'failed', ...}) says how it went.
+   *  lastActivity() is when the page last sent a message (performance.now()). */
+  buildIfNeeded(post, lastActivity = () => 0) {
     if (!this.enabled || this.state === 'restored') return;
-    setTimeout(() => this._build(post), BUILD_DELAY_MS);
+    const waitForIdle = () => {
+      const idle = performance.now() - lastActivity();
+      if (idle >= BUILD_IDLE_MS) this._build(post);
+      else setTimeout(waitForIdle, BUILD_IDLE_MS - idle);
+    };
+    setTimeout(waitForIdle, BUILD_IDLE_MS);
   }
 
   _build(post) {

@@ -29,10 +29,11 @@ export function snapshotParts(manifest, {tools = '', entry = ''} = {}) {
 /** Which parts differ between two snapshotParts(), in words ('' when none). */
 export function describeChanges(stored, wanted) {
   const changes = [];
-  for (const key of ['format', 'pyodide', 'py_agent', 'dependencies', 'tools', 'entry']) {
-    if (JSON.stringify(stored?.[key]) !== JSON.stringify(wanted[key])) {
-      changes.push(key === 'format' ? 'snapshot format' : key.replace('_', ''));
-    }
+  const names = {format: 'the snapshot format', pyodide: 'the Pyodide version',
+                 py_agent: 'the py_agent wheel', dependencies: "py_agent's dependencies",
+                 tools: 'the chosen tool modules', entry: 'the entry point'};
+  for (const [key, name] of Object.entries(names)) {
+    if (JSON.stringify(stored?.[key]) !== JSON.stringify(wanted[key])) changes.push(name);
   }
   const before = stored?.tool_modules || {}, after = wanted.tool_modules;
   for (const name of new Set([...Object.keys(before), ...Object.keys(after)])) {
