@@ -241,6 +241,7 @@ def on_boot_phase(data, received_ms):
                                  "not be kept after you close the page."
                                  % (problem.get("name", "Error"), problem.get("message", "")))
         render_status()
+        state["boot_details"] = details   # for parts that start later (tools panel)
         emit("booted", details)
     else:
         restart_watchdog()
