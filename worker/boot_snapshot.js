@@ -23,7 +23,8 @@ export class BootSnapshot {
   /** {pyodide, sitePackages} restored from the stored snapshot, or null (see report()). */
   async restore() {
     if (!this.enabled) return null;
-    const found = await this.store.read();
+    const found = await this.store.read().catch((error) => (
+      {state: 'corrupt', reason: `it could not be read: ${error?.message || error}`}));
     if (!found.bytes) {
       ({state: this.state, reason: this.reason} = found);
       return null;
