@@ -8,6 +8,8 @@ import {SnapshotStore, snapshotParts} from './snapshot_store.js';
 const BUILD_IDLE_MS = 3000;
 const BUILD_TIMEOUT_MS = 180_000;
 
+class CorruptSnapshot extends Error {}
+
 export class BootSnapshot {
   constructor(manifest, {enabled = true, tools = '', entry = ''} = {}) {
     this.manifest = manifest;
@@ -29,17 +31,22 @@ export class BootSnapshot {
       ({state: this.state, reason: this.reason} = found);
       return null;
     }
+    const damage = found.verified.then((problem) => {
+      if (problem) throw new CorruptSnapshot(problem);
+    });
+    damage.catch(() => {});   // awaited by loadRuntime
     try {
-      const runtime = await loadRuntime(this.manifest, {snapshot: found.bytes});
+      const runtime = await loadRuntime(this.manifest, {snapshot: found.bytes,
+                                                        verified: damage});
       const module = JSON.stringify(this.entryModule);
       if (!runtime.pyodide.runPython(`import sys; ${module} in sys.modules`)) {
         throw new Error(`the restored interpreter has not imported ${this.entryModule}`);
       }
       this.state = 'restored';
-      this.reason = `${found.bytes.length} bytes, read and checked in ${found.ms} ms`;
+      this.reason = `${found.bytes.length} bytes, read in ${found.ms} ms`;
       return runtime;
     } catch (error) {
-      this.state = 'rejected';
+      this.state = error instanceof CorruptSnapshot ? 'corrupt' : 'rejected';
       this.reason = String(error?.message || error).trim().split('\n')[0];
       await this.store.discard();
       return null;

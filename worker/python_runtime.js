@@ -18,7 +18,9 @@ export function wheelURLs(manifest, origin = self.location.origin) {
  * loadPyodide() for our worker; resolves to {pyodide, sitePackages}.
  *
  * snapshot: the bytes of a memory snapshot to restore (Pyodide's experimental
- * `_loadSnapshot`). makeSnapshot: allow pyodide.makeMemorySnapshot() later.
+ * `_loadSnapshot`); verified: a promise awaited just before they are used (while
+ * Pyodide's script and wasm load), which throws to stop the restore. makeSnapshot:
+ * allow pyodide.makeMemorySnapshot() later.
  *
  * Pyodide 314 sizes the restored heap from the `INITIAL_MEMORY` setting, which its
  * build ignores (the wasm module's memory has a fixed initial size): restoring a heap
@@ -26,8 +28,8 @@ export function wheelURLs(manifest, origin = self.location.origin) {
  * created by our own `createPyodideModule`, which grows the memory to the snapshot's size
  * before Pyodide copies the snapshot in.
  */
-export async function loadRuntime(manifest, {snapshot = null, makeSnapshot = false,
-                                             stdout, stderr} = {}) {
+export async function loadRuntime(manifest, {snapshot = null, verified = null,
+                                             makeSnapshot = false, stdout, stderr} = {}) {
   const indexURL = manifest.pyodide.indexURL;
   const {loadPyodide} = await import(`${indexURL}pyodide.mjs`);
   let sitePackages = null;
@@ -44,6 +46,7 @@ export async function loadRuntime(manifest, {snapshot = null, makeSnapshot = fal
     options._loadSnapshot = snapshot;
     options.createPyodideModule = async (settings) => {
       const module = await createModule(settings);
+      await verified;
       if (module.HEAP8.length < snapshot.length && !module.growMemory(snapshot.length)) {
         throw new Error(`cannot grow the heap to the snapshot's ${snapshot.length} bytes`);
       }

@@ -57,7 +57,10 @@ export class SnapshotStore {
                                        self.location.origin).href);
   }
 
-  /** {bytes, ms} of a usable snapshot, or {state, reason} why there is none. */
+  /** {bytes, verified, ms} of a snapshot made for these parts, or {state, reason} why
+   *  there is none. `verified` resolves to '' when the bytes match their checksum, else
+   *  to the reason they are corrupt: hashing runs off this thread, so the caller starts
+   *  Pyodide meanwhile and awaits it only before the bytes are used. */
   async read() {
     const started = performance.now();
     let response;
@@ -76,11 +79,9 @@ export class SnapshotStore {
     if (changes) return {state: 'stale', reason: `changed since it was made: ${changes}`};
     const bytes = new Uint8Array(await response.arrayBuffer());
     const expected = response.headers.get('x-snapshot-sha256');
-    const actual = await sha256Hex(bytes);
-    if (actual !== expected) {
-      return {state: 'corrupt', reason: `its ${bytes.length} bytes do not match their checksum`};
-    }
-    return {bytes, ms: Math.round(performance.now() - started)};
+    const verified = sha256Hex(bytes).then((actual) => (actual === expected ? ''
+      : `its ${bytes.length} bytes do not match their checksum`));
+    return {bytes, verified, ms: Math.round(performance.now() - started)};
   }
 
   /** Store a snapshot made for these parts (replacing any other of this scope). */
