@@ -5,6 +5,8 @@
     python serve.py --port 8765      # another port (--host too)
     python serve.py --tools my_tools.py      # your tool module too (repeatable)
     python serve.py --site my_site   # your own page at / (using /agent.js)
+    python serve.py --model-url http://localhost:11434/v1 --model gemma3:4b
+                                     # an OpenAI-compatible server too (serving/model_server.py)
     python serve.py --prepare-only   # set everything up, serve nothing (tests, CI)
 
 Preparing is idempotent and, once done, needs no network:
@@ -27,9 +29,11 @@ Preparing is idempotent and, once done, needs no network:
 
 Serving uses only the standard library. ``/`` is ``web/`` (with ``--site`` in
 front of it); ``/worker/`` is the repository's ``worker/``; nothing else is
-reachable (``/favicon.ico`` is an empty 204). Every response carries the
-cross-origin isolation headers and a Content-Security-Policy that allows only
-this origin (see ``CSP_PAGE`` and ``CSP`` below for why each source is there).
+reachable (``/favicon.ico`` is an empty 204), except ``/model/`` when the model
+server is proxied. Every response carries the cross-origin isolation headers and a
+Content-Security-Policy that allows only this origin, and the model server's when
+the worker reaches it directly (see ``CSP_PAGE`` and ``CSP`` below for why each
+source is there).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ if str(ROOT) not in sys.path:   # serving/ and py_agent/ live next to this file
     sys.path.insert(0, str(ROOT))
 
 from serving.common import PrepareError, say, sha256_file, write_atomically  # noqa: E402
+from serving.model_server import (ModelServer, check_model_server,  # noqa: E402
+                                  model_server_from_args, proxy_request)
 from serving.tool_modules import (DEMO_TOOLS, PageRuntime, ToolModules, prune,  # noqa: E402
                                   tool_module_path)
 from serving.wheel import ensure_app_wheel, project_metadata  # noqa: E402
@@ -84,11 +90,14 @@ RUNTIMES = [
     # The MicroPython engine PyScript runs for <script type="mpy">; the -settrace and
     # -ulab builds are picked by PyScript when a page asks for debug or ulab.
     ("@micropython/micropython-webassembly-pyscript", "micropython", ["*.mjs", "*.wasm"]),
+    # The page's Markdown parser: its self-contained browser ES module (no eval inside).
+    ("markdown-it", "markdown-it", ["dist/browser/markdown-it.esm.min.mjs",
+                                    "dist/browser/markdown-it.esm.min.mjs.map", "LICENSE"]),
 ]
 
 # One file per runtime whose presence says its vendor copy is complete (copies are atomic).
 KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
-             "micropython": "micropython.wasm"}
+             "micropython": "micropython.wasm", "markdown-it": "markdown-it.esm.min.mjs"}
 
 # Content-Security-Policy. Everything must come from this origin. A CSP applies to the
 # document or worker whose response carries it, so the page and the agent worker each get
@@ -96,18 +105,20 @@ KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
 #
 #   'wasm-unsafe-eval'   WebAssembly.instantiate*() of micropython.wasm (page) and
 #                        pyodide.asm.wasm (worker). Without it neither interpreter starts.
-#   'unsafe-eval'        the page only: PyScript builds its plugin hooks with Function()
-#                        at start-up (polyscript's hook composer) and fails without it.
-#                        The agent worker, which runs the agent and its tools, does not
-#                        get it: no JavaScript eval there. Neither does any other script.
-#   'sha256-…'           the page only: index.html's one small inline script, which
-#                        starts the worker before PyScript is up (saves ~0.5 s of boot).
-#                        The server hashes the inline scripts of each HTML file it
-#                        serves, so exactly those and no others may run.
+#   (no 'unsafe-eval')   no JavaScript eval anywhere. PyScript compiles the hooks it gives
+#                        its own workers with Function(); index.html clears its one
+#                        default worker hook (the page runs no PyScript worker), so
+#                        nothing is compiled from a string.
+#   'sha256-…'           the page only: index.html's small inline scripts (one starts the
+#                        worker before PyScript is up, saving ~0.5 s of boot). The server
+#                        hashes the inline scripts of each HTML file it serves, so exactly
+#                        those and no others may run.
 #   style-src 'self'     no inline styles: PyScript styles its error banner through the
 #                        CSSOM (element.style), which CSP does not restrict.
 #   worker-src 'self'    the agent worker is a same-origin module script.
-#   connect-src 'self'   fetch() of the manifest, stdlib zip, lock file and wheels.
+#   connect-src 'self'   fetch() of the manifest, stdlib zip, lock file and wheels; plus
+#                        the origin of --model-url's server when the worker reaches it
+#                        directly (not when serve.py proxies it): that origin only.
 #   img-src 'self' data: the page's empty data: icon (so no request for /favicon.ico).
 # Everything else is closed: no plugins, no <base>, no framing, forms post only here.
 _CSP_COMMON = [
@@ -123,7 +134,7 @@ _CSP_COMMON = [
 # For HTML documents (the page); {hashes} are those of the document's inline scripts.
 CSP_PAGE = "; ".join([
     "default-src 'self'",
-    "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'{hashes}",
+    "script-src 'self' 'wasm-unsafe-eval'{hashes}",
     "style-src 'self'",
     *_CSP_COMMON,
 ])
@@ -449,6 +460,7 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
     mounts: dict[str, Path | tuple[Path, ...]] = DEFAULT_MOUNTS
     quiet = False
     manifest: Callable[[], dict] | None = None   # serves /vendor/manifest.json if set
+    model_server: ModelServer | None = None      # --model-url: CSP, manifest, /model/ proxy
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
@@ -518,9 +530,32 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
     def content_security_policy(self) -> str:
         local = self.translate_path(self.path)
         if not local.endswith(".html"):
-            return CSP
-        hashes = "".join(f" '{h}'" for h in inline_script_hashes(Path(local)))
-        return CSP_PAGE.format(hashes=hashes)
+            policy = CSP
+        else:
+            hashes = "".join(f" '{h}'" for h in inline_script_hashes(Path(local)))
+            policy = CSP_PAGE.format(hashes=hashes)
+        if self.model_server is not None:   # its origin, when the worker fetches it directly
+            policy = policy.replace("connect-src 'self'",
+                                    "connect-src 'self'" + self.model_server.connect_sources())
+        return policy
+
+    def do_GET(self) -> None:  # noqa: N802
+        if not self.proxy_model_request():
+            super().do_GET()
+
+    def do_POST(self) -> None:  # noqa: N802
+        if not self.proxy_model_request():
+            self.send_error(405, "Only the model proxy takes POST")
+
+    def proxy_model_request(self) -> bool:
+        """Forward ``/model/...`` to the model server when it is proxied; True if done."""
+        target = self.model_server.upstream(urllib.parse.urlsplit(self.path).path) \
+            if self.model_server else None
+        if target is None:
+            return False
+        query = urllib.parse.urlsplit(self.path).query
+        proxy_request(self, self.model_server, target + (f"?{query}" if query else ""))
+        return True
 
     def end_headers(self) -> None:
         for name, value in SECURITY_HEADERS.items():
@@ -549,13 +584,15 @@ class AppServer(http.server.ThreadingHTTPServer):
 
 def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 mounts: dict[str, Path] | None = None, quiet: bool = False,
-                tools: Iterable[Path] = (), site: Path | None = None) -> AppServer:
+                tools: Iterable[Path] = (), site: Path | None = None,
+                model_server: ModelServer | None = None) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
     directory mappings to the defaults (a benchmark mounts its own pages this way).
     ``tools`` are tool modules offered besides the demo's; ``site`` is a folder served
-    at / in front of web/ (your own page, using /agent.js). Call prepare() first: the
+    at / in front of web/ (your own page, using /agent.js); ``model_server`` is the
+    OpenAI-compatible server the page may use (see serving/model_server.py). Call prepare() first: the
     manifest this server hands out is the prepared one with its tool modules, rebuilt
     when their sources change."""
     prepared = read_manifest()
@@ -565,7 +602,10 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
         modules.entries()   # prepare them now, and say what is wrong before serving
 
         def manifest() -> dict:
-            return {**prepared, "tool_modules": modules.entries()}
+            served = {**prepared, "tool_modules": modules.entries()}
+            if model_server is not None:
+                served["model_server"] = model_server.manifest_entry()
+            return served
 
     root = (Path(site), WEB) if site is not None else WEB
     handler = type("Handler", (AppRequestHandler,), {
@@ -573,6 +613,7 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                    **{k: Path(v) for k, v in (mounts or {}).items()}},
         "quiet": quiet,
         "manifest": staticmethod(manifest) if manifest else None,
+        "model_server": model_server,
     })
     return AppServer((host, port), handler)
 
@@ -587,6 +628,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", metavar="DIR",
                         help="serve DIR at / in front of the demo page: your own page, "
                              "using /agent.js (see README)")
+    parser.add_argument("--model-url", metavar="URL",
+                        help="an OpenAI-compatible server (Ollama, llama.cpp, LM Studio, vLLM) "
+                             "the page may use, e.g. http://localhost:11434/v1; Gemini Nano "
+                             "stays the default where Chrome has it")
+    parser.add_argument("--model", metavar="NAME",
+                        help="the model name on that server (default: the first it lists)")
+    parser.add_argument("--context-window", type=int, metavar="TOKENS",
+                        help="the model's context window (default: asked from the server)")
+    parser.add_argument("--model-proxy", action="store_true",
+                        help="reach the server through this one (/model/), so it needs no "
+                             "CORS; always so when PY_AGENT_API_KEY or OPENAI_API_KEY is set")
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare web/vendor and exit without serving")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
@@ -596,6 +648,10 @@ def main(argv: list[str] | None = None) -> int:
         site = Path(args.site).resolve() if args.site else None
         if site is not None and not site.is_dir():
             raise PrepareError(f"--site {args.site}: no such folder")
+        if (args.model or args.context_window or args.model_proxy) and not args.model_url:
+            raise PrepareError("--model, --context-window and --model-proxy go with --model-url")
+        model_server = model_server_from_args(args.model_url, args.model, args.context_window,
+                                              proxy=args.model_proxy) if args.model_url else None
         prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
@@ -603,7 +659,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         return 0
     try:
-        server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site)
+        server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site,
+                             model_server=model_server)
     except OSError as error:
         print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
               file=sys.stderr)
@@ -613,6 +670,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     served = f"{site} in front of web/" if site else "web/"
     say(f"serving {served} (and worker/ at /worker/) on {server.url}/")
+    for note in check_model_server(model_server, server.url) if model_server else ():
+        say(note)
     say(f"open {server.url}/ in Chrome; Ctrl-C stops")
     try:
         server.serve_forever()

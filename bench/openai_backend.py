@@ -4,12 +4,15 @@
     python bench/openai_backend.py sse --parser assel        # the SSE parser we use
     python bench/openai_backend.py sse --parser minimal      # a bare line splitter, for scale
     python bench/openai_backend.py calls [--stream|--no-stream]   # completions via the fake server
+    python bench/openai_backend.py calls --via-proxy     # the same through serve.py's /model/ proxy
 
 ``sse`` parses STREAMS streams of EVENTS chat-completion chunks (short deltas, as a
 model streams them), fed in 64-byte network pieces, and prints the time per event.
 ``calls`` sends CALLS completions of a 200-word reply to the fake server on localhost
 through :class:`OpenAIModel` (the stdlib transport: a thread per request) and prints the
-time per call. Compare two runs side by side with a whole-process timer.
+time per call; ``--via-proxy`` sends them through ``serve.py --model-proxy``'s same-origin
+relay (what the page does when a key is set), to see what the extra hop costs. Compare
+two runs side by side with a whole-process timer.
 """
 
 from __future__ import annotations
@@ -60,13 +63,29 @@ def bench_sse(parser: str) -> None:
     print(f"{parser}: {count} events in {elapsed:.3f} s, {elapsed / count * 1e6:.2f} µs/event")
 
 
-def bench_calls(calls: int, stream: bool) -> None:
+def proxy_for(url: str) -> str:
+    """serve.py's request handler relaying to ``url`` (/model/), on a free port; its base."""
+    import importlib.util
+    import threading
+    spec = importlib.util.spec_from_file_location("serve", Path(__file__).parents[1] / "serve.py")
+    serve = importlib.util.module_from_spec(spec)
+    sys.modules["serve"] = serve
+    spec.loader.exec_module(serve)
+    handler = type("Handler", (serve.AppRequestHandler,), {
+        "quiet": True, "model_server": serve.model_server_from_args(url, proxy=True, environ={})})
+    server = serve.AppServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.url + "/model/v1"
+
+
+def bench_calls(calls: int, stream: bool, via_proxy: bool = False) -> None:
     from py_agent.openai_compat import OpenAIModel
     from tests.fake_openai_server import FakeServer, Reply
 
     reply = " ".join(["word"] * 200)
     with FakeServer(lambda request: Reply(content=reply, chunk_chars=8)) as server:
-        model = OpenAIModel(server.url, "fake-model", context_window=8192, stream=stream)
+        url = proxy_for(server.url) if via_proxy else server.url
+        model = OpenAIModel(url, "fake-model", context_window=8192, stream=stream)
 
         async def go() -> float:
             session = await model.create(initial_prompts=[{"role": "system", "content": "x"}])
@@ -77,7 +96,7 @@ def bench_calls(calls: int, stream: bool) -> None:
             return time.perf_counter() - started
 
         elapsed = asyncio.run(go())
-    print(f"{'stream' if stream else 'whole'}: {calls} calls in {elapsed:.3f} s, "
+    print(f"{'stream' if stream else 'whole'}{' via proxy' if via_proxy else ''}: {calls} calls in {elapsed:.3f} s, "
           f"{elapsed / calls * 1000:.2f} ms/call")
 
 
@@ -89,11 +108,12 @@ def main() -> None:
     calls = sub.add_parser("calls")
     calls.add_argument("--calls", type=int, default=100)
     calls.add_argument("--stream", action=argparse.BooleanOptionalAction, default=True)
+    calls.add_argument("--via-proxy", action="store_true")
     args = parser.parse_args()
     if args.what == "sse":
         bench_sse(args.parser)
     else:
-        bench_calls(args.calls, args.stream)
+        bench_calls(args.calls, args.stream, args.via_proxy)
 
 
 if __name__ == "__main__":

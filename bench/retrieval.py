@@ -6,13 +6,15 @@
     python bench/retrieval.py --half all --sets corpus,everyday
 
 For every set (see tests/unit/retrieval_sets.py) and method: recall@1/3/5 and MRR of
-the full ranking, recall of the offer (what the model is shown: up to 3 tools), the
+the full ranking, recall of the offer (what the model is shown) and its mean size, the
 share of tool-needing messages that got an empty offer, the share of chit-chat that got
 a non-empty one, and the mean time per message. Then latency at 60 and 1,000 tools.
 
 Methods:
-- ``ours``: :class:`py_agent.retrieval.ToolRetriever` (BM25F + character n-grams,
-  follow-ups from the previous turn).
+- ``ours``: :class:`py_agent.retrieval.ToolRetriever` (BM25F + character n-grams +
+  static word vectors, follow-ups from the previous turn; 3 tools offered, up to 2 more
+  when their score is close to the best).
+- ``ours-lexical``: the same without word vectors, always at most 3 offered (before).
 - ``bm25-okapi``, ``bm25-okapi+snowball``: rank_bm25's BM25Okapi over the same text
   (name, keywords, description, examples, parameter names and descriptions), words
   lowercased and split on non-alphanumerics, with or without Snowball stems.
@@ -32,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -57,8 +59,8 @@ class Ranker(Protocol):
 
 
 class Ours:
-    def __init__(self, tools: list[Tool]) -> None:
-        self.retriever = ToolRetriever(tools, top_k=OFFER_K)
+    def __init__(self, tools: list[Tool], **settings: Any) -> None:
+        self.retriever = ToolRetriever(tools, top_k=OFFER_K, **settings)
 
     def rank(self, query: Query) -> list[str]:
         return [s.tool.name for s in self.retriever.score(query.text, query.previous) if s.score > 0]
@@ -109,8 +111,13 @@ class Substring:
         return self.rank(query)[:OFFER_K]
 
 
+# Our retriever as it was before the word vectors and the adaptive offer (issue 9's
+# first version), for before/after in one run.
+LEXICAL_ONLY = {"meaning_weight": 0.0, "meaning_candidates": 0, "close_extra": 0}
+
 METHODS: dict[str, Callable[[list[Tool]], Ranker]] = {
     "ours": Ours,
+    "ours-lexical": lambda tools: Ours(tools, **LEXICAL_ONLY),
     "bm25-okapi": lambda tools: Okapi(tools, stem=False),
     "bm25-okapi+snowball": lambda tools: Okapi(tools, stem=True),
     "substring": Substring,
@@ -127,6 +134,7 @@ class Row:
     r5: float
     mrr: float
     offered: float
+    offer_size: float
     empty: float
     chitchat_offered: float | None
     ms: float
@@ -137,7 +145,7 @@ def evaluate(data: RetrievalSet, queries: list[Query], method: str) -> Row:
     requests = [q for q in queries if q.expected]
     chitchat = [q for q in queries if not q.expected]
     hits = {1: 0, 3: 0, 5: 0}
-    reciprocal = offered = empty = 0.0
+    reciprocal = offered = empty = size = 0.0
     started = time.perf_counter()
     for q in requests:
         ranking = ranker.rank(q)
@@ -147,13 +155,14 @@ def evaluate(data: RetrievalSet, queries: list[Query], method: str) -> Row:
         reciprocal += 0 if position is None else 1 / (position + 1)
         offer = ranker.offer(q)
         offered += q.hit(offer)
+        size += len(offer)
         empty += not offer
     chit_offered = sum(bool(ranker.offer(q)) for q in chitchat)
     elapsed = time.perf_counter() - started
     n = len(requests) or 1
     calls = 2 * len(requests) + len(chitchat) or 1
     return Row(data.name, method, len(requests), hits[1] / n, hits[3] / n, hits[5] / n,
-               reciprocal / n, offered / n, empty / n,
+               reciprocal / n, offered / n, size / n, empty / n,
                chit_offered / len(chitchat) if chitchat else None, elapsed / calls * 1000)
 
 
@@ -207,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def quality(split: str | None, wanted: set[str], methods: list[str], half: str) -> None:
     print(f"Retrieval quality ({half} halves; the demo set has no halves and is shown whole)\n")
-    print("| set | n | method | R@1 | R@3 | R@5 | MRR | offer recall | empty offers "
+    print("| set | n | method | R@1 | R@3 | R@5 | MRR | offer recall | tools offered | empty offers "
           "| chit-chat offered | ms/msg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for data in sets.all_sets():
         if wanted and data.name not in wanted:
             continue
@@ -219,7 +228,7 @@ def quality(split: str | None, wanted: set[str], methods: list[str], half: str) 
             row = evaluate(data, queries, method)
             print(f"| {row.set} ({len(data.tools)} tools) | {row.n} | {row.method} | "
                   f"{percent(row.r1)} | {percent(row.r3)} | {percent(row.r5)} | "
-                  f"{row.mrr:.3f} | {percent(row.offered)} | {percent(row.empty)} | "
+                  f"{row.mrr:.3f} | {percent(row.offered)} | {row.offer_size:.2f} | {percent(row.empty)} | "
                   f"{percent(row.chitchat_offered)} | {row.ms:.2f} |")
 
 

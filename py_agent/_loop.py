@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from ._tool_runner import ToolPolicy, run_tool
 from .events import AgentEvent
-from .model import ModelSession, Purpose, QuotaExceededError
+from .model import ModelError, ModelSession, Purpose, QuotaExceededError
 from .parsing import StepParseError, parse_step
 from .prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
                         shorten, step_schema)
@@ -28,6 +28,25 @@ COMPACT_TOOL = "compact"
 
 class TurnAborted(Exception):
     """The user stopped the turn."""
+
+
+# Gemini Nano on a slow machine can take a minute or two over a full window; a step
+# silent for five minutes is not coming back.
+STEP_TIMEOUT_S = 300.0
+
+
+class StepTimeoutError(ModelError):
+    """A step call gave no answer within the agent's ``step_timeout_s`` and was stopped."""
+
+
+async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
+    """Await ``awaitable`` at most ``timeout`` seconds (None: no limit), then stop it."""
+    if timeout is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except asyncio.TimeoutError:
+        raise StepTimeoutError(f"the model gave no answer within {timeout:g} s") from None
 
 
 async def abortable(awaitable: Awaitable[T], abort: asyncio.Event | None) -> T:
@@ -79,6 +98,7 @@ class TurnContext:
     tool_policy: ToolPolicy
     max_steps: int
     abort: asyncio.Event | None = None
+    step_timeout_s: float | None = None
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
 
@@ -103,8 +123,9 @@ async def run_turn(ctx: TurnContext) -> RunResult:
             await emit("step_started", index=index)
             started = time.perf_counter()
             try:
-                raw = await abortable(session.prompt(prompt, response_constraint=schema,
-                                                     purpose=Purpose.STEP), ctx.abort)
+                raw = await abortable(within(session.prompt(
+                    prompt, response_constraint=schema, purpose=Purpose.STEP),
+                    ctx.step_timeout_s), ctx.abort)
             except QuotaExceededError:
                 if recovered:
                     raise

@@ -9,18 +9,19 @@ background, one at a time per session, committing only the turns it summarized.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from typing import AsyncIterator, Iterable
 
-from ._loop import COMPACT_TOOL, TurnAborted, TurnContext, condensed_steps, run_turn
+from ._loop import COMPACT_TOOL, STEP_TIMEOUT_S, TurnAborted, TurnContext, condensed_steps, run_turn
 from ._tool_runner import ToolPolicy
-from .compaction import (FACTS_SCHEMA, InvalidSummaryError, facts_messages, facts_prompt,
-                         parse_facts, summary_messages, summary_prompt, validate_summary)
+from ._compaction_prompts import summary_messages
+from .compaction import DESTROY_TIMEOUT_S, Compactor
 from .events import AgentEvent, EventHandler, deliver, log
-from .memory import Budget, MemoryAccountant, MemoryPolicy, merge_facts
+from .facts import facts_messages
+from ._prefix import PrefixPlan, PrefixPlanner
+from .memory import Budget, MemoryAccountant, MemoryPolicy
 from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
-from .prompting import NONE_TOOL, SYSTEM_INSTRUCTION, MemoryView, first_prompt, initial_prompts
+from .prompting import NONE_TOOL, SYSTEM_INSTRUCTION, MemoryView, first_prompt
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .retrieval import PreviousTurn, ToolRetriever
 from .state import CompressionRecord, SessionState, Turn, now_ms
@@ -29,12 +30,9 @@ from .tokens import TokenCounter
 from .tools import Tool, tool
 from .transfer import SessionBundle, id_candidates, parse_session
 
-MAX_COMPACTIONS_PER_RUN = 4
 # The window assumed for the memory meter before any model session exists: Gemini
 # Nano's, as the Prompt API reports it in Chrome (``contextWindow``/``inputQuota``).
 DEFAULT_CONTEXT_WINDOW = 9216
-# Tokens a chat template adds around each initial prompt (role markers), roughly.
-MESSAGE_OVERHEAD_TOKENS = 4
 
 
 def compact_tool() -> Tool:
@@ -70,6 +68,8 @@ class Agent:
         memory: thresholds for compaction; see :class:`MemoryPolicy`.
         tool_policy: timeout, retries and output cap for tool calls.
         max_steps: iteration cap of one turn.
+        step_timeout_s: a step call that gives no answer within this many seconds is
+            stopped and the turn ends with an error (None: only the user's Stop ends it).
         on_event: called with every :class:`AgentEvent`, including background ones.
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
     """
@@ -78,14 +78,18 @@ class Agent:
                  tools: Iterable[Tool] = (), memory: MemoryPolicy | None = None, *,
                  tool_policy: ToolPolicy | None = None, max_steps: int = 7, top_k: int = 3,
                  on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
-                 system_instruction: str = SYSTEM_INSTRUCTION) -> None:
+                 system_instruction: str = SYSTEM_INSTRUCTION,
+                 step_timeout_s: float | None = STEP_TIMEOUT_S) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = model
         self.store: Store = store if store is not None else InMemoryStore()
-        self.policy = memory or MemoryPolicy()
+        self.requested_policy = memory or MemoryPolicy()
+        # The policy in use: the requested one, or scaled down for a small window.
+        self.policy = self.requested_policy
         self.tool_policy = tool_policy or ToolPolicy()
         self.max_steps = max_steps
+        self.step_timeout_s = step_timeout_s
         self.on_event = on_event
         registry = list(tools)
         if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
@@ -104,11 +108,11 @@ class Agent:
         self._detached: set[str] = set()
         self._turn_locks: dict[str, asyncio.Lock] = {}
         self._state_locks: dict[str, asyncio.Lock] = {}
-        self._compacting: dict[str, asyncio.Task] = {}
-        self._compact_again: dict[str, tuple[str, str | None] | None] = {}
+        self.compactor = Compactor(self)
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
-        # The estimated step prefix, keyed by what it depends on (see _estimated_prefix).
-        self._prefix_estimate: tuple[tuple[str, float], int] | None = None
+        # The step prefix (and policy) planned for the model's window on the first turn.
+        self.prefix = PrefixPlanner(self.requested_policy, self.accountant.counter,
+                                    system_instruction, registry, top_k)
 
     # ----------------------------------------------------------------- helpers
 
@@ -122,25 +126,38 @@ class Agent:
         """The prefilled base session for ``purpose``, created once and cloned per use."""
         async with self._base_lock:
             if purpose not in self._bases:
-                prompts = {Purpose.STEP: lambda: initial_prompts(self.system_instruction),
-                           Purpose.SUMMARY: summary_messages,
-                           Purpose.FACTS: facts_messages}[purpose]()
-                base = await self.model.create(initial_prompts=prompts, purpose=purpose)
                 if purpose is Purpose.STEP:
-                    self.policy.check_window(base.context_window, base.context_usage)
-                self._bases[purpose] = base
+                    self._bases[purpose] = await self._create_step_base()
+                else:
+                    prompts = (summary_messages() if purpose is Purpose.SUMMARY
+                               else facts_messages())
+                    self._bases[purpose] = await self.model.create(initial_prompts=prompts,
+                                                                   purpose=purpose)
             return self._bases[purpose]
+
+    def _known_window(self) -> int:
+        window = getattr(self.model, "context_window", None)
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            return DEFAULT_CONTEXT_WINDOW
+        return window
+
+    async def _create_step_base(self) -> ModelSession:
+        """The step base session, with the prefix and policy planned for the model's
+        window (see :mod:`py_agent._prefix`); a switch is announced."""
+        base = await self.prefix.create_base(self.model, self._known_window())
+        plan = self.prefix.current
+        self.policy = self.accountant.policy = plan.policy
+        if plan.level != "full" or plan.scaled:
+            await self._emit(AgentEvent("prefix_planned", "", plan.to_dict()))
+        return base
+
+    @property
+    def prefix_plan(self) -> PrefixPlan | None:
+        """The prefix in use, planned for the model's window when the first turn ran."""
+        return self.prefix.current
 
     async def _clone(self, purpose: Purpose) -> ModelSession:
         return await (await self._base(purpose)).clone()
-
-    async def _prompt(self, purpose: Purpose, text: str, schema: dict | None = None) -> str:
-        session = await self._clone(purpose)
-        try:
-            self.model_calls[purpose.value] += 1
-            return await session.prompt(text, response_constraint=schema, purpose=purpose)
-        finally:
-            await session.destroy()
 
     async def _state(self, session_id: str, *, create: bool) -> SessionState:
         state = self._states.get(session_id)
@@ -209,10 +226,14 @@ class Agent:
         ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
                           first_prompt=build_first_prompt,
                           new_session=lambda: self._clone(Purpose.STEP), emit=emit,
-                          tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort)
+                          tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort,
+                          step_timeout_s=self.step_timeout_s)
         try:
             await self._base(Purpose.STEP)
             await self._check_message_fits(message, offered)
+            await self.compactor.make_room(session_id, self.accountant.counter.count(
+                first_prompt(message, offered, MemoryView())))
+            state = self._states.get(session_id, state)  # as make_room left it
             await self._calibrate(build_first_prompt([], False), turn_id)
             result = await run_turn(ctx)
             self.model_calls[Purpose.STEP.value] += len(result.steps)
@@ -310,153 +331,8 @@ class Agent:
 
     def _maybe_schedule(self, session_id: str, trigger: str, focus: str | None, *,
                         force: bool = False) -> bool:
-        state = self._states.get(session_id)
-        base = self._bases.get(Purpose.STEP)
-        if state is None or base is None:
-            return False
-        if not force and not self.accountant.budget(state, base.context_window,
-                                                    base.context_usage).due:
-            return False
-        running = self._compacting.get(session_id)
-        if running and not running.done():
-            self._compact_again[session_id] = (trigger, focus)
-            return True
-        self._compacting[session_id] = asyncio.ensure_future(
-            self._compaction_worker(session_id, trigger, focus, force))
-        return True
-
-    async def _compaction_worker(self, session_id: str, trigger: str, focus: str | None,
-                                 force: bool) -> None:
-        try:
-            for _ in range(MAX_COMPACTIONS_PER_RUN):
-                report = await self._compact_once(session_id, trigger, focus, everything=force)
-                again = self._compact_again.pop(session_id, None)
-                if not report.ok:
-                    break
-                state, base = self._states.get(session_id), self._bases[Purpose.STEP]
-                due = state is not None and self.accountant.budget(
-                    state, base.context_window, base.context_usage).due
-                if not due and again is None:
-                    break
-                if again is not None:
-                    trigger, focus = again
-                force = False
-        except Exception:  # a background task must never die silently
-            log.exception("background compaction failed for %s", session_id)
-
-    async def _compact_once(self, session_id: str, trigger: str, focus: str | None, *,
-                            everything: bool) -> CompactionReport:
-        """Summarize the turns before the boundary and commit exactly those."""
-        state = self._states.get(session_id)
-        if state is None:
-            return CompactionReport(False, 0, error="the session is gone")
-        if self._unsaved.get(session_id) and session_id not in self._detached:
-            # The archive must hold every raw turn before any is compacted.
-            async with self._lock(self._state_locks, session_id):
-                try:
-                    await self.store.commit_turn(self._states[session_id],
-                                                 list(self._unsaved[session_id]))
-                    self._unsaved[session_id].clear()
-                except Exception as exc:
-                    return CompactionReport(False, 0, error=f"unsaved turns: {exc}")
-        base = await self._base(Purpose.STEP)
-        budget = self.accountant.budget(state, base.context_window, base.context_usage)
-        turns = state.recent_turns
-        if everything:
-            cut = max(0, len(turns) - self.policy.min_recent_turns)
-        else:
-            cut = self.accountant.boundary(turns, budget.keep)
-        chosen = self._fit_for_summary(turns[:cut])
-        if not chosen:
-            return CompactionReport(False, 0, error="nothing to compact")
-
-        ids = [t.id for t in chosen]
-        await self._emit(AgentEvent("compaction_started", session_id,
-                                    {"turn_ids": ids, "trigger": trigger}))
-        started, clock = now_ms(), time.perf_counter()
-        counter = self.accountant.counter
-        prompt = summary_prompt(state.summary, chosen, self.policy, counter, focus)
-        record = CompressionRecord(session_id=session_id, started_at=started, duration_ms=0,
-                                   ok=False, turn_ids=ids, previous_summary=state.summary,
-                                   summary_prompt=prompt, summary="", focus=focus,
-                                   trigger=trigger,  # type: ignore[arg-type]
-                                   tokens_before=budget.summary + budget.facts + budget.turns)
-        try:
-            record.model_calls += 1
-            raw = await self._prompt(Purpose.SUMMARY, prompt)
-            record.summary = raw
-            summary = validate_summary(raw, self.policy, counter)
-            new_facts = []
-            if self.policy.extract_facts:
-                record.model_calls += 1
-                try:
-                    reply = await self._prompt(Purpose.FACTS,
-                                               facts_prompt(state.facts, chosen, self.policy),
-                                               FACTS_SCHEMA)
-                    new_facts = parse_facts(reply, self.policy, ids[-1])
-                except ModelError as exc:
-                    record.error = f"fact extraction failed: {exc}"
-        except (ModelError, InvalidSummaryError) as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
-            record.duration_ms = (time.perf_counter() - clock) * 1000
-            if session_id in self._states:
-                self._states[session_id].failed_compactions += 1
-            try:
-                if session_id not in self._detached:
-                    await self.store.commit_compaction(None, record)
-            except Exception:
-                log.exception("could not log a failed compaction")
-            await self._emit(AgentEvent("compaction_failed", session_id,
-                                        {"error": record.error, "trigger": trigger}))
-            return CompactionReport(False, 0, tokens_before=record.tokens_before,
-                                    error=record.error, record=record)
-
-        async with self._lock(self._state_locks, session_id):
-            current = self._states.get(session_id)
-            if current is None:
-                return CompactionReport(False, 0, error="the session was deleted meanwhile")
-            updated = current.copy()
-            done = set(ids)
-            updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
-            updated.summary = summary
-            updated.facts, added = merge_facts(current.facts, new_facts, self.policy.max_facts)
-            updated.compactions += 1
-            updated.updated_at = now_ms()
-            after = self.accountant.budget(updated, base.context_window, base.context_usage)
-            record.ok, record.summary, record.facts_added = True, summary, added
-            record.tokens_after = after.summary + after.facts + after.turns
-            record.duration_ms = (time.perf_counter() - clock) * 1000
-            try:
-                if session_id not in self._detached:
-                    await self.store.commit_compaction(updated, record)
-            except Exception as exc:
-                await self._emit(AgentEvent("storage_error", session_id, {
-                    "message": f"Could not save the compacted memory ({exc}); the raw turns "
-                               "are kept.", "kind": getattr(exc, "kind", "unknown")}))
-                return CompactionReport(False, 0, error=str(exc), record=record)
-            self._states[session_id] = updated
-        await self._emit(AgentEvent("memory_updated", session_id, {
-            "summary": summary, "facts": [f.to_dict() for f in updated.facts],
-            "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
-            "record": {"turn_ids": ids, "tokens_before": record.tokens_before,
-                       "tokens_after": record.tokens_after,
-                       "duration_ms": round(record.duration_ms, 1), "trigger": trigger}}))
-        return CompactionReport(True, len(ids), record.tokens_before, record.tokens_after,
-                                record=record)
-
-    def _fit_for_summary(self, turns: list[Turn]) -> list[Turn]:
-        """The oldest turns whose summary prompt fits the summarizer's window."""
-        base = self._bases.get(Purpose.SUMMARY) or self._bases[Purpose.STEP]
-        room = (base.context_window - base.context_usage - 2 * self.policy.summary_max_tokens
-                - 300)
-        chosen, used = [], 0
-        for turn in turns:
-            cost = self.accountant.turn_tokens(turn)
-            if chosen and used + cost > room:
-                break
-            chosen.append(turn)
-            used += cost
-        return chosen
+        """Start a background compaction if one is due; see :mod:`py_agent.compaction`."""
+        return self.compactor.schedule(session_id, trigger, focus, force=force)
 
     async def compact(self, session_id: str, focus: str | None = None) -> CompactionReport:
         """Compact now: every turn but the newest ``min_recent_turns`` goes into memory."""
@@ -464,16 +340,15 @@ class Agent:
         await self.wait_idle(session_id)
         await self._base(Purpose.STEP)
         async with self._lock(self._turn_locks, session_id):
-            return await self._compact_once(session_id, "manual", focus, everything=True)
+            return await self.compactor.compact_once(session_id, "manual", focus,
+                                                     everything=True)
 
-    async def wait_idle(self, session_id: str | None = None) -> None:
-        """Wait for background compactions (of one session, or all) to finish."""
-        while True:
-            tasks = [t for sid, t in self._compacting.items()
-                     if (session_id is None or sid == session_id) and not t.done()]
-            if not tasks:
-                return
-            await asyncio.gather(*tasks, return_exceptions=True)
+    async def wait_idle(self, session_id: str | None = None, timeout: float | None = None) -> bool:
+        """Wait for background compactions (of one session, or all) to finish, at most
+        ``timeout`` seconds; True if none is running any more. Without a timeout the
+        wait is still bounded: every model call of a compaction has its own
+        (``MemoryPolicy.summary_timeout_s``, ``facts_timeout_s``)."""
+        return await self.compactor.wait_idle(session_id, timeout)
 
     # --------------------------------------------------------- sessions, memory
 
@@ -490,38 +365,29 @@ class Agent:
             budget = self.accountant.budget(state, base.context_window, base.context_usage)
         else:
             budget = self.estimated_budget(state)
-        task = self._compacting.get(session_id)
         return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
                            facts=list(state.facts), recent_turns=list(state.recent_turns),
                            budget=budget, compactions=state.compactions,
                            failed_compactions=state.failed_compactions,
                            unsaved_turns=len(self._unsaved.get(session_id, [])),
                            detached=session_id in self._detached,
-                           compacting=bool(task and not task.done()),
+                           compacting=self.compactor.running(session_id),
+                           degraded=state.degraded,
+                           prefix=(self.prefix.current or self.prefix.estimate(
+                               self._known_window())).to_dict(),
+                           consecutive_failures=state.consecutive_failures,
                            budget_estimated=base is None)
 
     def estimated_budget(self, state: SessionState) -> Budget:
         """The budget as it would be, computed without any model session.
 
-        The prefix is the system instruction and few-shot prompts counted with the
-        agent's token counter; the window is the model's ``context_window`` if it
-        has one as a plain attribute, else :data:`DEFAULT_CONTEXT_WINDOW`.
+        The window is the model's ``context_window`` if it has one as a plain
+        attribute, else :data:`DEFAULT_CONTEXT_WINDOW`; the prefix and policy are
+        planned for it as a session would be, with the agent's token counter.
         """
-        window = getattr(self.model, "context_window", None)
-        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-            window = DEFAULT_CONTEXT_WINDOW
-        return self.accountant.budget(state, window, self._estimated_prefix())
-
-    def _estimated_prefix(self) -> int:
-        """The step prefix's tokens, counted once per system instruction and counter ratio
-        (the memory panel asks for it on every refresh)."""
-        counter = self.accountant.counter
-        key = (self.system_instruction, counter.ratio)
-        if self._prefix_estimate is None or self._prefix_estimate[0] != key:
-            tokens = sum(counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS
-                         for m in initial_prompts(self.system_instruction))
-            self._prefix_estimate = (key, tokens)
-        return self._prefix_estimate[1]
+        plan = self.prefix.estimate(self._known_window())
+        accountant = MemoryAccountant(plan.policy, self.accountant.counter)
+        return accountant.budget(state, plan.window, plan.tokens)
 
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""
@@ -544,7 +410,8 @@ class Agent:
             self._states[session_id] = state
 
     async def delete_session(self, session_id: str) -> bool:
-        await self.wait_idle(session_id)
+        """Delete a session; a compaction of it still running is stopped first."""
+        await self.compactor.cancel(session_id)
         async with self._lock(self._state_locks, session_id):
             self._states.pop(session_id, None)
             self._unsaved.pop(session_id, None)
@@ -611,11 +478,16 @@ class Agent:
         return bool(await self.store.read_archive(session_id)
                     or await self.store.compressions(session_id))
 
-    async def close(self) -> None:
-        """Wait for background work, then free the base sessions."""
-        await self.wait_idle()
+    async def close(self, timeout: float | None = None) -> None:
+        """Let background compactions finish (at most ``timeout`` seconds, then they are
+        stopped: the raw turns are archived, nothing is lost), then free the base sessions."""
+        if not await self.wait_idle(timeout=timeout):
+            await self.compactor.cancel()
         for session in self._bases.values():
-            await session.destroy()
+            try:
+                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
+            except Exception:
+                log.warning("could not destroy a base session")
         self._bases.clear()
 
 
@@ -642,6 +514,9 @@ def _model_error_text(exc: Exception) -> str:
     if name == "ModelUnavailableError":
         return ("The on-device model is not available right now, so I can't answer. "
                 "Your message is saved; try again once the model is ready.")
+    if name == "StepTimeoutError":
+        return (f"The model stopped answering ({exc}), so I gave up on this message. "
+                "Your message is saved; please try again.")
     if name == "ModelNetworkError":
         return "The model could not be reached (it may still be downloading). Please try again."
     return f"Something went wrong while asking the model: {exc}"

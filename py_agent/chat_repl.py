@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .agent import DEFAULT_CONTEXT_WINDOW, Agent
+from .agent import Agent
 from .events import AgentEvent
-from .memory import MemoryPolicy
 from .openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from .results import RunResult
 from .sqlite_store import SqliteStore
@@ -32,19 +31,6 @@ COMPACTION_WAIT_S = 120.0
 HELP = """\
 Commands: /memory (what the next prompt carries), /compact [focus] (compact now),
 /sessions (list), /help, /quit (or Ctrl-D). Anything else is a message to the agent."""
-
-
-def policy_for_window(window: int) -> MemoryPolicy:
-    """The default memory policy (sized for Gemini Nano's 9,216 tokens), scaled down for a
-    smaller window, so a 2,048- or 4,096-token local model still has room for turns."""
-    if window >= DEFAULT_CONTEXT_WINDOW:
-        return MemoryPolicy()
-    scale = window / DEFAULT_CONTEXT_WINDOW
-    default = MemoryPolicy()
-    return MemoryPolicy(
-        reserved_turn_tokens=max(384, int(default.reserved_turn_tokens * scale)),
-        summary_target_tokens=max(96, int(default.summary_target_tokens * scale)),
-        summary_max_tokens=max(192, int(default.summary_max_tokens * scale)))
 
 
 @dataclass
@@ -245,8 +231,8 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
                                           call=max(600.0, options.timeout * 2)))
     model.conversation_id = options.session_id
     problem = await _connect(model)
-    agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event,
-                  memory=policy_for_window(model.window))
+    # The memory policy and the prompt prefix fit themselves to the model's window.
+    agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event)
     if interactive or options.trace:
         ui.note(_banner(model, options, problem, len(tools)))
     loop = asyncio.get_running_loop()
@@ -307,16 +293,11 @@ def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | Non
 
 
 async def _finish(agent: Agent, store: SqliteStore, ui: Terminal) -> None:
-    idle = asyncio.ensure_future(agent.wait_idle())
-    try:
-        try:
-            await asyncio.wait_for(asyncio.shield(idle), 0.5)
-        except asyncio.TimeoutError:
-            if ui.trace:
-                ui.note("  · waiting for the memory compaction to finish…")
-            await asyncio.wait_for(idle, COMPACTION_WAIT_S)
-    except asyncio.TimeoutError:
-        ui.note("warning: a memory compaction did not finish in time; the raw turns are "
-                "saved and it is retried next time")
-    await agent.close()
+    if not await agent.wait_idle(timeout=0.5):
+        if ui.trace:
+            ui.note("  · waiting for the memory compaction to finish…")
+        if not await agent.wait_idle(timeout=COMPACTION_WAIT_S):
+            ui.note("warning: a memory compaction did not finish in time; the raw turns are "
+                    "saved and it is retried next time")
+    await agent.close(timeout=0)
     store.close()

@@ -22,8 +22,9 @@ EventType = Literal[
     "turn_saved",          # {turn_id}
     "storage_error",       # {message, kind}
     "compaction_started",  # {turn_ids, trigger}
-    "memory_updated",      # {summary, facts, recent_turns, compactions, record}
-    "compaction_failed",   # {error, trigger}
+    "memory_updated",      # {summary, facts, recent_turns, compactions, degraded, record}
+    "compaction_failed",   # {error, trigger, degraded, facts, record}
+    "prefix_planned",      # {level, tokens, window, scaled, reason, ...}; session_id ""
     "error",               # {message, kind}
 ]
 

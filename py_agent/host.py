@@ -110,9 +110,13 @@ class AgentHost:
         session_id = self._session(message)
         state = (await self.agent.memory_state(session_id)).to_dict()
         shown = ("started_at", "duration_ms", "ok", "turn_ids", "tokens_before", "tokens_after",
-                 "trigger", "error", "focus", "model_calls")
-        state["compressions"] = [{k: getattr(r, k) for k in shown}
-                                 for r in await self.agent.compressions(session_id)]
+                 "trigger", "error", "focus", "model_calls", "kind", "fallback", "facts_error",
+                 "facts_turn_ids")
+        state["compressions"] = [
+            {**{k: getattr(r, k) for k in shown},
+             "facts_added": [f.to_dict() for f in r.facts_added],
+             "fact_changes": [c.to_dict() for c in r.fact_changes]}
+            for r in await self.agent.compressions(session_id)]
         return state
 
     async def _compact(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -10,11 +10,18 @@ a prompt (old observations micro-compacted).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from .prompting import MemoryView, render_facts, render_turn
-from .state import Fact, SessionState, Turn
+from .state import FACT_CATEGORIES, SessionState, Turn
 from .tokens import TokenCounter
+
+
+# The smallest sizes a scaled-down policy keeps (see MemoryPolicy.scaled).
+MIN_RESERVED_TOKENS = 384
+MIN_SUMMARY_TOKENS = 96
+MIN_FACTS_TOKENS = 96
 
 
 class MemoryPolicyError(ValueError):
@@ -37,11 +44,43 @@ class MemoryPolicy:
         summary_target_tokens: the length the running summary is asked to keep to.
         summary_max_tokens: a summary longer than this is rejected as invalid.
         min_summary_chars: a summary shorter than this is rejected as invalid.
-        max_facts: key facts kept; the oldest are dropped past this.
+        facts_max_tokens: the token budget of the key facts. Past it, the facts
+            of lowest priority are folded into the summary by the summarizer (the
+            archive keeps the turns that said them); none is dropped unseen.
+        max_facts: at most this many key facts; more are folded the same way.
+        fact_priority: categories from the most to the least worth keeping as key
+            facts; recency counts too (see :func:`py_agent._fact_rules.priority`).
         fact_max_chars: a longer extracted fact is discarded as not a fact.
-        extract_facts: run structured key-fact extraction on compacted turns.
+        extract_facts: run structured key-fact extraction.
+        facts_refresh_ratio: read the raw turns for facts once those not read yet
+            fill this share of the turn budget, between compactions, so a fact the
+            user changes or retracts is not shown as current for long (a turn that
+            may change a known fact is read at once, whatever the ratio). A compaction
+            reads them too when it must (its turns were not read yet). With the
+            default ratios this is one read between two compactions, so memory costs
+            two model calls per compaction, as before facts were refreshed.
         micro_compact_keep_turns: the newest turns whose observations stay whole in prompts.
         micro_compact_chars: older observations are cut to this many characters in prompts.
+        summary_timeout_s: a summary call running longer is stopped (its session
+            destroyed) and counts as a failure. Gemini Nano writes a few to about
+            twenty tokens a second on-device; a summary of ``summary_target_tokens``
+            (450) after reading a prompt of a few thousand tokens takes one to two
+            minutes on a slow machine, so the default leaves it three.
+        facts_timeout_s: the same for a fact extraction, whose reply is short
+            (a few facts: 100-200 tokens).
+        retry_backoff_s: after a failed summary the model is not asked again for
+            this long, doubled after each further failure up to ``max_backoff_s``.
+        fallback_after_failures: after this many failed summaries in a row, or
+            while backing off with raw turns about to overflow their budget, the
+            turns are compacted without the model: the user's own words, cut to
+            ``fallback_turn_chars`` each, tool output dropped. The session is shown
+            as degraded until a summary works again.
+        max_prefix_ratio: the fixed prefix (system instruction and few-shot
+            examples) may take at most this share of the window; past it a compact
+            instruction with fewer examples is used.
+        min_turns_ratio: the raw turns need at least this share of the window;
+            when the prefix and memory sizes leave less, the prefix shrinks first,
+            then the policy's token sizes scale down to the window.
     """
 
     reserved_turn_tokens: int = 2048
@@ -51,11 +90,23 @@ class MemoryPolicy:
     summary_target_tokens: int = 450
     summary_max_tokens: int = 900
     min_summary_chars: int = 30
-    max_facts: int = 30
+    facts_max_tokens: int = 800
+    max_facts: int = 60
+    fact_priority: tuple[str, ...] = ("need", "preference", "background", "decision",
+                                      "follow-up")
     fact_max_chars: int = 200
     extract_facts: bool = True
+    facts_refresh_ratio: float = 0.25
     micro_compact_keep_turns: int = 2
     micro_compact_chars: int = 160
+    summary_timeout_s: float = 180.0
+    facts_timeout_s: float = 90.0
+    retry_backoff_s: float = 60.0
+    max_backoff_s: float = 900.0
+    fallback_after_failures: int = 2
+    fallback_turn_chars: int = 160
+    max_prefix_ratio: float = 0.1
+    min_turns_ratio: float = 0.25
 
     def __post_init__(self) -> None:
         problems = []
@@ -68,16 +119,57 @@ class MemoryPolicy:
                             f"trigger_ratio ({self.trigger_ratio}): the kept budget must be "
                             "smaller than the trigger, or compaction never frees room")
         for name in ("reserved_turn_tokens", "summary_target_tokens", "summary_max_tokens",
-                     "max_facts", "fact_max_chars", "micro_compact_chars"):
-            if getattr(self, name) <= 0:
+                     "facts_max_tokens", "max_facts", "fact_max_chars", "micro_compact_chars",
+                     "summary_timeout_s", "facts_timeout_s", "fallback_after_failures",
+                     "fallback_turn_chars"):
+            if not getattr(self, name) > 0:
                 problems.append(f"{name} must be positive")
-        for name in ("min_recent_turns", "micro_compact_keep_turns", "min_summary_chars"):
-            if getattr(self, name) < 0:
+        for name in ("min_recent_turns", "micro_compact_keep_turns", "min_summary_chars",
+                     "retry_backoff_s", "max_backoff_s"):
+            if not getattr(self, name) >= 0:
                 problems.append(f"{name} must not be negative")
+        for name in ("max_prefix_ratio", "min_turns_ratio", "facts_refresh_ratio"):
+            if not 0 < getattr(self, name) < 1:
+                problems.append(f"{name} must be in (0, 1)")
+        unknown = [c for c in self.fact_priority if c not in FACT_CATEGORIES]
+        if unknown:
+            problems.append(f"fact_priority names unknown categories {unknown}; "
+                            f"known: {list(FACT_CATEGORIES)}")
         if self.summary_max_tokens < self.summary_target_tokens:
             problems.append("summary_max_tokens must be at least summary_target_tokens")
         if problems:
             raise MemoryPolicyError("invalid MemoryPolicy: " + "; ".join(problems))
+
+    def scaled(self, factor: float) -> "MemoryPolicy":
+        """This policy with its token sizes times ``factor`` (for a smaller window),
+        never below the floors a working memory needs."""
+        return replace(
+            self,
+            reserved_turn_tokens=max(MIN_RESERVED_TOKENS, int(self.reserved_turn_tokens * factor)),
+            summary_target_tokens=max(MIN_SUMMARY_TOKENS, int(self.summary_target_tokens * factor)),
+            summary_max_tokens=max(2 * MIN_SUMMARY_TOKENS, int(self.summary_max_tokens * factor)),
+            facts_max_tokens=max(MIN_FACTS_TOKENS, int(self.facts_max_tokens * factor)))
+
+    def backoff_s(self, failures: int) -> float:
+        """How long to wait before asking the model again after ``failures`` in a row."""
+        if failures <= 0:
+            return 0.0
+        return min(self.max_backoff_s, self.retry_backoff_s * 2 ** (failures - 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as JSON-ready data, logged with each compaction for replay."""
+        data = asdict(self)
+        data["fact_priority"] = list(self.fact_priority)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MemoryPolicy":
+        """A policy from :meth:`to_dict` output; unknown keys (from a newer py-agent) are
+        ignored and missing ones take today's defaults."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "fact_priority" in known:
+            known["fact_priority"] = tuple(known["fact_priority"])
+        return cls(**known)
 
     def check_window(self, context_window: int, prefix_tokens: int) -> None:
         """Fail early, and clearly, when the model's window cannot hold this policy."""
@@ -159,6 +251,18 @@ class MemoryAccountant:
             index = i
         return index
 
+    def oldest_within(self, turns: list[Turn], room: int) -> list[Turn]:
+        """The oldest turns that fit ``room`` tokens together (at least one)."""
+        chosen: list[Turn] = []
+        used = 0
+        for turn in turns:
+            cost = self.turn_tokens(turn)
+            if chosen and used + cost > room:
+                break
+            chosen.append(turn)
+            used += cost
+        return chosen
+
     def view(self, state: SessionState, room: int) -> tuple[MemoryView, int]:
         """The memory as the next prompt shows it, within ``room`` tokens.
 
@@ -177,18 +281,3 @@ class MemoryAccountant:
             dropped += 1
         return MemoryView(summary=state.summary, facts=list(state.facts), turns=rendered), dropped
 
-
-def merge_facts(existing: list[Fact], new: list[Fact], max_facts: int) -> tuple[list[Fact], list[Fact]]:
-    """Add ``new`` facts not already known; keep at most ``max_facts``, newest winning.
-
-    Returns the merged list and the facts that were actually added.
-    """
-    known = {f.key() for f in existing}
-    added = []
-    for fact in new:
-        key = fact.key()
-        if key not in known and fact.text.strip():
-            known.add(key)
-            added.append(fact)
-    merged = existing + added
-    return merged[-max_facts:], added

@@ -40,11 +40,12 @@ _EXAMPLE_TOOL = "- convert_units(value: number, from_unit: string, to_unit: stri
     "Convert a quantity between units of length, mass, volume or temperature."
 
 
-def few_shot_examples() -> list[Message]:
-    """Two worked examples: one tool call then an answer, and one direct answer."""
+def worked_examples() -> list[list[Message]]:
+    """Two worked examples: one tool call then an answer, and one direct answer. A
+    tight window keeps fewer of them (see :mod:`py_agent._prefix`)."""
     step = lambda thought, name, tool_input, answer: json.dumps(  # noqa: E731
         {"thought": thought, "toolName": name, "toolInput": tool_input, "finalAnswer": answer})
-    return [
+    return [[
         {"role": "user", "content": f"Tools for this request:\n{_EXAMPLE_TOOL}\n"
                                     f"- none: answer without a tool\n\n"
                                     "User: How many grams are in 3 ounces?"},
@@ -54,12 +55,18 @@ def few_shot_examples() -> list[Message]:
         {"role": "user", "content": "Observation from convert_units: 85.05 g"},
         {"role": "assistant", "content": step("The observation answers the question.", NONE_TOOL,
                                               "", "3 ounces is about 85 grams.")},
+    ], [
         {"role": "user", "content": "Memory:\nKey facts:\n- [preference] likes short answers\n\n"
                                     "Tools for this request:\n- none: answer without a tool\n\n"
                                     "User: What is the capital of Italy?"},
         {"role": "assistant", "content": step("I know this; no tool is needed.", NONE_TOOL, "",
                                               "Rome.")},
-    ]
+    ]]
+
+
+def few_shot_examples() -> list[Message]:
+    """Every worked example, as one list of messages."""
+    return [message for example in worked_examples() for message in example]
 
 
 def initial_prompts(system_instruction: str = SYSTEM_INSTRUCTION) -> list[Message]:

@@ -85,6 +85,9 @@ class MemoryState:
     compacting: bool
     detached: bool = False
     budget_estimated: bool = False  # no model session yet: prefix and window are estimates
+    degraded: str = ""  # why memory runs on the fallback without the summarizer, if it does
+    consecutive_failures: int = 0
+    prefix: dict[str, Any] | None = None  # the prefix level in use and why (py_agent._prefix)
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -100,7 +103,8 @@ class MemoryState:
                 "recent_turns": [t.to_dict() for t in self.recent_turns], "budget": budget,
                 "compactions": self.compactions, "failed_compactions": self.failed_compactions,
                 "unsaved_turns": self.unsaved_turns, "compacting": self.compacting,
-                "detached": self.detached}
+                "detached": self.detached, "degraded": self.degraded,
+                "consecutive_failures": self.consecutive_failures, "prefix": self.prefix}
 
 
 @dataclass

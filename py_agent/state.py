@@ -69,11 +69,17 @@ class Turn:
 
 @dataclass(frozen=True)
 class Fact:
-    """A durable piece of knowledge about the user, kept outside the summary."""
+    """A durable piece of knowledge about the user, kept outside the summary.
+
+    ``id`` is short ("f7") and unique within its session, so the fact extractor
+    can name a known fact it updates or retracts; ``turn_id`` is the turn that
+    last stated it, which makes newer facts outrank older ones.
+    """
 
     category: str
     text: str
     turn_id: int | None = None
+    id: str = ""
 
     def key(self) -> str:
         """Identity for de-duplication: category and normalised wording."""
@@ -81,19 +87,80 @@ class Fact:
         return self.category + ":" + " ".join(words)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"category": self.category, "text": self.text, "turn_id": self.turn_id}
+        data: dict[str, Any] = {"category": self.category, "text": self.text,
+                                "turn_id": self.turn_id}
+        if self.id:
+            data["id"] = self.id
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Fact":
         turn_id = data.get("turn_id")
         return cls(category=str(data.get("category", "background")),
                    text=str(data.get("text", "")),
-                   turn_id=None if turn_id is None else int(turn_id))
+                   turn_id=None if turn_id is None else int(turn_id),
+                   id=str(data.get("id") or ""))
+
+
+class FactIds:
+    """Hands out short fact ids ("f1", "f2", ...) from ``next_id`` on, skipping taken ones."""
+
+    def __init__(self, next_id: int, taken: set[str]) -> None:
+        self.next_id, self.taken = next_id, set(taken)
+
+    def __call__(self) -> str:
+        while f"f{self.next_id}" in self.taken:
+            self.next_id += 1
+        fact_id = f"f{self.next_id}"
+        self.next_id += 1
+        self.taken.add(fact_id)
+        return fact_id
+
+
+FactAction = Literal["superseded", "retracted", "folded", "kept"]
+
+
+@dataclass
+class FactChange:
+    """Why a fact left (or nearly left) the key facts; logged with its compaction.
+
+    ``superseded``: a newer fact on the same subject replaced it (``replaced_by``);
+    ``retracted``: the user said it no longer holds, or asked to forget it;
+    ``folded``: the facts were over their token budget, so the summarizer took
+    it into the summary (the archive still has the turn that said it);
+    ``kept``: a fold the summary did not carry, so the fact stayed a key fact.
+    ``by`` says who decided: the extractor model, or a rule of py-agent.
+    """
+
+    action: FactAction
+    fact: Fact
+    reason: str
+    replaced_by: Fact | None = None
+    by: Literal["model", "rule"] = "model"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "fact": self.fact.to_dict(), "reason": self.reason,
+                "replaced_by": self.replaced_by.to_dict() if self.replaced_by else None,
+                "by": self.by}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FactChange":
+        replaced = data.get("replaced_by")
+        return cls(action=data.get("action", "superseded"), fact=Fact.from_dict(data["fact"]),
+                   reason=str(data.get("reason", "")),
+                   replaced_by=Fact.from_dict(replaced) if isinstance(replaced, dict) else None,
+                   by=data.get("by", "model"))
 
 
 @dataclass
 class SessionState:
-    """What the next prompt needs: summary, key facts, recent raw turns, counters."""
+    """What the next prompt needs: summary, key facts, recent raw turns, counters.
+
+    ``facts_through`` is the newest turn whose facts were extracted (so a retry
+    does not extract them twice); ``consecutive_failures`` counts summaries that
+    failed in a row, and ``degraded`` says, while it is not empty, why memory
+    runs on the deterministic fallback instead of the summarizer.
+    """
 
     session_id: str
     title: str = ""
@@ -105,6 +172,21 @@ class SessionState:
     failed_compactions: int = 0
     created_at: float = field(default_factory=now_ms)
     updated_at: float = field(default_factory=now_ms)
+    next_fact_id: int = 1
+    facts_through: int = 0
+    consecutive_failures: int = 0
+    degraded: str = ""
+
+    def __post_init__(self) -> None:
+        self.assign_fact_ids()
+
+    def assign_fact_ids(self) -> None:
+        """Give every fact without one a short id (facts saved before ids existed)."""
+        if all(f.id for f in self.facts):
+            return
+        ids = FactIds(self.next_fact_id, {f.id for f in self.facts})
+        self.facts = [f if f.id else replace(f, id=ids()) for f in self.facts]
+        self.next_fact_id = ids.next_id
 
     def copy(self) -> "SessionState":
         """A copy whose lists can be changed without touching this one."""
@@ -116,7 +198,9 @@ class SessionState:
                 "recent_turns": [t.to_dict() for t in self.recent_turns],
                 "next_turn_id": self.next_turn_id, "compactions": self.compactions,
                 "failed_compactions": self.failed_compactions,
-                "created_at": self.created_at, "updated_at": self.updated_at}
+                "created_at": self.created_at, "updated_at": self.updated_at,
+                "next_fact_id": self.next_fact_id, "facts_through": self.facts_through,
+                "consecutive_failures": self.consecutive_failures, "degraded": self.degraded}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SessionState":
@@ -128,12 +212,35 @@ class SessionState:
                    compactions=int(data.get("compactions", 0)),
                    failed_compactions=int(data.get("failed_compactions", 0)),
                    created_at=float(data.get("created_at", 0.0)),
-                   updated_at=float(data.get("updated_at", 0.0)))
+                   updated_at=float(data.get("updated_at", 0.0)),
+                   next_fact_id=int(data.get("next_fact_id", 1)),
+                   facts_through=int(data["facts_through"]) if "facts_through" in data
+                   else _extracted_before(data),
+                   consecutive_failures=int(data.get("consecutive_failures", 0)),
+                   degraded=str(data.get("degraded", "")))
+
+
+def _extracted_before(data: dict[str, Any]) -> int:
+    """For a state saved before ``facts_through`` existed: every turn compacted out of
+    the recent turns had its facts extracted then."""
+    recent = [int(t["id"]) for t in data.get("recent_turns", []) if "id" in t]
+    return min(recent) - 1 if recent else max(0, int(data.get("next_turn_id", 1)) - 1)
 
 
 @dataclass
 class CompressionRecord:
-    """One compaction, logged with its input and output so it can be replayed."""
+    """One compaction, logged with its inputs as sent and its outputs, so it can be
+    replayed (``python -m py_agent.replay``) and explained in the memory inspector.
+
+    Inputs: ``previous_summary``, the turns (``turn_ids``, their text is in the
+    archive), ``facts_before`` (the known facts the extractor saw), ``folded``
+    (facts handed to the summarizer to keep), ``focus``, ``policy``, and both
+    prompts with their system prompts. Outputs: the raw replies
+    (``summary_reply``, ``facts_reply``), the committed ``summary``,
+    ``facts_added`` and ``fact_changes``. ``fallback`` is True when the summary was
+    built without the model (it failed too often or is backing off). A ``kind``
+    "facts" record is a facts refresh: no turn left the raw turns, the summary stayed.
+    """
 
     session_id: str
     started_at: float
@@ -150,16 +257,35 @@ class CompressionRecord:
     focus: str | None = None
     error: str | None = None
     trigger: Literal["auto", "manual", "tool"] = "auto"
+    summary_reply: str = ""
+    summary_system: str = ""
+    summary_ms: float = 0.0
+    facts_turn_ids: list[int] = field(default_factory=list)
+    facts_prompt: str = ""
+    facts_system: str = ""
+    facts_reply: str = ""
+    facts_ms: float = 0.0
+    facts_error: str | None = None
+    facts_before: list[Fact] = field(default_factory=list)
+    folded: list[Fact] = field(default_factory=list)
+    fact_changes: list[FactChange] = field(default_factory=list)
+    fallback: bool = False
+    policy: dict[str, Any] = field(default_factory=dict)
+    kind: Literal["compaction", "facts"] = "compaction"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["facts_added"] = [f.to_dict() for f in self.facts_added]
+        for name in ("facts_added", "facts_before", "folded"):
+            data[name] = [f.to_dict() for f in getattr(self, name)]
+        data["fact_changes"] = [c.to_dict() for c in self.fact_changes]
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CompressionRecord":
         fields = dict(data)
-        fields["facts_added"] = [Fact.from_dict(f) for f in data.get("facts_added", [])]
+        for name in ("facts_added", "facts_before", "folded"):
+            fields[name] = [Fact.from_dict(f) for f in data.get(name, [])]
+        fields["fact_changes"] = [FactChange.from_dict(c) for c in data.get("fact_changes", [])]
         return cls(**fields)
 
 

@@ -106,13 +106,22 @@ _TURN = {"id": (*_TURN_ID, True), "user": (*_STR, True), "answer": (*_STR, True)
 _STEP = {"thought": (*_STR, False), "tool": (*_STR, False), "observation": (*_STR, False),
          "corrective": (*_BOOL, False)}
 _FACT = {"category": (*_STR, False), "text": (*_STR, True),
-         "turn_id": ((lambda v: v is None or _is_int(v)), "an integer or null", False)}
+         "turn_id": ((lambda v: v is None or _is_int(v)), "an integer or null", False),
+         "id": (*_STR, False)}
+_FACT_CHANGE = {"action": (*_one_of("superseded", "retracted", "folded", "kept"), True),
+                "fact": ((lambda v: isinstance(v, dict)), "an object", True),
+                "reason": (*_STR, False),
+                "replaced_by": ((lambda v: v is None or isinstance(v, dict)),
+                                "an object or null", False),
+                "by": (*_one_of("model", "rule"), False)}
 _STATE = {"session_id": ((lambda v: isinstance(v, str) and v.strip() != ""),
                          "a non-empty string", True),
           "title": (*_STR, False), "summary": (*_STR, False), "facts": (*_LIST, False),
           "recent_turns": (*_LIST, False), "next_turn_id": (*_TURN_ID, False),
           "compactions": (*_COUNT, False), "failed_compactions": (*_COUNT, False),
-          "created_at": (*_NUM, False), "updated_at": (*_NUM, False)}
+          "created_at": (*_NUM, False), "updated_at": (*_NUM, False),
+          "next_fact_id": (*_TURN_ID, False), "facts_through": (*_COUNT, False),
+          "consecutive_failures": (*_COUNT, False), "degraded": (*_STR, False)}
 _RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_BOOL, True),
            "turn_ids": ((lambda v: isinstance(v, list) and all(map(_is_int, v))),
                         "a list of integers", True),
@@ -121,7 +130,17 @@ _RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_B
            "tokens_before": (*_COUNT, False), "tokens_after": (*_COUNT, False),
            "model_calls": (*_COUNT, False), "focus": (*_OPT_STR, False),
            "error": (*_OPT_STR, False), "trigger": (*_one_of("auto", "manual", "tool"), False),
-           "session_id": (*_STR, False)}
+           "session_id": (*_STR, False),
+           "summary_reply": (*_STR, False), "summary_system": (*_STR, False),
+           "summary_ms": (*_NUM, False), "facts_prompt": (*_STR, False),
+           "facts_system": (*_STR, False), "facts_reply": (*_STR, False),
+           "facts_ms": (*_NUM, False), "facts_error": (*_OPT_STR, False),
+           "facts_turn_ids": ((lambda v: isinstance(v, list) and all(map(_is_int, v))),
+                              "a list of integers", False),
+           "facts_before": (*_LIST, False), "folded": (*_LIST, False),
+           "fact_changes": (*_LIST, False), "fallback": (*_BOOL, False),
+           "policy": ((lambda v: isinstance(v, dict)), "an object", False),
+           "kind": (*_one_of("compaction", "facts"), False)}
 
 
 def _check(data: Any, spec: dict[str, tuple[Check, str, bool]], what: str) -> dict[str, Any]:
@@ -167,7 +186,14 @@ def _state(data: Any) -> SessionState:
 
 def _record(data: Any, session_id: str) -> CompressionRecord:
     _check(data, _RECORD, "the compression record")
-    _facts(data.get("facts_added", []), "the compression record's facts_added")
+    for name in ("facts_added", "facts_before", "folded"):
+        _facts(data.get(name, []), f"the compression record's {name}")
+    for i, change in enumerate(data.get("fact_changes", [])):
+        what = f"the compression record's fact_changes[{i}]"
+        _check(change, _FACT_CHANGE, what)
+        _check(change["fact"], _FACT, what + ".fact")
+        if change.get("replaced_by") is not None:
+            _check(change["replaced_by"], _FACT, what + ".replaced_by")
     known = {f.name for f in fields(CompressionRecord)}
     kept = {k: v for k, v in data.items() if k in known}  # newer fields are dropped
     return CompressionRecord.from_dict({**kept, "session_id": session_id})

@@ -153,6 +153,16 @@ def chromium_flags() -> list[str]:
     raise RuntimeError("CHROMIUM_FLAGS not found in tests/e2e/conftest.py")
 
 
+def wait_until(page, expression: str, timeout: int) -> None:
+    """Poll the JS ``expression`` until truthy (Playwright's wait_for_function evals its
+    predicate in the page, which the page's CSP forbids)."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {timeout} ms: {expression}")
+        page.wait_for_timeout(50)
+
+
 class Demo:
     def __init__(self, browser, url: str, out: Path, wanted: set[str]) -> None:
         self.browser, self.url, self.out, self.wanted = browser, url, out, wanted
@@ -166,7 +176,11 @@ class Demo:
                                            device_scale_factor=1, reduced_motion="reduce")
         page = context.new_page()
         if fake_config.get("availability") != "none":
-            page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(fake_config)};")
+            # The responder goes in as code: the page's CSP allows no eval.
+            source = fake_config.pop("responderSource", None)
+            page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(fake_config)};"
+                                 + (f"window.__fakeLMConfig.responder = ({source});"
+                                    if source else ""))
             page.add_init_script(path=str(FAKE_LM_JS))
         page.on("pageerror", lambda error: print(f"[screenshots] page error: {error}"))
         page.goto(self.url + "/")
@@ -213,7 +227,8 @@ class Demo:
         before = page.locator(answers).count()
         page.get_by_test_id("chat-input").fill(text)
         page.get_by_test_id("send-button").click()
-        page.wait_for_function(
+        wait_until(
+            page,
             f"document.querySelectorAll('{answers}').length > {before} && "
             f"document.querySelectorAll('{answers}')[{before}].dataset.state === 'answered'",
             timeout=TURN_TIMEOUT_MS)
@@ -229,7 +244,8 @@ class Demo:
         if focus.count():
             focus.fill("keep the dietary constraints")
         page.get_by_test_id("compact-button").click()
-        page.wait_for_function(
+        wait_until(
+            page,
             "document.querySelector('[data-testid=\"memory-summary\"]').textContent.trim() !== ''",
             timeout=TURN_TIMEOUT_MS)
         page.wait_for_selector('[data-testid="compact-button"]:not([disabled])')
@@ -287,7 +303,8 @@ class Demo:
                          downloadStepMs=400)
         page.get_by_test_id("chat-input").fill("Hello! What can you do?")
         page.get_by_test_id("send-button").click()
-        page.wait_for_function(
+        wait_until(
+            page,
             "Number(document.querySelector('[data-testid=\"download-progress\"]')"
             ".getAttribute('value')) >= 0.4", timeout=TURN_TIMEOUT_MS * 2)
         page.evaluate("document.activeElement?.blur()")

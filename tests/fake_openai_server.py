@@ -9,7 +9,9 @@ error bodies in OpenAI's shape (``{"error": {"message", "type", "param", "code"}
 with their statuses (401 without the right key, 404 ``model_not_found``, 400
 ``context_length_exceeded``, 400 for ``response_format`` when told not to support it,
 429 with ``Retry-After``, 500/503), and optional llama.cpp (``/props``, ``/tokenize``),
-vLLM (``max_model_len``) and Ollama (``/api/show``, ``/api/ps``) extras.
+vLLM (``max_model_len``) and Ollama (``/api/show``, ``/api/ps``) extras. CORS as
+llama.cpp and vLLM do it by default (any origin, preflights answered), or
+``cors=False`` for a server that lets no page in.
 
 What the "model" says comes from a responder ``fn(ChatRequest) -> Action | str``;
 :meth:`FakeServer.push` queues one-off actions (errors, hangs, a connection closed
@@ -129,7 +131,8 @@ class FakeServer:
                  flavor: str = "openai",
                  response_formats: tuple[str, ...] = ("json_schema", "json_object"),
                  refusal_status: int = 400,
-                 stream_options: bool = True, host: str = "127.0.0.1", port: int = 0) -> None:
+                 stream_options: bool = True, cors: bool = True, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
         self.responder = responder
         self.models = models
         self.api_key = api_key
@@ -138,6 +141,7 @@ class FakeServer:
         self.response_formats = response_formats  # the response_format types it accepts
         self.refusal_status = refusal_status  # llama-cpp-python refuses json_schema with a 500
         self.stream_options = stream_options
+        self.cors = cors
         self.requests: list[dict[str, Any]] = []
         self.queued: list[Action] = []
         self.lock = threading.Lock()
@@ -159,7 +163,8 @@ class FakeServer:
             self.queued.extend(actions)
 
     def chat_requests(self) -> list[dict[str, Any]]:
-        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+        return [r["body"] for r in self.requests
+                if r["method"] == "POST" and r["path"].endswith("/chat/completions")]
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -227,7 +232,25 @@ class _Handler(BaseHTTPRequestHandler):
         self._fail(Fail(401, "Incorrect API key provided.", code="invalid_api_key"))
         return False
 
+    def end_headers(self) -> None:
+        origin = self.headers.get("Origin")
+        if origin and self.fake.cors:
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Vary", "Origin")
+        super().end_headers()
+
     # ----------------------------------------------------------------- routes
+
+    def do_OPTIONS(self) -> None:  # noqa: N802  (a browser's CORS preflight)
+        self._record(None)
+        self.send_response(204 if self.fake.cors else 405)
+        if self.fake.cors:
+            self.send_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+            self.send_header("Access-Control-Allow-Headers",
+                             self.headers.get("Access-Control-Request-Headers") or "*")
+            self.send_header("Access-Control-Max-Age", "600")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def do_GET(self) -> None:  # noqa: N802
         self._record(None)
@@ -445,10 +468,12 @@ def main() -> None:
     parser.add_argument("--model", action="append", help="model names served (repeatable)")
     parser.add_argument("--context-window", type=int, default=None)
     parser.add_argument("--flavor", default="openai", choices=["openai", "llama.cpp", "vllm", "ollama"])
+    parser.add_argument("--api-key", help="require this key (Authorization: Bearer)")
+    parser.add_argument("--no-cors", action="store_true", help="let no web page in (no CORS)")
     args = parser.parse_args()
     server = FakeServer(agent_responder, models=tuple(args.model or ["fake-model"]),
                         context_window=args.context_window, flavor=args.flavor, host=args.host,
-                        port=args.port)
+                        port=args.port, api_key=args.api_key, cors=not args.no_cors)
     print(f"fake OpenAI-compatible server at {server.url}", flush=True)
     try:
         server.thread.join()

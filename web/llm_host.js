@@ -8,6 +8,8 @@
  *            {type: 'llm-result', id, ok: false, error: {name, message, originalName, requested?, quota?}}
  *   event    {type: 'llm-event', event: 'downloadprogress', loaded, requestId}
  *            {type: 'llm-event', event: 'contextoverflow', sessionId, requestId}
+ *   from the worker, relayed as a 'chunk' event (a model the worker streams itself):
+ *            {type: 'llm-event', event: 'chunk', requestId, purpose, conversationId, chunk, text}
  *
  *   availability([options])          -> {availability, reason}; reason 'unsupported' when the API is absent
  *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})
@@ -16,8 +18,9 @@
  *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?, conversationId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
- *        event: {sessionId, requestId, purpose, conversationId, chunk, text}) and only the final
- *        text to the worker; conversationId is the agent session the prompt is for.
+ *        event: {sessionId, requestId, purpose, conversationId, chunk, text, offset}: offset is
+ *        where chunk starts in text, 0 for a new call) and only the final text to the worker;
+ *        conversationId is the agent session the prompt is for.
  *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed
@@ -82,6 +85,11 @@ export class LLMHost extends EventTarget {
       const msg = event.data;
       if (msg && msg.type === 'llm') {
         this.handle(msg).then((reply) => target.postMessage(reply));
+      } else if (msg && msg.type === 'llm-event' && msg.event === 'chunk') {
+        // A model the worker reaches itself (an OpenAI-compatible server) streams there;
+        // its pieces come here to reach the page as the Prompt API's do.
+        const {type: _type, event: _event, ...detail} = msg;
+        this._emit('chunk', detail, this._options.onChunk, true);
       }
     };
     target.addEventListener('message', listener);
@@ -217,7 +225,7 @@ export class LLMHost extends EventTarget {
             if (finished) break;
             const chunk = String(value);   // current Chrome streams deltas
             result += chunk;
-            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, conversationId, chunk, text: result }, this._options.onChunk, true);
+            this._emit('chunk', { sessionId, requestId, purpose: entry.lastPurpose, conversationId, chunk, text: result, offset: result.length - chunk.length }, this._options.onChunk, true);
           }
         } finally {
           reader.releaseLock();

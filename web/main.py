@@ -28,7 +28,7 @@ async def unpack_ui_bundle():
 
 await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
 
-from ui import chat, layout, memory, sessions, status
+from ui import chat, layout, memory, model_choice, sessions, status
 from ui.dom import keep
 from ui.link import take_over_worker
 
@@ -39,6 +39,7 @@ status.status.setAttribute("data-ui-ms", str(int(window.performance.now())))  # 
 
 layout.start()
 status.start(runtime)
+model_choice.start()
 memory.start()
 chat.start(status.llm_host())
 sessions.start()

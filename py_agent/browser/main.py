@@ -14,11 +14,14 @@ from typing import Any
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
 from ..agent import Agent
-from ..host import AgentHost
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
+from ..openai_compat import StreamChunk
 from ..rpc import BridgeModel, RpcStore
 from ..tool_modules import ToolContext
+from .backends import BackendSwitch
+from .fetch_transport import FetchTransport
+from .server_model import ServerModel, ServerSettings
 from .tool_loading import load_served_tools
 
 IDB_MODULE = "/worker/idb_store.js"
@@ -107,29 +110,53 @@ async def idb_transport_for(boot: Any):
 
 
 async def main(boot: Any) -> None:
+    import js  # type: ignore[import-not-found]
+
     link = PageLink(boot)
-    model = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
+    bridge = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
     transport, storage_problem = await idb_transport_for(boot)
     # Tools keep their data (the demo's notes and to-dos) in IndexedDB's kv store; without
     # IndexedDB, in memory (the tools still work, for as long as this worker runs).
     kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
     params = _to_py(boot.params) or {}
-    loaded = await load_served_tools(boot, _to_py(boot.manifest), params.get("tools"),
-                                     ToolContext(kv=kv))
-    agent = Agent(model=model, store=RpcStore(transport), tools=loaded.tools)
-    host = AgentHost(agent, link.post)
+    manifest = _to_py(boot.manifest) or {}
+    loaded = await load_served_tools(boot, manifest, params.get("tools"), ToolContext(kv=kv))
+    store = RpcStore(transport)
+    origin = str(js.location.origin)
+    fetch = FetchTransport(origin)
+
+    def on_chunk(chunk: StreamChunk) -> None:
+        # The worker holds the server's stream: relay the step's pieces to the page's LLM
+        # host, which hands them to the page as it does the Prompt API's (a 'chunk' event).
+        if chunk.purpose == Purpose.STEP.value:
+            link.post({"type": "llm-event", "event": "chunk", "sessionId": "",
+                       "requestId": chunk.request_id, "purpose": chunk.purpose,
+                       "conversationId": chunk.conversation_id, "chunk": chunk.delta,
+                       "text": chunk.text})
+
+    settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
+    switch = BackendSwitch(
+        bridge, settings,
+        make_server_model=lambda name: ServerModel(settings, fetch, wanted=name,
+                                                   on_chunk=on_chunk),
+        make_agent=lambda model, policy: Agent(model=model, store=store, tools=loaded.tools,
+                                               memory=policy),
+        post=link.post)
 
     def on_message(data: Any) -> None:
         message = _to_py(data)
         if not isinstance(message, dict) or link.resolve(message):
             return
-        host.handle(message)
+        switch.handle(message)
 
-    boot.onMessage(on_message)
+    boot.onMessage(on_message)   # before start(): it asks the page's LLM host
+    model = await switch.start(params.get("backend"), params.get("model"))
+    agent = switch.agent
     details = {"tools": [t.name for t in agent.tools],
                "tool_storage": "memory" if storage_problem else "indexeddb",
                "tool_modules": loaded.modules,
-               "tool_errors": [error.to_dict() for error in loaded.errors]}
+               "tool_errors": [error.to_dict() for error in loaded.errors],
+               "model": model}
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))

@@ -2,8 +2,9 @@
 
 - :mod:`.text`: normalisation (Snowball stems, stop words, arithmetic as a signal);
 - :mod:`.bm25`: BM25F over a tool's fields;
-- :mod:`.ngrams`: character n-grams, the signal that survives vocabulary mismatch;
-- :mod:`.retriever`: :class:`ToolRetriever`, fusing both, with follow-ups.
+- :mod:`.ngrams`: character n-grams, the signal that survives spelling mismatch;
+- :mod:`.embeddings`: static word vectors, the signal that survives vocabulary mismatch;
+- :mod:`.retriever`: :class:`ToolRetriever`, fusing the three, with follow-ups.
 """
 
 from .retriever import FieldWeights, PreviousTurn, ScoredTool, ToolRetriever, Why

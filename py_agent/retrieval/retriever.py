@@ -1,6 +1,6 @@
 """Choosing the few tools that matter for a message, and saying why.
 
-Two signals, fused:
+Three signals, fused:
 
 - **BM25F** over each tool's fields: its name, keywords, description, the
   requests in its examples, and its parameters (names and descriptions), each
@@ -8,13 +8,21 @@ Two signals, fused:
 - **Character n-grams** (cosine of tf-idf vectors), which still match when the
   words differ in form ("calculator" and "calculation", a typo, a British
   spelling) and offer candidates when no word matches at all.
+- **Word vectors** (:mod:`.embeddings`, a small GloVe table shipped with the
+  package): the cosine of the message's mean word vector with each tool's, which
+  knows that "kg" and "pounds", or "jazz" and "songs", belong together.
 
-The fused score is a weighted sum of both, each divided by its best score for
-the message. A tool is offered when it matched a term, or when its n-gram
-similarity passes ``min_similarity``; when neither happens for any tool, the
-tools most similar by n-grams are offered. So a request that asks for something
-always gets candidates, while chit-chat with no content words ("hi", "thanks!",
-"how are you?") gets none. The
+The fused score is a weighted sum of the three, BM25F and n-grams each divided by
+its best score for the message, word vectors rescaled from the registry's mean (0)
+to the best (1). A tool is a candidate when it matched a term, when its n-gram
+similarity passes ``min_similarity``, or when it is among the ``meaning_candidates``
+nearest by word vectors; when none of this happens for any tool, the tools most
+similar by n-grams are offered. So a request that asks for something always gets
+candidates, while chit-chat with no content words ("hi", "thanks!") gets none.
+
+The offer is ``top_k`` tools, plus up to ``close_extra`` more whose score is within
+``close_ratio`` of the best: when the ranking cannot tell several tools apart, the
+model sees all of them rather than a random cut. The
 previous turn's message and tools are a weaker second query, so "and in
 Fahrenheit?" after a conversion still finds the converter.
 """
@@ -27,12 +35,16 @@ from typing import Any, Iterable, Sequence
 
 from ..tools import Tool
 from .bm25 import FieldedBM25
+from .embeddings import VectorIndex, WordVectors, default_vectors
 from .ngrams import CharNgrams, closest_word
 from .text import analyze, function_words, split_payload, tokenize, words
 
 _NUMBER = re.compile(r"\d")
 
 FIELDS = ("name", "keywords", "description", "examples", "params")
+# A tool whose word-vector score is at least this share of the way from the registry's
+# mean to the best shows "word vectors" among the signals that chose it.
+MEANING_EVIDENCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -97,12 +109,15 @@ class _Signals:
     best_lexical: float
     best_similarity: float
     ngram_weight: float
+    meaning: dict[int, float] = field(default_factory=dict)
+    meaning_weight: float = 0.0
     fused: dict[int, float] = field(default_factory=dict)
 
     def fuse(self, index: int, lexical: float) -> float:
-        w = self.ngram_weight
-        return ((1 - w) * lexical / self.best_lexical
-                + w * self.similarity.get(index, 0.0) / self.best_similarity)
+        w, v = self.ngram_weight, self.meaning_weight
+        return ((1 - w - v) * lexical / self.best_lexical
+                + w * self.similarity.get(index, 0.0) / self.best_similarity
+                + v * self.meaning.get(index, 0.0))
 
 
 @dataclass(frozen=True)
@@ -112,10 +127,11 @@ class _Candidate:
     lexical: float
     similarity: float
     from_previous: float
+    meaning: float = 0.0
 
 
 class ToolRetriever:
-    """Hybrid BM25F + character n-gram retrieval over a tool registry.
+    """Hybrid BM25F + character n-gram + word-vector retrieval over a tool registry.
 
     Args:
         tools: the registry; names must be unique.
@@ -131,6 +147,12 @@ class ToolRetriever:
         payload_weight: the weight of words in quotes or after a short lead-in.
         coverage_discount: what a word already matched by an offered tool still counts
             for the next pick.
+        meaning_weight: the word-vector signal's share of the fused score (0: off).
+        meaning_candidates: how many tools nearest by word vectors become candidates
+            even without a matching term.
+        close_extra: how many tools beyond ``top_k`` may be offered when close to the best.
+        close_ratio: the share of the best score such an extra tool needs.
+        vectors: the word-vector table (True: the shipped one; None or False: none).
 
     The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
     """
@@ -140,7 +162,10 @@ class ToolRetriever:
                  ngram_weight: float = 0.3, min_similarity: float = 0.12,
                  previous_weight: float = 0.35, previous_tool_bonus: float = 0.25,
                  function_word_weight: float = 0.15, payload_weight: float = 0.3,
-                 coverage_discount: float = 0.5) -> None:
+                 coverage_discount: float = 0.5, meaning_weight: float = 0.2,
+                 meaning_candidates: int = 3,
+                 close_extra: int = 2, close_ratio: float = 0.6,
+                 vectors: WordVectors | None | bool = True) -> None:
         self.tools = list(tools)
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -165,13 +190,19 @@ class ToolRetriever:
                                     "examples": b, "params": b})
         self._words = [_weighted_words(t, self.weights) for t in self.tools]
         self._ngrams = CharNgrams(self._words)
+        table = default_vectors() if vectors is True else (vectors or None)
+        self.meaning_weight = meaning_weight if table is not None else 0.0
+        self.meaning_candidates = meaning_candidates
+        self.close_extra = close_extra
+        self.close_ratio = close_ratio
+        self._meaning = VectorIndex(table, self._words) if table is not None else None
         self._numeric = [i for i, t in enumerate(self.tools) if not t.pinned and any(
             p.schema.get("type") in ("number", "integer") for p in t.params)]
 
     # ------------------------------------------------------------------ ranking
 
     def _signals(self, query: str) -> "_Signals":
-        """Both signals and their fusion, by tool index, for one message."""
+        """All signals and their fusion, by tool index, for one message."""
         request, payload = split_payload(query)
         terms = dict.fromkeys(tokenize(request), 1.0)
         for term in tokenize(payload):
@@ -188,8 +219,12 @@ class ToolRetriever:
             for index, score in self._bm25.scores(weak).items():
                 if index in lexical:
                     lexical[index] += score
-        similarity = self._ngrams.scores(words(request))
+        request_words = words(request)
+        similarity = self._ngrams.scores(request_words)
+        meaning = self._meaning_scores(request_words)
         chosen = set(lexical) | {i for i, s in similarity.items() if s >= self.min_similarity}
+        if meaning and self.meaning_candidates:
+            chosen |= set(sorted(meaning, key=lambda i: -meaning[i])[:self.meaning_candidates])
         if not chosen:
             # Nothing matched a term: the request still gets the tools whose words look most
             # like its own, rather than none at all; failing that, a message with a number in
@@ -201,9 +236,23 @@ class ToolRetriever:
                 lexical = dict.fromkeys(chosen, 0.0)
         signals = _Signals(lexical, similarity, by_term,
                            max(lexical.values(), default=0.0) or 1.0,
-                           max(similarity.values(), default=0.0) or 1.0, self.ngram_weight)
+                           max(similarity.values(), default=0.0) or 1.0, self.ngram_weight,
+                           meaning, self.meaning_weight)
         signals.fused = {i: signals.fuse(i, lexical.get(i, 0.0)) for i in chosen}
         return signals
+
+    def _meaning_scores(self, query_words: list[str]) -> dict[int, float]:
+        """Word-vector cosines rescaled per message: the mean tool 0, the best 1."""
+        if self._meaning is None or not self.meaning_weight:
+            return {}
+        raw = self._meaning.scores(query_words)
+        if not raw:
+            return {}
+        mean = sum(raw.values()) / len(raw)
+        span = max(raw.values()) - mean
+        if span <= 0:
+            return {}
+        return {i: (s - mean) / span for i, s in raw.items() if s > mean}
 
     def _rank(self, query: str, previous: PreviousTurn | None) -> tuple[list[_Candidate], "_Signals"]:
         now = self._signals(query)
@@ -218,7 +267,7 @@ class ToolRetriever:
                     earlier[index] = earlier.get(index, 0.0) + self.previous_tool_bonus
         ranked = [_Candidate(i, now.fused.get(i, 0.0) + earlier.get(i, 0.0),
                              now.lexical.get(i, 0.0), now.similarity.get(i, 0.0),
-                             earlier.get(i, 0.0))
+                             earlier.get(i, 0.0), now.meaning.get(i, 0.0))
                   for i in set(now.fused) | set(earlier)]
         ranked.sort(key=lambda c: (-c.score, c.index))
         return ranked, now
@@ -255,7 +304,8 @@ class ToolRetriever:
 
     def retrieve(self, query: str, k: int | None = None, *,
                  previous: PreviousTurn | None = None) -> list[ScoredTool]:
-        """The top ``k`` candidates (see the module docstring), then every pinned tool.
+        """The top ``k`` candidates and up to ``close_extra`` more whose score is close to
+        the best (see the module docstring), then every pinned tool.
 
         When the whole registry fits in ``k`` there is nothing to choose between,
         so every tool is offered, matching or not.
@@ -269,7 +319,11 @@ class ToolRetriever:
             order = sorted(unpinned, key=lambda i: (-(by_index[i].score if i in by_index else 0), i))
             chosen = [by_index.get(i, _Candidate(i, 0.0, 0.0, 0.0, 0.0)) for i in order]
         else:
-            chosen = self._cover([c for c in ranked if not self.tools[c.index].pinned], now, k)
+            pool = [c for c in ranked if not self.tools[c.index].pinned]
+            chosen = self._cover(pool, now, k + self.close_extra)
+            if chosen:
+                bar = self.close_ratio * chosen[0].score
+                chosen = chosen[:k] + [c for c in chosen[k:] if c.score >= bar]
         by_index = {c.index: c for c in ranked}
         chosen += [by_index.get(i, _Candidate(i, 0.0, 0.0, 0.0, 0.0)) for i in pinned]
         query_pairs = analyze(query)
@@ -287,6 +341,8 @@ class ToolRetriever:
             signals.append("bm25")
         if c.similarity >= self.min_similarity:
             signals.append("ngrams")
+        if c.meaning >= MEANING_EVIDENCE:
+            signals.append("word vectors")
         if c.from_previous > 0:
             signals.append("previous turn")
         if self.tools[c.index].pinned:

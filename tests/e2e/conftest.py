@@ -35,7 +35,6 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 import functools  # noqa: E402
 import http.server  # noqa: E402
-import json  # noqa: E402
 import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -98,8 +97,10 @@ def install_fake_lm():
     e.g. install(page, availability="downloadable", contextWindow=500,
     responderSource="(input, ctx) => 'hi'", replies=["first", "second"]).
     """
+    from tests.e2e.pages import fake_lm_config_script
+
     def install(page, **config) -> None:
-        page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(config)};")
+        page.add_init_script(script=fake_lm_config_script(config))
         page.add_init_script(path=str(FAKE_LM_JS))
     return install
 

@@ -4,6 +4,10 @@
  * Install it with Playwright before any page script runs:
  *
  *     page.add_init_script(script="window.__fakeLMConfig = {...}")   # optional
+ *
+ * (a responder given as source, responderSource, is eval'ed, which the app page's CSP
+ * forbids: there, put the function itself in the config as `responder`, as
+ * tests/e2e/pages.py's fake_lm_config_script does)
  *     page.add_init_script(path="tests/e2e/fake_language_model.js")
  *
  * (the `install_fake_lm` fixture in conftest.py does both). The fake follows

@@ -8,6 +8,9 @@ plain functions on a Playwright ``Page``.
 
 from __future__ import annotations
 
+import json
+import time
+
 from playwright.sync_api import Locator, Page, expect
 
 BOOT_TIMEOUT_MS = 90_000    # cold Pyodide start on a busy machine
@@ -33,6 +36,32 @@ class Watch:
     def _on_console(self, message) -> None:
         if message.type == "error":
             self.problems.append(f"console.error: {message.text}")
+
+
+def fake_lm_config_script(config: dict) -> str:
+    """The init script that hands ``config`` to the fake LanguageModel. A
+    ``responderSource`` goes in as code rather than as a string for the fake to eval: the
+    page's Content-Security-Policy allows no eval."""
+    config = dict(config)
+    source = config.pop("responderSource", None)
+    script = f"window.__fakeLMConfig = {json.dumps(config)};"
+    if source:
+        script += f"\nwindow.__fakeLMConfig.responder = ({source});"
+    return script
+
+
+def wait_until(page: Page, expression: str, timeout_ms: int = 10_000):
+    """Poll the JS ``expression`` until it is truthy; its value. (Playwright's
+    wait_for_function evals its predicate inside the page, which the page's CSP forbids;
+    page.evaluate is not an eval of the page's.)"""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout_ms} ms: {expression}")
+        page.wait_for_timeout(50)
 
 
 def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:

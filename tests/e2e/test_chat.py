@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, MESSAGES, TURN_TIMEOUT_MS, USER, Watch,
                              boot, chat, current_session, failed_turn, open_chat, send,
-                             step_responder, texts)
+                             step_responder, texts, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -149,7 +149,7 @@ def test_tool_call_shows_a_live_trace(page: Page, app_server: str, install_fake_
     expect(page.get_by_test_id("stop-button")).to_be_enabled()
     expect(page.get_by_test_id("send-button")).to_be_disabled()
 
-    page.wait_for_function("typeof window.__releaseAnswer === 'function'")
+    wait_until(page, "typeof window.__releaseAnswer === 'function'")
     page.evaluate("window.__releaseAnswer()")
     expect(message).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
     expect(message.locator(".text")).to_have_text("The total is 195.")
@@ -288,8 +288,8 @@ def test_stop_ends_a_turn_and_the_chat_goes_on(page: Page, app_server: str,
     expect(stop).to_be_enabled()
     expect(page.get_by_test_id("status")).to_have_attribute("data-state", "busy")
     # Wait until the model call is under way, then stop it.
-    page.wait_for_function("__fakeLM.callsOf('promptStreaming').length > 0",
-                           timeout=TURN_TIMEOUT_MS)
+    wait_until(page, "__fakeLM.callsOf('promptStreaming').length > 0",
+               timeout_ms=TURN_TIMEOUT_MS)
     started = time.monotonic()
     stop.click()
     message = page.locator(ASSISTANT).last

@@ -143,6 +143,8 @@ def test_streaming_chunks_go_to_page_and_final_text_to_worker(host_page):
     assert len(chunks) == 7
     assert "".join(c["chunk"] for c in chunks) == r["result"]["text"] == "The answer is forty two, of course."
     assert chunks[0]["chunk"] == "The " and chunks[-1]["text"] == r["result"]["text"]
+    assert all(c["text"][c["offset"]:] == c["chunk"] for c in chunks)
+    assert chunks[0]["offset"] == 0 and chunks[1]["offset"] == len("The ")
     assert all(c["sessionId"] for c in chunks)
     assert len(r["domEvents"]) == 7
     # no chunk ever reached the worker: only results and the create's download events

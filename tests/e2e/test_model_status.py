@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, send
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, send, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -152,7 +152,7 @@ def test_download_now_button(page: Page, app_server: str, install_fake_lm) -> No
     expect(page.get_by_test_id("model-state")).to_have_attribute("data-model", "available")
     expect(page.get_by_test_id("status")).to_contain_text("Gemini Nano runs on this device")
     # The session made only to start the download is not kept.
-    page.wait_for_function("__fakeLM.sessions().length === 0")
+    wait_until(page, "__fakeLM.sessions().length === 0")
     # And chatting works at once, without another download.
     send(page, "Are you there?")
     expect(page.locator(ASSISTANT).last).to_have_attribute("data-state", "answered",

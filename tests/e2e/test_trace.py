@@ -9,7 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, open_chat, send, step_responder
+from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, boot, open_chat, send, step_responder,
+                             wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -100,7 +101,7 @@ def test_trace_shows_scores_and_corrections(page: Page, app_server: str,
     expect(steps.nth(2).locator(".step-timing")).to_contain_text("tool")
     expect(message).to_have_attribute("data-state", "pending")
 
-    page.wait_for_function("typeof window.__releaseAnswer === 'function'")
+    wait_until(page, "typeof window.__releaseAnswer === 'function'")
     page.evaluate("window.__releaseAnswer()")
     expect(message).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
     expect(message.locator(".text strong")).to_have_text("42")

@@ -102,6 +102,11 @@ async def chat(agent, n: int, session_id: str = "s", start: int = 0, wait: bool 
         await agent.wait_idle()
 
 
+async def compactions(agent, session_id: str = "s") -> list:
+    """The session's compression log without its facts refreshes."""
+    return [r for r in await agent.compressions(session_id) if r.kind == "compaction"]
+
+
 async def preference_then_chat(agent, n: int, session_id: str = "s") -> None:
     """Turn 1 says the user is vegetarian (facts_reply makes it a key fact once it is
     compacted); then ``n`` long turns push it out of the raw turns."""

@@ -201,6 +201,24 @@ def test_model_errors_during_a_step_end_the_turn_with_a_message_and_keep_it(make
     assert archive[0].user == "hello there" and archive[0].status == "error"
 
 
+def test_a_step_call_that_never_answers_is_stopped_and_the_next_turn_works(make_agent):
+    hanging = {"on": True}
+
+    async def step(call):
+        if hanging["on"]:
+            await asyncio.Event().wait()
+        return step_json(answer="Back again.")
+
+    agent, model, store = make_agent(step, step_timeout_s=0.05)
+    result = run(asyncio.wait_for(agent.run("hello there", session_id="s"), 5))
+    assert result.status == "error" and "StepTimeoutError" in result.error
+    assert "no answer within 0.05 s" in result.answer and "saved" in result.answer
+    assert model.clones == model.destroyed  # the stopped call's session is gone
+    assert run(store.read_archive("s"))[0].status == "error"
+    hanging["on"] = False
+    assert run(agent.run("are you there?", session_id="s")).answer == "Back again."
+
+
 def test_quota_overflow_mid_turn_restarts_once_with_condensed_steps(make_agent):
     state = {"n": 0}
 

@@ -1,11 +1,12 @@
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from py_agent import InMemoryStore, ModelUnavailableError, StorageError, UnknownSessionError
 from py_agent.model import Purpose
 from py_agent.testing import PromptCall, step_json, user_message
-from tests.unit.support import LONG, SMALL, chat, preference_then_chat, run, summarizer_reply
+from tests.unit.support import compactions, LONG, SMALL, chat, preference_then_chat, run, summarizer_reply
 
 
 def test_compaction_triggers_on_tokens_and_folds_old_turns_into_summary(make_agent):
@@ -16,7 +17,7 @@ def test_compaction_triggers_on_tokens_and_folds_old_turns_into_summary(make_age
     assert "Message number 0" in state.summary
     assert len(state.recent_turns) >= 2 and state.recent_turns[-1].user.startswith("Message number 11")
     assert not state.budget.due
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     assert records and records[0].ok and records[0].tokens_after < records[0].tokens_before
     assert records[0].turn_ids[0] == 1
     # Every raw turn is in the archive, compacted or not.
@@ -56,7 +57,7 @@ def test_run_returns_before_compaction_and_turns_added_meanwhile_survive(make_ag
     state = run(agent.memory_state("s"))
     assert state.compactions >= 1
     assert any(t.user == "I arrived during the compaction" for t in state.recent_turns)
-    summarized = {i for r in run(agent.compressions("s")) for i in r.turn_ids}
+    summarized = {i for r in run(compactions(agent)) for i in r.turn_ids}
     kept = {t.id for t in state.recent_turns}
     assert not summarized & kept and summarized | kept == set(range(1, 11))
 
@@ -71,13 +72,16 @@ def test_failed_summary_keeps_raw_turns_and_is_retried_later(make_agent):
             raise outcome
         return outcome if outcome is not None else summarizer_reply(call)
 
-    agent, model, store = make_agent(summary=flaky_summary, **SMALL)
+    # Retried at once (no back-off), and the fallback only after a third failure.
+    policy = replace(SMALL["memory"], retry_backoff_s=0, fallback_after_failures=3)
+    agent, model, store = make_agent(summary=flaky_summary, window=SMALL["window"],
+                                     memory=policy)
 
     async def turns_until(condition, start=0):
         for i in range(start, start + 30):
             await agent.run(f"Message number {i}: {LONG}", session_id="s")
             await agent.wait_idle()
-            if condition(await agent.compressions("s")):
+            if condition(await compactions(agent)):
                 return i + 1
         raise AssertionError("condition never met")
 
@@ -87,7 +91,7 @@ def test_failed_summary_keeps_raw_turns_and_is_retried_later(make_agent):
     assert len(state.recent_turns) == first_failure  # the raw turns stayed
     # The next turn retries; the leaked-tag summary is rejected; the one after succeeds.
     run(turns_until(lambda records: len(records) == 3, start=first_failure))
-    records = run(agent.compressions("s"))
+    records = run(compactions(agent))
     assert [r.ok for r in records] == [False, False, True]
     assert "down" in records[0].error and "wrapper tags" in records[1].error
     state = run(agent.memory_state("s"))
@@ -117,7 +121,7 @@ def test_manual_compaction_with_focus(make_agent):
     assert "keep the dietary constraints" in model.calls_for(Purpose.SUMMARY)[-1].input
     state = run(agent.memory_state("s"))
     assert len(state.recent_turns) == 2 and state.compactions == 1
-    assert run(agent.compressions("s"))[-1].trigger == "manual"
+    assert run(compactions(agent))[-1].trigger == "manual"
     nothing = run(agent.compact("s"))
     assert not nothing.ok and nothing.error == "nothing to compact"
 
@@ -137,7 +141,7 @@ def test_the_model_can_call_the_compact_tool(make_agent):
     assert result.answer == "Done, memory compacted." and result.compaction_scheduled
     assert result.steps[0].kind == "compact"
     run(agent.wait_idle())
-    record = run(agent.compressions("s"))[-1]
+    record = run(compactions(agent))[-1]
     assert record.ok and record.trigger == "tool" and record.focus == "the travel plans"
 
 
@@ -212,8 +216,8 @@ def test_state_reloads_from_the_store_in_a_new_agent(make_agent):
     assert run(again.run("continue", session_id="s")).turn_id == 11
 
 
-def test_policy_too_big_for_the_window_is_a_clear_error(make_agent):
-    agent, _, _ = make_agent(window=2000)
+def test_a_window_too_small_for_any_prefix_is_a_clear_error(make_agent):
+    agent, _, _ = make_agent(window=700)
     result = run(agent.run("hello", session_id="s"))
     assert result.status == "error" and "cannot hold" in result.error
 

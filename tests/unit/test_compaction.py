@@ -3,8 +3,9 @@ import json
 import pytest
 
 from py_agent import Fact, MemoryPolicy, Turn
-from py_agent.compaction import (InvalidSummaryError, facts_prompt, length_hint, parse_facts,
-                                 summary_prompt, validate_summary)
+from py_agent._compaction_prompts import (InvalidSummaryError, length_hint, summary_prompt,
+                                          validate_summary)
+from py_agent.facts import FactOp, facts_prompt, parse_fact_ops
 from py_agent.tokens import TokenCounter
 
 POLICY = MemoryPolicy()
@@ -47,7 +48,7 @@ def test_valid_summary_is_cleaned():
         "The user is vegetarian and plans a dinner for six."
 
 
-def test_parse_facts_keeps_valid_entries_only():
+def test_parse_fact_ops_keeps_valid_entries_only():
     reply = json.dumps({"facts": [
         {"category": "preference", "text": "The user is vegetarian"},
         {"category": "Follow up", "text": "Send the recipe list"},
@@ -56,14 +57,14 @@ def test_parse_facts_keeps_valid_entries_only():
         {"category": "need", "text": "x" * 500},
         "not an object",
     ]})
-    facts = parse_facts(reply, POLICY, turn_id=3)
-    assert facts == [Fact("preference", "The user is vegetarian", 3),
-                     Fact("follow-up", "Send the recipe list", 3)]
-    assert parse_facts("garbage", POLICY, 1) == []
-    assert parse_facts('[{"category": "need", "text": "A new bike"}]', POLICY, 1) == \
-        [Fact("need", "A new bike", 1)]
+    assert parse_fact_ops(reply, POLICY) == [FactOp("add", "preference", "The user is vegetarian"),
+                                            FactOp("add", "follow-up", "Send the recipe list")]
+    assert parse_fact_ops("garbage", POLICY) == []
+    assert parse_fact_ops('[{"category": "need", "text": "A new bike"}]', POLICY) == \
+        [FactOp("add", "need", "A new bike")]
 
 
 def test_facts_prompt_lists_known_facts():
-    prompt = facts_prompt([Fact("preference", "Likes tea")], [Turn(1, "hi", "hello")], POLICY)
-    assert "- [preference] Likes tea" in prompt and "[turn 1]" in prompt
+    prompt = facts_prompt([Fact("preference", "Likes tea", id="f4")], [Turn(1, "hi", "hello")],
+                          POLICY)
+    assert "- f4 [preference] Likes tea" in prompt and "[turn 1]" in prompt

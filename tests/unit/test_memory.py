@@ -1,7 +1,7 @@
 import pytest
 
 from py_agent import Fact, MemoryPolicy, MemoryPolicyError, SessionState, Turn
-from py_agent.memory import MemoryAccountant, merge_facts
+from py_agent.memory import MemoryAccountant
 from py_agent.state import StepRecord
 
 
@@ -80,14 +80,3 @@ def test_view_leaves_out_oldest_turns_rather_than_overflow():
     view, dropped = accountant.view(state, room=300)
     assert dropped == 5 and len(view.turns) == 1 and "message 5" in view.turns[0]
     assert view.summary == "kept summary"
-
-
-def test_merge_facts_deduplicates_and_caps_newest_first():
-    old = [Fact("preference", "The user is vegetarian"), Fact("need", "Plans a trip")]
-    new = [Fact("preference", "the user is  Vegetarian!"), Fact("decision", "Picked Lisbon"),
-           Fact("decision", "Picked Lisbon"), Fact("need", "   ")]
-    merged, added = merge_facts(old, new, max_facts=10)
-    assert [f.text for f in added] == ["Picked Lisbon"]
-    assert len(merged) == 3
-    merged, _ = merge_facts(old, [Fact("background", f"fact {i}") for i in range(5)], max_facts=4)
-    assert [f.text for f in merged] == ["fact 1", "fact 2", "fact 3", "fact 4"]

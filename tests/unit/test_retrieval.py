@@ -93,7 +93,7 @@ def test_no_request_of_the_projects_sets_gets_an_empty_offer(data):
     assert empty == []
 
 
-@pytest.mark.parametrize("half, floor", [("tune", 0.95), ("report", 0.90)])
+@pytest.mark.parametrize("half, floor", [("tune", 0.97), ("report", 0.94)])
 def test_everyday_requests_find_their_tool_in_the_offer(half, floor):
     """The demo's examples and the retriever were tuned on the tune half only; the report
     half measures how that carries over (bench/retrieval.py has the numbers)."""
@@ -105,6 +105,15 @@ def test_everyday_requests_find_their_tool_in_the_offer(half, floor):
     recall = 1 - len(missed) / len(requests)
     print(f"everyday {half} offer recall {recall:.3f} ({len(missed)} missed)")
     assert recall >= floor
+
+
+def test_held_out_requests_find_their_tool_in_the_offer():
+    """Another app's tools and requests, never tuned on (0.886 before word vectors)."""
+    data = sets.heldout_set()
+    retriever = ToolRetriever(data.tools)
+    requests = [q for q in data.queries if q.expected]
+    hits = sum(q.hit(names(retriever.retrieve(q.text, previous=q.previous))) for q in requests)
+    assert hits / len(requests) >= 0.90
 
 
 @pytest.mark.parametrize("previous, tools, message, expected", [
@@ -173,7 +182,7 @@ def test_the_second_signal_finds_a_tool_when_no_word_matches():
     retriever = ToolRetriever([coin, weigh, forecast, packing], top_k=2)
     offer = retriever.retrieve("forcast for paris")  # a typo: no term matches "forecast"
     assert offer and offer[0].tool.name == "forecast"
-    assert offer[0].why.signals == ("ngrams",)
+    assert offer[0].why.signals[0] == "ngrams" and "bm25" not in offer[0].why.signals
     assert ("forcast", "forecast") in offer[0].why.similar
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from py_agent import Agent, InMemoryStore, StorageError, Store
 from py_agent.sqlite_store import SCHEMA_VERSION, SqliteStore
-from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
+from py_agent.memory import MemoryPolicy
+from py_agent.state import CompressionRecord, Fact, FactChange, SessionState, StepRecord, Turn
 from tests.unit.support import echo_agent_reply, make_responder, run
 from py_agent.testing import FunctionModel
 
@@ -47,15 +48,24 @@ def turn(i: int, text: str = "") -> Turn:
 
 
 def record(session_id="s1", ok=True, n=1) -> CompressionRecord:
+    old, new = Fact("need", "old x", n, "f1"), Fact("need", "x", n, "f2")
     return CompressionRecord(session_id=session_id, started_at=float(n), duration_ms=1.5, ok=ok,
                              turn_ids=[n], previous_summary="", summary_prompt="p",
-                             summary=f"summary {n}", facts_added=[Fact("need", "x", n)])
+                             summary=f"summary {n}", facts_added=[new], facts_before=[old],
+                             folded=[new], fact_changes=[
+                                 FactChange("superseded", old, "changed", replaced_by=new),
+                                 FactChange("retracted", new, "the user asked to forget it"),
+                                 FactChange("folded", new, "over budget", by="rule")],
+                             summary_reply="raw", facts_prompt="fp", facts_reply="{}",
+                             summary_ms=3.0, facts_ms=2.0, fallback=not ok,
+                             facts_turn_ids=[n], policy=MemoryPolicy().to_dict())
 
 
 def test_save_and_load_round_trip_every_field(store):
     full = state(title="Trip", summary="They plan a trip.", facts=[Fact("preference", "likes tea", 2)],
                  recent_turns=[turn(1), turn(2)], next_turn_id=3, compactions=1,
-                 failed_compactions=2, created_at=5.0, updated_at=6.0)
+                 failed_compactions=2, created_at=5.0, updated_at=6.0, next_fact_id=7,
+                 facts_through=1, consecutive_failures=2, degraded="the summarizer hangs")
     assert run(store.load("s1")) is None
     run(store.save(full))
     assert run(store.load("s1")) == full

@@ -4,7 +4,8 @@ import pytest
 
 from py_agent import InMemoryStore, SessionImportError, StorageError, UnknownSessionError
 from py_agent.model import Purpose
-from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
+from py_agent.memory import MemoryPolicy
+from py_agent.state import CompressionRecord, Fact, FactChange, SessionState, StepRecord, Turn
 from py_agent.testing import user_message
 from py_agent.transfer import (FORMAT, SessionBundle, export_filename, id_candidates,
                                parse_session)
@@ -36,8 +37,14 @@ def sample_bundle() -> SessionBundle:
     state = SessionState("orig", title="Greetings", summary="The user said hi.",
                          facts=[Fact("preference", "likes tea", 1)], recent_turns=turns[1:2],
                          next_turn_id=4, compactions=1)
+    old, new = Fact("preference", "likes coffee", 1, "f1"), Fact("preference", "likes tea", 1, "f2")
     record = CompressionRecord("orig", 1.0, 2.0, True, [1], "", "prompt", "The user said hi.",
-                               facts_added=[Fact("preference", "likes tea", 1)])
+                               facts_added=[new], facts_before=[old], folded=[old],
+                               fact_changes=[FactChange("superseded", old, "changed", new),
+                                             FactChange("folded", new, "over budget", by="rule")],
+                               facts_prompt="facts?", facts_reply='{"facts": []}', facts_ms=3.5,
+                               summary_reply="The user said hi.", fallback=False,
+                               policy=MemoryPolicy().to_dict(), facts_turn_ids=[1])
     return SessionBundle(state, turns, [record])
 
 
@@ -121,6 +128,12 @@ def replace_line(index: int, change):
     (lambda lines: "\n".join(lines + lines[:1]), 6, "a second session header"),
     (replace_line(4, lambda r: r.update(ok="yes")), 5, "'ok' must be true or false"),
     (replace_line(4, lambda r: r.pop("summary")), 5, "the compression record has no 'summary'"),
+    (replace_line(4, lambda r: r["fact_changes"][0].update(action="eaten")), 5,
+     "fact_changes[0]: 'action' must be one of"),
+    (replace_line(4, lambda r: r["fact_changes"][0]["fact"].pop("text")), 5,
+     "fact_changes[0].fact has no 'text'"),
+    (replace_line(4, lambda r: r.update(policy=[1])), 5, "'policy' must be an object"),
+    (replace_line(0, lambda r: r["state"].update(degraded=3)), 1, "'degraded' must be a string"),
 ])
 def test_bad_files_are_rejected_with_the_line_and_the_reason(make_text, line, message):
     with pytest.raises(SessionImportError) as error:

@@ -7,6 +7,7 @@ state = {
     "booted": False, "failed": False, "watchdog": None, "last": "start",
     "boot_ms": 0, "worker": None,
     "model": None, "model_reason": None, "download": None,   # Prompt API availability
+    "server": None,         # the model server answering instead (ui/model_choice.py)
     "session": None,        # the session shown
     "sessions": [],         # rows of the session list, newest first
     "turn": None,           # the running turn (see chat.send)
@@ -31,6 +32,10 @@ def emit(name, *args):
 
 
 def model_usable():
+    # A model server in use takes messages even while it is down: each turn says why it
+    # failed and is kept, to retry.
+    if state["server"] is not None:
+        return True
     return state["model"] is not None and state["model"] != UNAVAILABLE
 
 

@@ -1,11 +1,10 @@
 # The conversation: messages, sending a turn, stopping or retrying it, rendering the
 # events and streamed text of the running turn, and keeping the newest message in view.
 #
-# Answers are Markdown, rendered by ui/markdown.py into DOM nodes (never as HTML); the
-# user's own messages, errors and tool output stay plain text.
-import json
-
+# Answers are Markdown, rendered by markdown.js (markdown-it's tokens built into DOM nodes,
+# never HTML); the user's own messages, errors and tool output stay plain text.
 from pyscript import document, window
+from pyscript.js_modules import markdown
 
 from ui.app import can_send, emit, model_usable, on, state, turn_of, UNAVAILABLE
 from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, part, seconds,
@@ -13,7 +12,8 @@ from ui.dom import (by_id, clear, clip, keep, listen, make, missing, now_ms, par
 from ui.link import request
 from ui.memory import compacted_ids
 from ui.status import clear_worker_error, render_status, show_storage_warning
-from ui import markdown, trace
+from ui.streamed_reply import StreamedReply
+from ui import trace
 
 messages_el = by_id("messages")
 form = by_id("composer")
@@ -25,7 +25,8 @@ announcer = by_id("answer-announcer")
 hint = by_id("chat-hint")
 hint_text = hint.textContent
 
-PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often
+PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
+PREVIEW_BACKOFF = 5  # and waits at least this many times its last render's cost
 BOTTOM_SLACK = 48    # px: this close to the end still counts as "at the latest message"
 
 
@@ -108,13 +109,14 @@ def add_assistant_message(turn_id=None, open_trace=True):
     return node
 
 
-def set_answer(message, text, rich=True):
+def set_answer(message, text, rich=True, streaming=False):
     """The message's answer: Markdown rendered as DOM nodes, or (rich=False: errors,
-    notices) plain text."""
+    notices) plain text. While it streams, only what the rest can still change is
+    rebuilt."""
     node = part(message, ".text")
     if rich:
         try:
-            markdown.render(text, node)
+            (markdown.preview if streaming else markdown.render)(text, node)
             node.classList.add("markdown")
             return
         except Exception as error:   # never lose an answer to a rendering bug
@@ -229,8 +231,8 @@ def send(text, from_input=True):
     session_id = state["session"]
     turn = {"session": session_id, "text": text, "message": message, "step": 0,
             "started": now_ms(), "phase": "Thinking…",
-            "preview": None, "timer": None, "previewed": 0, "final": False,
-            "streamed": None}
+            "preview": None, "timer": None, "quiet_until": 0, "final": False,
+            "streamed": None, "reply": None, "answering": False}
     state["turn"] = turn
     state["note"] = ""
     scroll_to_latest()   # the user's own message: always shown
@@ -274,8 +276,8 @@ def release_queued(send_it):
 def flush_queued():
     if state.get("queued") is None:
         return
-    if state["failed"] or state["model"] == UNAVAILABLE:
-        release_queued(False)
+    if state["failed"] or (state["model"] == UNAVAILABLE and not model_usable()):
+        release_queued(False)   # no model to answer it: it stays in the box
     elif can_send() and state["session"] and \
             messages_el.getAttribute("data-loading") == "false":
         release_queued(True)
@@ -433,59 +435,14 @@ def on_agent_event(event):
 
 # ------------------------------------------------------------------ streaming
 
-def partial_string(text, key):
-    """The value of string field ``key`` in a JSON object that is still streaming in,
-    as far as it has arrived, or None when the field has not started yet."""
-    at = text.find('"%s"' % key)
-    if at < 0:
-        return None
-    rest = text[at + len(key) + 2:].lstrip()
-    if not rest.startswith(":"):
-        return None
-    rest = rest[1:].lstrip()
-    if not rest.startswith('"'):
-        return None
-    rest = rest[1:]
-    end = 0
-    while True:
-        end = rest.find('"', end)
-        if end < 0:
-            body = rest
-            break
-        slashes = 0
-        while end - slashes - 1 >= 0 and rest[end - slashes - 1] == "\\":
-            slashes += 1
-        if slashes % 2 == 0:
-            body = rest[:end]
-            break
-        end += 1
-    # Drop an escape cut in half at the end, then let the JSON parser unescape.
-    if (len(body) - len(body.rstrip("\\"))) % 2:
-        body = body[:-1]
-    else:
-        cut = body.rfind("\\u")
-        if 0 <= cut and len(body) - cut < 6 and escapes_at(body, cut):
-            body = body[:cut]
-    try:
-        return json.loads('"' + body + '"')
-    except Exception:
-        return body
-
-
-def escapes_at(text, index):
-    """Does the backslash at ``index`` start an escape (not end an escaped backslash)?"""
-    run = 0
-    while index - run - 1 >= 0 and text[index - run - 1] == "\\":
-        run += 1
-    return run % 2 == 0
-
-
-def preview_answer(turn, text):
-    """Show the answer as it streams, re-rendering at most every PREVIEW_MS."""
-    turn["preview"] = text
+def preview_answer(turn, reply):
+    """Show the answer of ``reply`` (a StreamedReply) as it streams: at most every
+    PREVIEW_MS, and never more than a sixth of the time (a long answer that is slow to
+    render is shown less often, so the page stays responsive however long it gets)."""
+    turn["preview"] = reply
     if turn["timer"] is not None:
         return
-    wait = PREVIEW_MS - (now_ms() - turn["previewed"])
+    wait = turn["quiet_until"] - now_ms()
     if wait <= 0:
         flush_preview()
     else:
@@ -497,14 +454,16 @@ def flush_preview():
     if turn is None:
         return
     turn["timer"] = None
-    text = turn["preview"]
+    reply = turn["preview"]
     turn["preview"] = None
-    if text is None or turn["final"]:
+    if reply is None or turn["final"]:
         return
-    turn["previewed"] = now_ms()
+    started = now_ms()
     was_at_latest = at_latest()
-    set_answer(turn["message"], text)
+    set_answer(turn["message"], reply.answer(), streaming=True)
     after_change(was_at_latest)
+    ended = now_ms()
+    turn["quiet_until"] = ended + max(PREVIEW_MS, PREVIEW_BACKOFF * (ended - started))
 
 
 _flush_proxy = keep(flush_preview)
@@ -529,20 +488,31 @@ def show_streamed_thought(turn, thought):
 
 
 def on_chunk(event):
+    """A streamed delta of a model call: the step's thought and, from a step that answers
+    (not one that calls a tool), its answer. Only the delta is read (the text so far
+    would be a copy of the whole reply per chunk)."""
     turn = state["turn"]
     if turn is None or turn["final"]:
         return
     detail = event.detail
     if str(getattr(detail, "purpose", "")) != "step":
         return
-    text = str(detail.text)
-    thought = partial_string(text, "thought")
-    if thought:
-        show_streamed_thought(turn, thought)
-    # Preview the answer only from a step that answers (not one that calls a tool).
-    answer = partial_string(text, "finalAnswer")
-    if answer and partial_string(text, "toolName") == "none":
-        preview_answer(turn, answer)
+    reply = turn["reply"]
+    offset = int(detail.offset)
+    if reply is None or offset != reply.size:   # a new model call (or a gap): start over
+        reply = turn["reply"] = StreamedReply()
+        turn["answering"] = False
+        if offset:   # joined mid-call: catch up once
+            reply.feed(str(detail.text)[:offset])
+    had_answer = reply.parts is not None
+    reply.feed(str(detail.chunk))
+    if not had_answer:
+        thought = reply.field("thought")
+        if thought:
+            show_streamed_thought(turn, thought)
+        turn["answering"] = reply.parts is not None and reply.field("toolName") == "none"
+    if turn["answering"]:
+        preview_answer(turn, reply)
 
 
 # ------------------------------------------------------------------ controls
@@ -559,9 +529,9 @@ def on_controls():
         chat_input.placeholder = "The agent could not start; see the message above."
     elif not state["booted"]:
         chat_input.placeholder = "Ask something; the agent is starting and gets it once ready"
-    elif state["model"] == UNAVAILABLE:
+    elif state["model"] == UNAVAILABLE and state["server"] is None:
         chat_input.placeholder = "Chrome's built-in model is not available here (see above)."
-    elif state["model"] is None:
+    elif state["model"] is None and state["server"] is None:
         chat_input.placeholder = "Checking Chrome's built-in model…"
     else:
         chat_input.placeholder = "Ask something (Enter sends, Shift+Enter for a new line)"

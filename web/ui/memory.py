@@ -1,11 +1,11 @@
 # The memory inspector: what the next prompt of the shown session carries (summary,
 # key facts by category, the recent raw turns), how it sits in the model's context
-# window (ui/meter.py), the compaction history, and "Compact now" with a focus.
-from pyscript import window
-
+# window (ui/meter.py), whether memory runs degraded and why, the compaction history
+# and the replaced and forgotten facts (ui/memory_log.py), and "Compact now".
 from ui.app import emit, model_usable, on, running, state
-from ui.dom import by_id, clear, clip, listen, make, number, plural, seconds, to_js
+from ui.dom import by_id, clear, clip, listen, make, number, plural
 from ui.link import request
+from ui.memory_log import render_fact_changes, render_history
 from ui.meter import render_meter
 from ui.status import render_status, update_controls
 
@@ -13,13 +13,12 @@ memory_panel = by_id("memory-panel")
 memory_summary = by_id("memory-summary")
 memory_facts = by_id("memory-facts")
 memory_info = by_id("memory-info")
+memory_degraded = by_id("memory-degraded")
 memory_turns = by_id("memory-turns")
-history = by_id("compaction-history")
 compact_form = by_id("compact-form")
 compact_focus = by_id("compact-focus")
 compact_button = by_id("compact-button")
 turns_count = memory_panel.querySelector('[data-count="turns"]')
-history_count = memory_panel.querySelector('[data-count="history"]')
 
 # The fact categories the agent extracts, in the order the panel shows them.
 CATEGORIES = (
@@ -29,7 +28,6 @@ CATEGORIES = (
     ("follow-up", "Follow-ups"),
     ("decision", "Decisions"),
 )
-TRIGGERS = {"auto": "automatic", "manual": "manual", "tool": "asked by the agent"}
 
 
 # ------------------------------------------------------------------ rendering
@@ -83,66 +81,6 @@ def render_turns(turns):
             make("p", "turn-tools", "tools: " + ", ".join(tools), parent=item)
 
 
-def when(started_at):
-    """A compaction's start as local time (the date too if it was not today)."""
-    try:
-        ms = float(started_at or 0)
-    except (TypeError, ValueError):
-        return ""
-    if not ms:
-        return ""
-    if ms < 1e11:   # seconds since the epoch, not milliseconds
-        ms *= 1000
-    date = window.Date.new(ms)
-    today = window.Date.new()
-    time_text = str(date.toLocaleTimeString(to_js([]), to_js({"hour": "2-digit",
-                                                                "minute": "2-digit"})))
-    if str(date.toDateString()) == str(today.toDateString()):
-        return time_text
-    return "%s %s" % (date.toLocaleDateString(), time_text)
-
-
-def render_history(records):
-    """Every compaction of the session, newest first."""
-    clear(history)
-    records = list(records or [])
-    history_count.textContent = "(%d)" % len(records) if records else ""
-    failed = 0
-    for record in reversed(records):
-        ok = bool(record.get("ok"))
-        failed += 0 if ok else 1
-        turn_ids = record.get("turn_ids") or []
-        before = int(record.get("tokens_before") or 0)
-        after = int(record.get("tokens_after") or 0)
-        trigger = record.get("trigger") or "auto"
-        item = make("li", "compaction", attrs={
-            "data-testid": "compaction-entry", "data-ok": "true" if ok else "false",
-            "data-trigger": trigger, "data-turns": len(turn_ids),
-            "data-tokens-before": before, "data-tokens-after": after}, parent=history)
-        head = make("p", "compaction-head", parent=item)
-        make("span", "compaction-when", when(record.get("started_at")), parent=head)
-        make("span", "compaction-trigger", TRIGGERS.get(trigger, trigger), parent=head)
-        make("span", "compaction-outcome", "done" if ok else "failed", parent=head)
-        span = ""
-        if turn_ids:
-            span = " (#%s)" % turn_ids[0] if len(turn_ids) == 1 else \
-                " (#%s–#%s)" % (turn_ids[0], turn_ids[-1])
-        detail = plural(len(turn_ids), "turn") + span
-        if ok:
-            detail += "; %s → %s tokens, %s saved" % (number(before), number(after),
-                                                      number(before - after))
-        detail += "; took %s" % seconds(float(record.get("duration_ms") or 0))
-        calls = record.get("model_calls")
-        if calls:
-            detail += ", %s" % plural(int(calls), "model call")
-        make("p", "compaction-detail", detail, parent=item)
-        if record.get("focus"):
-            make("p", "compaction-focus", "Focus: " + str(record["focus"]), parent=item)
-        if record.get("error"):
-            make("p", "compaction-error", str(record["error"]), parent=item)
-    history.setAttribute("data-failed", str(failed))
-
-
 def render_memory(memory):
     """Everything the inspector shows for the memory reply ``memory`` (None: nothing yet)."""
     state["memory"] = memory
@@ -151,24 +89,35 @@ def render_memory(memory):
     render_facts(shown.get("facts"))
     render_turns(shown.get("recent_turns"))
     render_history(shown.get("compressions"))
+    render_fact_changes(shown.get("compressions"))
     render_meter(shown.get("budget"))
     memory_info.textContent = memory_line(shown)
+    render_degraded(shown.get("degraded"))
     if memory is None:
         panel_state = "empty"
     elif memory.get("compacting"):
         panel_state = "compacting"
+    elif memory.get("degraded"):
+        panel_state = "degraded"
     elif last_failure(memory) is not None:
         panel_state = "failed"
     else:
         panel_state = "idle"
     memory_panel.setAttribute("data-state", panel_state)
     memory_panel.setAttribute("data-compactions", str(shown.get("compactions", 0)))
-    update_controls()
+    render_status()   # the status line says when memory is degraded
+
+
+def render_degraded(reason):
+    """Say plainly, while it lasts, that memory runs without the summarizer, and why."""
+    memory_degraded.hidden = not reason
+    memory_degraded.textContent = ("Memory is degraded. " + str(reason)) if reason else ""
 
 
 def last_failure(memory):
-    """The newest compaction record if it failed, else None."""
-    records = memory.get("compressions") or []
+    """The newest compaction record (facts refreshes aside) if it failed, else None."""
+    records = [r for r in memory.get("compressions") or []
+               if (r.get("kind") or "compaction") == "compaction"]
     if records and not records[-1].get("ok"):
         return records[-1]
     return None
@@ -194,6 +143,11 @@ def memory_line(memory):
         parts.append("%d turn(s) not saved yet" % memory["unsaved_turns"])
     if memory.get("detached"):
         parts.append("kept in this tab only (storage failed)")
+    prefix = memory.get("prefix") or {}
+    if prefix.get("level") and prefix.get("level") != "full":
+        parts.append("the model's %s-token window is small, so its instructions are kept "
+                     "%s%s" % (number(prefix.get("window") or 0), prefix["level"],
+                               " and memory sizes scaled down" if prefix.get("scaled") else ""))
     if memory.get("compacting"):
         parts.append("compacting now…")
     return "; ".join(parts) + "." if parts else ""
@@ -275,7 +229,8 @@ def on_memory_event(event):
     if kind == "memory_updated":
         memory_summary.textContent = data.get("summary") or ""
         render_facts(data.get("facts"))
-        memory_panel.setAttribute("data-state", "idle")
+        render_degraded(data.get("degraded"))
+        memory_panel.setAttribute("data-state", "degraded" if data.get("degraded") else "idle")
     else:
         memory_panel.setAttribute("data-state", "failed")
         memory_info.textContent = ("Compaction failed (%s); the raw turns are kept and it "

@@ -7,6 +7,7 @@ from pyscript import window
 
 from ui.app import UNAVAILABLE, can_send, emit, on, state
 from ui.dom import by_id, from_js, keep, listen, make, missing, to_js
+from ui.model_choice import server_badge, server_clause
 
 # What the page's own availability() and create() declare, as the worker's BridgeModel
 # does (py_agent/rpc.py): English text in and out (Chrome warns when no language is given).
@@ -75,6 +76,8 @@ def set_status(kind, text):
 def model_clause():
     """What the status line says about Chrome's model, once booted."""
     model = state["model"]
+    if state["server"] is not None:
+        return server_clause()
     if model is None:
         return "Checking Chrome's built-in model…"
     if model == UNAVAILABLE:
@@ -83,7 +86,8 @@ def model_clause():
         else:
             why = state["model_reason"] or "Chrome reports the model as unavailable on this device"
         return ("but Chrome's built-in model is not available here (%s), so the agent "
-                "cannot answer. See below how to turn it on." % why)
+                "cannot answer. See below how to turn it on, or how to use a model server "
+                "you run (Ollama, llama.cpp, vLLM) instead." % why)
     if state["download"] is not None:
         return ("Downloading the on-device model (first use only); a message sent now "
                 "is answered once it is ready.")
@@ -116,12 +120,17 @@ def _render_ready_status():
         set_status("error", "Error in %s: %s" % (where, message))
     else:
         head = "Ready (agent started in %.1f s)" % (state["boot_ms"] / 1000)
-        if state["model"] == UNAVAILABLE:
+        if state["model"] == UNAVAILABLE and state["server"] is None:
             text = "%s, %s" % (head, model_clause())
         else:
             text = "%s. %s" % (state["note"] or head, model_clause())
+        degraded = (state["memory"] or {}).get("degraded")
+        if degraded:
+            text += " Memory is degraded (the summarizer is not working): see Memory."
         set_status("ready", text)
+        status.setAttribute("data-memory", "degraded" if degraded else "ok")
     status.setAttribute("data-model", state["model"] or "unknown")
+    status.setAttribute("data-backend", "server" if state["server"] is not None else "prompt-api")
 
 
 def update_controls():
@@ -281,9 +290,10 @@ _poll_proxy = keep(_poll_download)
 
 def show_model_state():
     model = state["model"]
-    guide.hidden = model != UNAVAILABLE
-    model_badge.textContent = BADGE.get(model, "Model: %s" % model)
-    model_badge.setAttribute("data-model", model or "unknown")
+    server = state["server"] is not None
+    guide.hidden = model != UNAVAILABLE or server
+    model_badge.textContent = server_badge() if server else BADGE.get(model, "Model: %s" % model)
+    model_badge.setAttribute("data-model", "server" if server else model or "unknown")
     render_download()
     # Chrome may be fetching the model for another page: look again now and then.
     if model == "downloading" and state["download"] is None and _download["poll"] is None:
@@ -294,7 +304,7 @@ def show_model_state():
 def render_download():
     """The download box: an offer to download before the first message, then the bar."""
     model = state["model"]
-    needed = model in ("downloadable", "downloading")
+    needed = model in ("downloadable", "downloading") and state["server"] is None
     running = state["download"] is not None
     download_box.hidden = not (needed or running)
     download_row.hidden = not running
@@ -415,6 +425,7 @@ def start(runtime):
     on("boot_phase", on_boot_phase)
     on("boot_snapshot", on_boot_snapshot)
     on("worker_error", show_error)
+    on("model_changed", show_model_state)
     on("turn_finished", lambda *args: check_model())   # a first turn may download the model
     host = llm_host()
     if host is not None:

@@ -118,7 +118,8 @@ def score_text(score):
     return "%.2f" % score if score < 0.1 else "%.1f" % score
 
 
-SIGNAL_NAMES = {"bm25": "words", "ngrams": "similar spelling", "previous turn": "previous turn",
+SIGNAL_NAMES = {"bm25": "words", "ngrams": "similar spelling", "word vectors": "similar meaning",
+                "previous turn": "previous turn",
                 "pinned": "pinned"}
 
 
