@@ -25,16 +25,19 @@ BUILD_TIMEOUT_MS = 180_000   # a second Pyodide start plus the snapshot, on a bu
 CALC = tool_call_responder(
     "[[/what is (.+)/i, (m) => ['calculate', JSON.stringify({expression: m[1]})]]]")
 
-# Rewrites the stored snapshot in the page: `change(bytes, parts)` edits them in place
-# (bytes: Uint8Array, parts: the decoded JSON it depends on); `rehash` keeps the checksum
-# right, so that only Pyodide's own checks can notice.
+# Rewrites the stored snapshot in the page (whose CSP allows no eval, hence named
+# changes): 'flip' one byte in the middle, 'header' overwrites the first 64 bytes (the
+# magic number and build id), 'py_agent' claims another wheel in the parts it depends
+# on; `rehash` keeps the checksum right, so that only Pyodide's own checks can notice.
 REWRITE = """async ({change, rehash}) => {
   const cache = await caches.open('py-agent-boot-snapshot');
   const [request] = await cache.keys();
   const response = await cache.match(request);
   const bytes = new Uint8Array(await response.arrayBuffer());
   const parts = JSON.parse(decodeURIComponent(response.headers.get('x-snapshot-parts')));
-  new Function('bytes', 'parts', change)(bytes, parts);
+  if (change === 'flip') bytes[bytes.length >> 1] ^= 0xff;
+  if (change === 'header') bytes.fill(7, 0, 64);
+  if (change === 'py_agent') parts.py_agent = 'an older build';
   const headers = new Headers(response.headers);
   headers.set('x-snapshot-parts', encodeURIComponent(JSON.stringify(parts)));
   if (rehash) {
@@ -78,20 +81,20 @@ def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
     expect(page.get_by_test_id("boot-snapshot")).to_have_count(0)
 
     # Damaged bytes (checksum no longer matches): not even handed to Pyodide.
-    page.evaluate(REWRITE, {"change": "bytes[bytes.length >> 1] ^= 0xff;", "rehash": False})
+    page.evaluate(REWRITE, {"change": "flip", "rehash": False})
     state, reason = load(page, url)
     assert state == "corrupt" and "checksum" in reason
     wait_for_new_snapshot(page)
 
     # A snapshot Pyodide refuses (here: not a snapshot at all, checksum fine).
-    page.evaluate(REWRITE, {"change": "bytes.fill(7, 0, 64);", "rehash": True})
+    page.evaluate(REWRITE, {"change": "header", "rehash": True})
     state, reason = load(page, url)
     assert state == "rejected" and "magic" in reason.lower(), reason
     assert chat(page, "what is 2+3") == "calculate -> 2+3 = 5"
     wait_for_new_snapshot(page)
 
     # Made for another py_agent wheel.
-    page.evaluate(REWRITE, {"change": "parts.py_agent = 'an older build';", "rehash": False})
+    page.evaluate(REWRITE, {"change": "py_agent", "rehash": False})
     state, reason = load(page, url)
     assert state == "stale" and "the py_agent wheel" in reason, reason
     wait_for_new_snapshot(page)
