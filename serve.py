@@ -67,6 +67,7 @@ from serving.model_server import (ModelServer, check_model_server,  # noqa: E402
 from serving.tool_modules import (DEMO_TOOLS, PageRuntime, ToolModules, prune,  # noqa: E402
                                   tool_module_path)
 from serving.wheel import ensure_app_wheel, project_metadata  # noqa: E402
+from serving import ui_bundle  # noqa: E402
 
 WEB = ROOT / "web"
 WORKER = ROOT / "worker"
@@ -329,7 +330,7 @@ def url_of(path: Path) -> str:
 
 def check_page_references(names: dict[str, str]) -> None:
     """index.html and web/ui.json (the PyScript config) name the versioned PyScript and
-    MicroPython paths, and ui.json lists every module of web/ui/; say so if they do not
+    MicroPython paths, and ui.json does not list the bundled UI modules; say so if they do not
     match (they are static files, edited by hand)."""
     index, config_file = WEB / "index.html", WEB / "ui.json"
     if not index.exists() or not config_file.exists():
@@ -341,12 +342,12 @@ def check_page_references(names: dict[str, str]) -> None:
         if wanted not in text:
             raise PrepareError(f"{where} does not load {wanted}: update its "
                                f"{prefix} paths to the versions pinned in package-lock.json.")
-    listed = set(json.loads(config_text).get("files", {}))
-    unlisted = sorted(f"/ui/{path.name}" for path in (WEB / "ui").glob("*.py")
-                      if f"/ui/{path.name}" not in listed)
-    if unlisted:
-        raise PrepareError(f"web/ui.json does not list {', '.join(unlisted)} under "
-                           "\"files\": the page could not import them.")
+    # Every module of web/ui/ comes in one bundle (serving/ui_bundle.py) that main.py
+    # unpacks; PyScript must not fetch them one by one as well.
+    listed = [name for name in json.loads(config_text).get("files", {}) if "/ui/" in name]
+    if listed:
+        raise PrepareError(f"web/ui.json lists {', '.join(listed)} under \"files\": the UI "
+                           f"modules come in one bundle ({ui_bundle.URL}); remove them.")
 
 
 def prepare(tools: Iterable[Path] = ()) -> dict:
@@ -484,6 +485,8 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         if self.manifest is not None and \
                 urllib.parse.urlsplit(self.path).path == "/vendor/manifest.json":
             return self.send_manifest()
+        if urllib.parse.urlsplit(self.path).path == ui_bundle.URL:
+            return self.send_body(ui_bundle.ui_bundle(WEB / "ui"), MIME_TYPES[".json"])
         local = self.translate_path(self.path)
         if urllib.parse.urlsplit(self.path).path == "/favicon.ico" and \
                 not os.path.isfile(local):
@@ -498,6 +501,13 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
             return None
         return super().send_head()
 
+    def send_body(self, body: bytes, content_type: str):
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
     def send_manifest(self):
         """This server's manifest: the prepared runtime and its tool modules as they are
         now (a changed tool module is rebuilt here, so a reload of the page gets it)."""
@@ -506,11 +516,7 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         except Exception as error:   # e.g. a disk error: say it, keep serving
             self.send_error(500, f"cannot build the manifest: {error}")
             return None
-        self.send_response(200)
-        self.send_header("Content-Type", MIME_TYPES[".json"])
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        return io.BytesIO(body)
+        return self.send_body(body, MIME_TYPES[".json"])
 
     def guess_type(self, path) -> str:
         return MIME_TYPES.get(Path(str(path)).suffix.lower(), "application/octet-stream")

@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Boot benchmark: how much does our worker add on top of a bare Pyodide start?
+"""Boot benchmark: our agent's start against a bare Pyodide start.
 
-    python bench/boot.py [--runs N]
+    python bench/boot.py [--runs N] [--micropip]
 
 In headless Chromium (the system one, as in the e2e tests) it times, from navigation
 start to the page receiving the worker's message:
 
   bare          a page whose module worker only does ``await loadPyodide()``
-  worker        a page without UI that starts our worker, until it says ready
-  ours          the app's page (PyScript + MicroPython UI) until the worker says ready
-  ours-micropip the same, installing the py_agent wheel with micropip instead of
-                unpacking it (to compare the two installers)
+  worker        a page without UI that starts our worker (no snapshot), until ready
+  ours          the app's page (PyScript + MicroPython UI) until the worker says ready,
+                booting without the memory snapshot (``?snapshot=off``)
+  ours-snapshot the app's page as users get it: the first (cold) load has no snapshot
+                and makes one in the background; the warm load restores it
+  ours-micropip (with --micropip) as ``ours``, installing the py_agent wheel with
+                micropip instead of unpacking it (to compare the two installers)
 
 each cold (a fresh browser profile) and warm (the same profile, browser restarted: the
-HTTP cache and Chromium's compiled-wasm cache are filled), N times, and prints medians
-and the ratios ours / bare. Not a test: numbers depend on the machine and its load.
+HTTP cache, Chromium's compiled-wasm cache and the snapshot in Cache Storage are
+filled), N times, and prints medians and the ratios against bare. For the app's page it
+also reports when the message box took text, from the first paint. Not a test: numbers
+depend on the machine and its load.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ worker.onerror = () => { document.body.dataset.error = 'worker failed'; };
 """
 
 WORKER_ONLY_JS = """
-const worker = new Worker('/worker/agent_worker.js', {type: 'module'});
+const worker = new Worker('/worker/agent_worker.js?snapshot=off', {type: 'module'});
 worker.onmessage = (event) => {
   if (event.data.type === 'error') document.body.dataset.error = event.data.message;
   if (event.data.type !== 'boot') return;
@@ -67,6 +72,18 @@ worker.onmessage = (event) => {
   }
 };
 worker.onerror = () => { document.body.dataset.error = 'worker failed'; };
+"""
+
+# Notes, frame by frame from the start, when the app's message box first takes text.
+BOX_WATCH_JS = """
+(() => {
+  const watch = () => {
+    const box = document.querySelector('[data-testid="chat-input"]');
+    if (box && !box.disabled && !box.readOnly) window.__boxEditableMs = performance.now();
+    else requestAnimationFrame(watch);
+  };
+  requestAnimationFrame(watch);
+})();
 """
 
 BARE_WORKER_JS = """
@@ -100,7 +117,8 @@ def measure(page, base: str, scenario: str) -> dict:
                           install=int(data["packagesInstalled"]),
                           agent_import=int(data["agentImported"]), entry=int(data["ready"]))
         return result
-    query = "?install=micropip" if scenario == "ours-micropip" else ""
+    query = {"ours": "?snapshot=off", "ours-snapshot": "",
+             "ours-micropip": "?snapshot=off&install=micropip"}[scenario]
     page.goto(base + "/" + query)
     page.wait_for_selector('[data-testid="status"][data-state="ready"], '
                            '[data-testid="status"][data-state="error"]', timeout=TIMEOUT_MS)
@@ -111,7 +129,15 @@ def measure(page, base: str, scenario: str) -> dict:
         '[data-testid="boot-phases"] li',
         "items => Object.fromEntries(items.map(li => [li.dataset.phase, {...li.dataset}]))")
     ready = phases["ready"]
+    # When the message box first took text (BOX_WATCH_JS), after the first paint.
+    box_ms = page.evaluate("""() => Math.max(0, window.__boxEditableMs -
+      performance.getEntriesByName('first-paint')[0].startTime)""")
+    if scenario == "ours-snapshot" and phases["pyodide-loaded"].get("snapshot") != "restored":
+        # The cold load: wait for the snapshot the warm load will restore.
+        page.wait_for_selector('[data-testid="boot-snapshot"]', state="attached",
+                               timeout=TIMEOUT_MS * 2)
     return {"page": int(ready["pageMs"]), "worker": int(ready["ms"]),
+            "box": box_ms, "snapshot": phases["pyodide-loaded"].get("snapshot", ""),
             "ui": int(status.get_attribute("data-ui-ms")),
             "pyodide": int(phases["pyodide-loaded"]["took"]),
             "install": int(phases["packages-installed"]["took"]),
@@ -128,6 +154,7 @@ def cold_and_warm(playwright, base: str, scenario: str) -> tuple[dict, dict]:
                 str(profile), executable_path=chromium_executable(), headless=True,
                 args=CHROMIUM_FLAGS)
             try:
+                context.add_init_script(script=BOX_WATCH_JS)
                 page = context.pages[0] if context.pages else context.new_page()
                 results.append(measure(page, base, scenario))
             finally:
@@ -151,11 +178,15 @@ def median(values: list[float]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="repetitions (default 3)")
+    parser.add_argument("--micropip", action="store_true",
+                        help="also time installing the wheel with micropip")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     manifest = serve.prepare()
-    scenarios = ["bare", "worker", "ours", "ours-micropip"]
+    scenarios = ["bare", "worker", "ours", "ours-snapshot"]
+    if args.micropip:
+        scenarios.append("ours-micropip")
     samples = {(s, mode): [] for s in scenarios for mode in ("cold", "warm")}
     with tempfile.TemporaryDirectory(prefix="py-agent-bench-pages-") as pages:
         write_bare_pages(Path(pages), manifest["pyodide"]["indexURL"])
@@ -195,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     print("Where the time goes (medians, ms; worker = our worker on a page without UI):")
     keys = ["pyodide", "install", "agent_import", "entry"]
     print(f"  {'':20}" + "".join(f"{k:>13}" for k in keys + ["ui up"]))
-    for scenario in ("worker", "ours", "ours-micropip"):
+    for scenario in [s for s in scenarios if s not in ("bare",)]:
         for mode in ("cold", "warm"):
             cells = [med(scenario, mode, k) for k in keys + ["ui"]]
             print(f"  {scenario + ' ' + mode:20}" + "".join(
@@ -203,16 +234,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'bare cold / warm':20}{med('bare', 'cold', 'worker'):>13.0f}"
           f"  /{med('bare', 'warm', 'worker'):>6.0f}   (loadPyodide alone)")
     print()
-    for scenario in ("worker", "ours"):
+    for scenario in ("worker", "ours", "ours-snapshot"):
         for mode in ("cold", "warm"):
             ratio = med(scenario, mode) / med("bare", mode)
             extra = med(scenario, mode) - med("bare", mode)
             print(f"  {scenario} / bare, {mode}: {ratio:.2f}x  ({extra:+.0f} ms)")
     print()
     for mode in ("cold", "warm"):
-        unpack, pip = med("ours", mode, "install"), med("ours-micropip", mode, "install")
-        print(f"  wheel install, {mode}: unpackArchive {unpack:.0f} ms, micropip {pip:.0f} ms "
-              f"(micropip slower by {pip - unpack:.0f} ms, {pip / max(unpack, 1):.1f}x)")
+        states = sorted({s.get("snapshot", "") for s in samples[("ours-snapshot", mode)]})
+        box = med("ours-snapshot", mode, "box")
+        print(f"  ours-snapshot {mode}: snapshot {'/'.join(states)}; the message box took "
+              f"text {box:.0f} ms after the first paint")
+    if args.micropip:
+        print()
+        for mode in ("cold", "warm"):
+            unpack, pip = med("ours", mode, "install"), med("ours-micropip", mode, "install")
+            print(f"  wheel install, {mode}: unpackArchive {unpack:.0f} ms, micropip "
+                  f"{pip:.0f} ms (micropip slower by {pip - unpack:.0f} ms, "
+                  f"{pip / max(unpack, 1):.1f}x)")
     print(f"\n[bench] done in {time.monotonic() - started:.0f} s")
     return 0
 

@@ -140,18 +140,27 @@ def script_dependencies(path: str | Path) -> list[str]:
 def load_tools(path: str | Path, context: ToolContext | None = None) -> list[Tool]:
     """Import the tool module at ``path`` (a .py file or a package folder) and return
     its tools; :class:`ToolModuleError` when that fails or it has none."""
+    module = import_tool_module(path)
+    try:
+        return collect_tools(module, context)
+    except ToolModuleError:
+        _forget(module.__name__)   # loaded again once fixed, not found in sys.modules as it was
+        raise
+
+
+def import_tool_module(path: str | Path) -> ModuleType:
+    """Import the tool module at ``path`` without collecting its tools (a later
+    :func:`load_tools` of the same path reuses it); :class:`ToolModuleError` if it fails.
+
+    The browser worker imports its tool modules this way before taking a memory
+    snapshot of the interpreter, so that a restored worker skips the import."""
     path = Path(path)
     name = check_module_path(path)
     origin = _installed_origin(name)
     if origin is not None and Path(origin).resolve() != source_file(path).resolve():
         raise ToolModuleError(name, path, f"its name hides the module {name!r} of "
                               f"{origin}; rename the file or folder")
-    module = _import(name, path)
-    try:
-        return collect_tools(module, context)
-    except ToolModuleError:
-        _forget(name)   # loaded again once fixed, not found in sys.modules as it was
-        raise
+    return _import(name, path)
 
 
 def collect_tools(module: ModuleType, context: ToolContext | None = None) -> list[Tool]:

@@ -4,11 +4,32 @@
 # The agent itself runs in the worker; nothing here thinks. Each part of the page is a
 # module of its own (status, chat, trace, memory, sessions, tools) and they talk through
 # the small hub in ui/app.py.
+import json
+import os
 import sys
 
-from pyscript import window
+from pyscript import fetch, window
 
-from ui import chat, layout, memory, model_choice, sessions, status, tabs, tools_panel
+
+async def unpack_ui_bundle():
+    """Write the ui/ modules, which come in one request (serve.py's /ui-bundle.json,
+    preloaded by index.html), into the file system, for import."""
+    response = await fetch("/ui-bundle.json")
+    if not response.ok:
+        raise RuntimeError("GET /ui-bundle.json: HTTP %s" % response.status)
+    try:
+        os.mkdir("ui")
+    except OSError:
+        pass   # there already
+    for name, source in json.loads(await response.text()).items():
+        with open("ui/" + name, "w") as module:
+            module.write(source)
+
+
+await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
+
+from ui import chat, layout, memory, model_choice, sessions, status, tabs
+from ui.dom import keep
 from ui.link import take_over_worker
 
 runtime = "%s %s" % (sys.implementation.name,
@@ -22,6 +43,15 @@ model_choice.start()
 memory.start()
 chat.start(status.llm_host())
 sessions.start()
-tools_panel.start()
 tabs.start()
 take_over_worker()
+
+
+def start_later():
+    # The tools panel sits below the fold (in the drawer on phones): it is imported and
+    # started after the page has painted and the worker is taken over.
+    from ui import tools_panel
+    tools_panel.start()
+
+
+window.setTimeout(keep(start_later), 0)

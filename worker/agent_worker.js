@@ -15,6 +15,13 @@
 //                           use it to make boot fail on purpose.
 //   install=micropip        install the wheel with micropip instead of unpacking it
 //                           (kept for measurements; see bench/boot.py).
+//   snapshot=off            boot without the memory snapshot (and make none).
+//
+// Boot snapshot (boot_snapshot.js): a boot restores the stored memory snapshot of an
+// interpreter that has imported py_agent and the tool modules; the 'pyodide-loaded'
+// phase says {snapshot: 'restored' | 'missing' | 'stale' | 'corrupt' | 'rejected' |
+// 'off', snapshot_reason}. Without one, once ready, the worker has one made in the
+// background and posts {type: 'snapshot', state: 'saved' | 'failed', ...}.
 //
 // The Python entry point is called as `await main(boot)` once py_agent imports. `boot`
 // (see makeBootContext) has: post(msg) to the page; onMessage(fn) to receive page
@@ -24,6 +31,9 @@
 // reportError(where, error); manifest; params; takeToolWorker() (the tool worker this
 // script started alongside itself, see startToolWorker). An exception it raises, in a message handler or in an asyncio task, reaches
 // the page as {type: 'error'}.
+
+import {BootSnapshot} from './boot_snapshot.js';
+import {fetchBytes, loadRuntime, unpackWheels, wheelURLs} from './python_runtime.js';
 
 // The Python entry point, "module:function".
 const ENTRY = 'py_agent.browser:main';
@@ -75,10 +85,10 @@ let pyodide = null;
 
 const post = (message) => self.postMessage(message);
 
-function mark(name) {
+function mark(name, extra = {}) {
   const now = performance.now();
   post({type: 'boot', phase: name, ms: Math.round(now - started),
-        took: Math.round(now - lastMark)});
+        took: Math.round(now - lastMark), ...extra});
   lastMark = now;
 }
 
@@ -128,7 +138,9 @@ let toolWorker = params.get('entry') || params.get('tool_worker') === 'off'
 // Page messages that arrive before the entry listens are kept, then handed over.
 const pending = [];
 let handler = null;
+let lastMessageAt = 0;        // when the page last asked something (see BootSnapshot)
 self.addEventListener('message', (event) => {
+  lastMessageAt = performance.now();
   if (handler) deliver(event.data); else pending.push(event.data);
 });
 
@@ -201,12 +213,6 @@ function entrySpec() {
   return requested;
 }
 
-async function fetchBytes(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
-  return new Uint8Array(await response.arrayBuffer());
-}
-
 async function boot() {
   phase = 'options';
   const spec = entrySpec();
@@ -219,10 +225,8 @@ async function boot() {
                     '(run `python serve.py` to prepare web/vendor)');
   }
   const manifest = await response.json();
-  const wheelURL = new URL(manifest.py_agent.wheel, self.location.origin).href;
-  // py_agent's own pure-Python dependencies (snowballstemmer), vendored by serve.py.
-  const dependencyURLs = (manifest.dependencies || []).map(
-    (d) => new URL(d.wheel, self.location.origin).href);
+  // py_agent's wheel, then its own pure-Python dependencies, vendored by serve.py.
+  const [wheelURL, ...dependencyURLs] = wheelURLs(manifest);
   // Start downloading the wheels while Pyodide loads.
   const wheelBytes = installer === 'unpack'
     ? Promise.all([wheelURL, ...dependencyURLs].map(fetchBytes)) : null;
@@ -237,25 +241,19 @@ async function boot() {
   }
 
   phase = 'load-pyodide';
-  const {loadPyodide} = await import(`${manifest.pyodide.indexURL}pyodide.mjs`);
-  let sitePackages = null;
-  pyodide = await loadPyodide({
-    indexURL: manifest.pyodide.indexURL,
-    stdout: (line) => console.log(`[python] ${line}`),
-    stderr: (line) => console.warn(`[python] ${line}`),
-    // Learn site-packages here: asking Python (sysconfig) costs ~30 ms.
-    fsInit: async (FS, info) => { sitePackages = info.sitePackages; },
-  });
-  mark('pyodide-loaded');
+  const snapshot = new BootSnapshot(manifest, {
+    enabled: params.get('snapshot') !== 'off' && installer === 'unpack',
+    tools: params.get('tools') || '', entry: spec});
+  const restored = await snapshot.restore();
+  const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest);
+  pyodide = loaded;
+  mark('pyodide-loaded', snapshot.report());
 
   phase = 'install-packages';
   if (installer === 'unpack') {
-    // A pure-Python wheel only needs unzipping into site-packages: ~70 ms, where
-    // micropip (load it, then resolve and install) takes 0.4-0.8 s; see bench/boot.py.
-    for (const bytes of await wheelBytes) {
-      pyodide.unpackArchive(bytes, 'wheel', {extractDir: sitePackages});
-    }
-    pyodide.runPython('import importlib; importlib.invalidate_caches()');
+    // After a restore too: the snapshot holds memory, not files, and a module imported
+    // later (lazily) is read from them.
+    unpackWheels(pyodide, sitePackages, await wheelBytes);
   } else {
     await pyodide.loadPackage(new URL(manifest.micropip.wheel, self.location.origin).href,
                               {messageCallback: () => {}});
@@ -275,6 +273,7 @@ async function boot() {
   const runEntry = pyodide.pyimport('_py_agent_boot').run_entry;
   await runEntry(spec, makeBootContext(manifest, prefetched));
   runEntry.destroy();
+  snapshot.buildIfNeeded(post, () => lastMessageAt);
 }
 
 boot().catch((error) => reportError(phase === 'running' ? 'entry' : `boot:${phase}`, error));

@@ -11,7 +11,7 @@ import pytest
 from py_agent import (InMemoryKeyValueStore, ToolContext, ToolModuleError, load_tool_modules,
                       load_tools)
 from py_agent.testing import step_json
-from py_agent.tool_modules import script_dependencies, script_metadata
+from py_agent.tool_modules import import_tool_module, script_dependencies, script_metadata
 from tests import readme
 from tests.unit.support import run
 
@@ -113,6 +113,20 @@ def test_loading_twice_gives_the_same_module_as_import_does(tmp_path):
     first, second = load_tools(path), load_tools(path)
     assert first[0] is second[0]
     assert sys.modules["counted"].LOADS == [1]
+
+
+def test_a_module_imported_ahead_is_loaded_without_running_it_again(tmp_path):
+    # The browser worker imports its tool modules before a memory snapshot; after a
+    # restore, loading them finds the import done and only collects the tools.
+    path = write(tmp_path, "ahead.py", TEA + "\nLOADS = []\nLOADS.append(1)\n"
+                 "def make_tools(context):\n    return [brew_time]\n")
+    module = import_tool_module(path)
+    assert module is sys.modules["ahead"] and module.LOADS == [1]
+    assert [t.name for t in load_tools(path)] == ["brew_time"]
+    assert module.LOADS == [1]
+    with pytest.raises(ToolModuleError, match="failed to import: NameError"):
+        import_tool_module(write(tmp_path, "broken_ahead.py", "undefined_name\n"))
+    assert "broken_ahead" not in sys.modules
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -23,6 +23,8 @@ send_button = by_id("send-button")
 stop_button = by_id("stop-button")
 jump_button = by_id("jump-latest")
 announcer = by_id("answer-announcer")
+hint = by_id("chat-hint")
+hint_text = hint.textContent
 
 PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
 PREVIEW_BACKOFF = 5  # and waits at least this many times its last render's cost
@@ -211,6 +213,7 @@ def show_transcript(session_id, turns, memory):
         render_past_turn(turn, compacted)
     messages_el.setAttribute("data-loading", "false")
     scroll_to_latest()
+    flush_queued()
 
 
 def on_session_opening(session_id):
@@ -232,6 +235,8 @@ def mark_compacted(memory):
 
 def send(text, from_input=True):
     text = text.strip()
+    if text and from_input and not state["booted"] and not state["failed"]:
+        return queue_until_ready(text)
     if not text or not can_send():
         return False
     if from_input:
@@ -253,6 +258,46 @@ def send(text, from_input=True):
     request("run", lambda ok, value: on_run_reply(turn, ok, value),
             session_id=session_id, text=text)
     return True
+
+
+# ------------------------------------------------------------------ the early message
+#
+# The message box takes text from the first paint on, long before the agent is up: a
+# message sent while it starts waits in the box (read-only) and goes out by itself once
+# the agent is ready, its model usable and the session's transcript shown.
+
+QUEUED_NOTE = "Your message is queued: it is sent as soon as the agent is ready."
+
+
+def queue_until_ready(text):
+    state["queued"] = text
+    chat_input.readOnly = True
+    form.setAttribute("data-queued", "true")
+    hint.textContent = QUEUED_NOTE
+    return True
+
+
+def release_queued(send_it):
+    """Send the queued message (or, when it cannot be sent, leave it in the box)."""
+    text = state.get("queued")
+    if text is None:
+        return
+    state["queued"] = None
+    chat_input.readOnly = False
+    form.removeAttribute("data-queued")
+    hint.textContent = hint_text
+    if send_it:
+        send(text)
+
+
+def flush_queued():
+    if state.get("queued") is None:
+        return
+    if state["failed"] or (state["model"] == UNAVAILABLE and not model_usable()):
+        release_queued(False)   # no model to answer it: it stays in the box
+    elif can_send() and state["session"] and \
+            messages_el.getAttribute("data-loading") == "false":
+        release_queued(True)
 
 
 def finish_answer(turn, text, rich=True):
@@ -495,21 +540,23 @@ def on_chunk(event):
 
 def on_controls():
     turn = state["turn"]
-    chat_input.disabled = not (state["booted"] and model_usable())
-    send_button.disabled = not can_send()
+    booting = not state["booted"] and not state["failed"]
+    chat_input.disabled = not (booting or model_usable())
+    send_button.disabled = not (can_send() or (booting and state.get("queued") is None))
     stop_button.disabled = turn is None or turn.get("stopping", False)
     for button in messages_el.querySelectorAll('[data-testid="retry-button"]'):
         button.disabled = not can_send()
     if state["failed"]:
         chat_input.placeholder = "The agent could not start; see the message above."
     elif not state["booted"]:
-        chat_input.placeholder = "Starting the agent…"
+        chat_input.placeholder = "Ask something; the agent is starting and gets it once ready"
     elif state["model"] == UNAVAILABLE and state["server"] is None:
         chat_input.placeholder = "Chrome's built-in model is not available here (see above)."
     elif state["model"] is None and state["server"] is None:
         chat_input.placeholder = "Checking Chrome's built-in model…"
     else:
         chat_input.placeholder = "Ask something (Enter sends, Shift+Enter for a new line)"
+    flush_queued()
 
 
 def on_submit(event):
@@ -537,3 +584,6 @@ def start(llm_host):
     listen(jump_button, "click", on_jump)
     if llm_host is not None:
         listen(llm_host, "chunk", on_chunk)
+    window.pyAgentUIUp = True
+    if getattr(window, "pyAgentEarlySend", None) is True:   # sent before we listened
+        send(chat_input.value)

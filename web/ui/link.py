@@ -48,6 +48,8 @@ def _on_message(event):
     elif kind == "boot":
         # The event's own time stamp: early events are handled later than they came.
         emit("boot_phase", data, int(event.timeStamp))
+    elif kind == "snapshot":
+        emit("boot_snapshot", data)
     elif kind == "error":
         emit("worker_error", data.get("where") or "worker",
              data.get("message") or "unknown error", data.get("traceback") or "")

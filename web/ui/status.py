@@ -222,12 +222,32 @@ def show_boot_step(phase):
         boot_label.textContent = "%s (step %d of %d)" % (label, number, BOOT_STEP_COUNT)
 
 
+def on_boot_snapshot(data):
+    """The worker made (or failed to make) the snapshot the next boot starts from."""
+    state_name = data.get("state") or "failed"
+    text = "snapshot %s" % state_name
+    if state_name == "saved":
+        text += " (%.1f MB in %.1f s) for the next start" % (
+            (data.get("bytes") or 0) / 1e6, (data.get("ms") or 0) / 1000)
+    else:
+        text += ": %s" % (data.get("reason") or "unknown reason")
+    make("p", cls="boot-snapshot", text=text,
+         attrs={"data-testid": "boot-snapshot", "data-state": state_name,
+                "data-reason": data.get("reason") or ""}, parent=phases.parentNode)
+
+
 def on_boot_phase(data, received_ms):
     name = data["phase"]
     state["last"] = name
-    make("li", text="%s  %d ms (+%d)" % (name, data["ms"], data["took"]),
-         attrs={"data-phase": name, "data-ms": data["ms"], "data-took": data["took"],
-                "data-page-ms": received_ms}, parent=phases)
+    attrs = {"data-phase": name, "data-ms": data["ms"], "data-took": data["took"],
+             "data-page-ms": received_ms}
+    text = "%s  %d ms (+%d)" % (name, data["ms"], data["took"])
+    if data.get("snapshot"):   # how Pyodide started: from the boot snapshot, or why not
+        attrs["data-snapshot"] = data["snapshot"]
+        attrs["data-snapshot-reason"] = data.get("snapshot_reason") or ""
+        text += ", snapshot %s%s" % (data["snapshot"], (": " + data["snapshot_reason"])
+                                     if data.get("snapshot_reason") else "")
+    make("li", text=text, attrs=attrs, parent=phases)
     show_boot_step(name)
     if name == "ready":
         state["booted"] = True
@@ -240,6 +260,7 @@ def on_boot_phase(data, received_ms):
                                  "not be kept after you close the page."
                                  % (problem.get("name", "Error"), problem.get("message", "")))
         render_status()
+        state["boot_details"] = details   # for parts that start later (tools panel)
         emit("booted", details)
     else:
         restart_watchdog()
@@ -412,6 +433,7 @@ def check_model():
 def start(runtime):
     """Show the booting state and start watching the worker and the model."""
     on("boot_phase", on_boot_phase)
+    on("boot_snapshot", on_boot_snapshot)
     on("worker_error", show_error)
     on("model_changed", show_model_state)
     on("turn_finished", lambda *args: check_model())   # a first turn may download the model

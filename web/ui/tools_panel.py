@@ -2,7 +2,7 @@
 # boot), with its signature and description, and which of them the retriever offered
 # the model for the running or last turn. Tool modules the worker could not load are
 # named in a notice above the chat (the other tools work).
-from ui.app import on, turn_of
+from ui.app import on, state, turn_of
 from ui.dom import by_id, clear, make, plural
 from ui.link import request
 
@@ -71,6 +71,9 @@ def on_agent_event(event):
 
 
 def start():
+    """Called once the page is painted (main.py): catch up if the agent is up already."""
     on("booted", load_tools)
+    if state["booted"]:
+        load_tools(state.get("boot_details"))
     on("agent_event", on_agent_event)
     on("session_opening", lambda session_id: mark_offered([]))

@@ -1,0 +1,177 @@
+"""The worker boots from a Pyodide memory snapshot, and never from a wrong one.
+
+The first load has none ('missing'), boots as usual and has one made in the background;
+the next load restores it. A snapshot whose bytes were damaged ('corrupt'), that Pyodide
+refuses ('rejected'), or that was made for other code ('stale': a changed tool module,
+another py_agent) is not used: the boot falls back, says why, and a new one is made.
+And the page takes a message from its first paint: one sent while the agent starts is
+queued and answered once it is ready.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import load_serve_module
+from .pages import ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, boot, chat, tool_call_responder
+
+pytestmark = pytest.mark.e2e
+
+BUILD_TIMEOUT_MS = 180_000   # a second Pyodide start plus the snapshot, on a busy machine
+CALC = tool_call_responder(
+    "[[/what is (.+)/i, (m) => ['calculate', JSON.stringify({expression: m[1]})]]]")
+
+# Rewrites the stored snapshot in the page (whose CSP allows no eval, hence named
+# changes): 'flip' one byte in the middle, 'header' overwrites the first 64 bytes (the
+# magic number and build id), 'py_agent' claims another wheel in the parts it depends
+# on; `rehash` keeps the checksum right, so that only Pyodide's own checks can notice.
+REWRITE = """async ({change, rehash}) => {
+  const cache = await caches.open('py-agent-boot-snapshot');
+  const [request] = await cache.keys();
+  const response = await cache.match(request);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const parts = JSON.parse(decodeURIComponent(response.headers.get('x-snapshot-parts')));
+  if (change === 'flip') bytes[bytes.length >> 1] ^= 0xff;
+  if (change === 'header') bytes.fill(7, 0, 64);
+  if (change === 'py_agent') parts.py_agent = 'an older build';
+  const headers = new Headers(response.headers);
+  headers.set('x-snapshot-parts', encodeURIComponent(JSON.stringify(parts)));
+  if (rehash) {
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    headers.set('x-snapshot-sha256',
+                Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join(''));
+  }
+  await cache.put(request, new Response(bytes, {headers}));
+  return bytes.length;
+}"""
+
+
+def snapshot_phase(page: Page) -> tuple[str, str]:
+    """How this boot started Pyodide: (snapshot state, reason)."""
+    item = page.locator('[data-testid="boot-phases"] li[data-phase="pyodide-loaded"]')
+    return item.get_attribute("data-snapshot"), item.get_attribute("data-snapshot-reason")
+
+
+def load(page: Page, url: str) -> tuple[str, str]:
+    boot(page, url)
+    return snapshot_phase(page)
+
+
+def wait_for_new_snapshot(page: Page) -> None:
+    built = page.get_by_test_id("boot-snapshot")
+    expect(built).to_have_attribute("data-state", "saved", timeout=BUILD_TIMEOUT_MS)
+
+
+def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
+        page: Page, app_server: str, install_fake_lm) -> None:
+    install_fake_lm(page, responderSource=CALC)
+    url = app_server + "/"
+    assert load(page, url) == ("missing", "no snapshot stored yet")
+    wait_for_new_snapshot(page)
+
+    state, reason = load(page, url)
+    assert state == "restored", reason
+    # The restored agent works, tools and all, and no second snapshot is made.
+    assert chat(page, "what is 6*7") == "calculate -> 6*7 = 42"
+    page.wait_for_timeout(4_500)   # longer than the builder's idle wait
+    expect(page.get_by_test_id("boot-snapshot")).to_have_count(0)
+
+    # Damaged bytes (checksum no longer matches): not even handed to Pyodide.
+    page.evaluate(REWRITE, {"change": "flip", "rehash": False})
+    state, reason = load(page, url)
+    assert state == "corrupt" and "checksum" in reason
+    wait_for_new_snapshot(page)
+
+    # A snapshot Pyodide refuses (here: not a snapshot at all, checksum fine).
+    page.evaluate(REWRITE, {"change": "header", "rehash": True})
+    state, reason = load(page, url)
+    assert state == "rejected" and "magic" in reason.lower(), reason
+    assert chat(page, "what is 2+3") == "calculate -> 2+3 = 5"
+    wait_for_new_snapshot(page)
+
+    # Made for another py_agent wheel.
+    page.evaluate(REWRITE, {"change": "py_agent", "rehash": False})
+    state, reason = load(page, url)
+    assert state == "stale" and "the py_agent wheel" in reason, reason
+    wait_for_new_snapshot(page)
+    assert load(page, url)[0] == "restored"
+
+
+TOOL_MODULE = '''
+from py_agent import tool
+
+
+@tool
+def greet(name: str) -> str:
+    """Greet someone by name."""
+    return "{greeting}, " + name
+'''
+
+
+@pytest.fixture
+def greeting_server(app_server, tmp_path):
+    """serve.py's server with a tool module of our own that the test edits."""
+    module = tmp_path / "greeting_tools.py"
+    module.write_text(TOOL_MODULE.format(greeting="Hello"))
+    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True, tools=[module])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.url, module
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_changed_tool_module_invalidates_the_snapshot(
+        page: Page, greeting_server: tuple[str, Path], install_fake_lm) -> None:
+    base, module = greeting_server
+    install_fake_lm(page, responderSource=tool_call_responder(
+        "[[/greet (\\w+)/i, (m) => ['greet', JSON.stringify({name: m[1]})]]]"))
+    url = base + "/"
+    assert load(page, url)[0] == "missing"
+    wait_for_new_snapshot(page)
+    assert load(page, url)[0] == "restored"
+    assert chat(page, "greet Ada") == "greet -> Hello, Ada"
+
+    module.write_text(TOOL_MODULE.format(greeting="Welcome"))
+    state, reason = load(page, url)
+    assert state == "stale" and "tool module greeting_tools changed" in reason, reason
+    assert chat(page, "greet Ada") == "greet -> Welcome, Ada"
+    wait_for_new_snapshot(page)
+    assert load(page, url)[0] == "restored"
+    assert chat(page, "greet Bob") == "greet -> Welcome, Bob"
+
+
+def test_a_message_sent_while_the_agent_starts_waits_for_it(
+        page: Page, app_server: str, install_fake_lm) -> None:
+    install_fake_lm(page, responderSource=CALC)
+    page.goto(app_server + "/?snapshot=off", wait_until="commit")
+    box = page.get_by_test_id("chat-input")
+    box.wait_for()
+    # The box takes text from the first paint on: it is never disabled while booting.
+    waited = page.evaluate("""() => new Promise((resolve) => {
+      const box = document.querySelector('[data-testid="chat-input"]');
+      const paint = () => performance.getEntriesByName('first-paint')[0]?.startTime;
+      const check = () => {
+        if (paint() !== undefined && !box.disabled && !box.readOnly) {
+          resolve(Math.max(0, performance.now() - paint()));
+        } else requestAnimationFrame(check);
+      };
+      check();
+    })""")
+    assert waited <= 300, f"the box took text {waited:.0f} ms after the first paint"
+    box.fill("what is 20+22")
+    page.get_by_test_id("send-button").click()   # PyScript may not even be up yet
+    status = page.get_by_test_id("status")
+    expect(page.get_by_test_id("composer")).to_have_attribute("data-queued", "true",
+                                                              timeout=BOOT_TIMEOUT_MS)
+    assert status.get_attribute("data-state") != "ready"
+    expect(page.get_by_test_id("chat-hint")).to_contain_text("queued")
+    answer = page.locator(ASSISTANT).last
+    expect(answer).to_have_attribute("data-state", "answered",
+                                     timeout=BOOT_TIMEOUT_MS + TURN_TIMEOUT_MS)
+    expect(answer.locator(".text")).to_have_text("calculate -> 20+22 = 42")
+    expect(box).to_have_value("")
+    expect(page.get_by_test_id("composer")).not_to_have_attribute("data-queued", "true")

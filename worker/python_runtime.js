@@ -1,0 +1,64 @@
+// Starting Pyodide with py_agent's wheels, fresh or from a memory snapshot: shared by the
+// agent worker (agent_worker.js) and the snapshot builder (snapshot_worker.js), so that a
+// snapshot is taken of exactly the interpreter a boot makes.
+
+export async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+/** Absolute URLs of the py_agent wheel and its vendored dependencies' wheels. */
+export function wheelURLs(manifest, origin = self.location.origin) {
+  return [manifest.py_agent.wheel, ...(manifest.dependencies || []).map((d) => d.wheel)]
+    .map((url) => new URL(url, origin).href);
+}
+
+/**
+ * loadPyodide() for our worker; resolves to {pyodide, sitePackages}.
+ *
+ * snapshot: the bytes of a memory snapshot to restore (Pyodide's experimental
+ * `_loadSnapshot`); verified: a promise awaited just before they are used (while
+ * Pyodide's script and wasm load), which throws to stop the restore. makeSnapshot:
+ * allow pyodide.makeMemorySnapshot() later.
+ *
+ * Pyodide 314 sizes the restored heap from the `INITIAL_MEMORY` setting, which its
+ * build ignores (the wasm module's memory has a fixed initial size): restoring a heap
+ * bigger than that fails with "RangeError: offset is out of bounds". So the module is
+ * created by our own `createPyodideModule`, which grows the memory to the snapshot's size
+ * before Pyodide copies the snapshot in.
+ */
+export async function loadRuntime(manifest, {snapshot = null, verified = null,
+                                             makeSnapshot = false, stdout, stderr} = {}) {
+  const indexURL = manifest.pyodide.indexURL;
+  const {loadPyodide} = await import(`${indexURL}pyodide.mjs`);
+  let sitePackages = null;
+  const options = {
+    indexURL,
+    stdout: stdout ?? ((line) => console.log(`[python] ${line}`)),
+    stderr: stderr ?? ((line) => console.warn(`[python] ${line}`)),
+    // Learn site-packages here: asking Python (sysconfig) costs ~30 ms.
+    fsInit: async (FS, info) => { sitePackages = info.sitePackages; },
+  };
+  if (makeSnapshot) options._makeSnapshot = true;
+  if (snapshot) {
+    const {default: createModule} = await import(`${indexURL}pyodide.asm.mjs`);
+    options._loadSnapshot = snapshot;
+    options.createPyodideModule = async (settings) => {
+      const module = await createModule(settings);
+      await verified;
+      if (module.HEAP8.length < snapshot.length && !module.growMemory(snapshot.length)) {
+        throw new Error(`cannot grow the heap to the snapshot's ${snapshot.length} bytes`);
+      }
+      return module;
+    };
+  }
+  const pyodide = await loadPyodide(options);
+  return {pyodide, sitePackages};
+}
+
+/** Unzip pure-Python wheels into site-packages: ~70 ms, where micropip takes 0.4-0.8 s. */
+export function unpackWheels(pyodide, sitePackages, wheels) {
+  for (const bytes of wheels) pyodide.unpackArchive(bytes, 'wheel', {extractDir: sitePackages});
+  pyodide.runPython('import importlib; importlib.invalidate_caches()');
+}
