@@ -126,6 +126,9 @@ self.addEventListener('unhandledrejection', (event) => {
 function startToolWorker() {
   const url = new URL(self.location.href);
   url.searchParams.set('entry', TOOL_WORKER_ENTRY);
+  // It boots beside the agent, off the critical path: no snapshot of its own to keep
+  // (~38 MB each) or to build.
+  url.searchParams.set('snapshot', 'off');
   const worker = new Worker(url.href, {type: 'module', name: 'py-agent tools'});
   const early = [];
   worker.onmessage = (event) => early.push({data: event.data});
@@ -242,7 +245,8 @@ async function boot() {
 
   phase = 'load-pyodide';
   const snapshot = new BootSnapshot(manifest, {
-    enabled: params.get('snapshot') !== 'off' && installer === 'unpack',
+    enabled: params.get('snapshot') !== 'off' && manifest.snapshots !== false &&
+      installer === 'unpack',
     tools: params.get('tools') || '', entry: spec});
   const restored = await snapshot.restore();
   const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest);

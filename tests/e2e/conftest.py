@@ -132,7 +132,10 @@ def app_server():
         serve.prepare()
     except serve.PrepareError as error:
         pytest.fail(f"serve.prepare() failed: {error}")
-    server = serve.make_server("127.0.0.1", 0, quiet=True)
+    # No memory snapshots: every test has a fresh browser profile, so one would be built
+    # in the background after each boot and never used (test_boot_snapshot.py serves
+    # its own app with them).
+    server = serve.make_server("127.0.0.1", 0, quiet=True, snapshots=False)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.url

@@ -66,10 +66,26 @@ def wait_for_new_snapshot(page: Page) -> None:
     expect(built).to_have_attribute("data-state", "saved", timeout=BUILD_TIMEOUT_MS)
 
 
-def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
+@pytest.fixture(scope="module")
+def snapshot_server(app_server):
+    """serve.py's server with memory snapshots on (the shared test server has them off)."""
+    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.url
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_test_server_tells_the_worker_to_make_no_snapshot(
         page: Page, app_server: str, install_fake_lm) -> None:
+    install_fake_lm(page)
+    assert load(page, app_server + "/")[0] == "off"
+
+
+def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
+        page: Page, snapshot_server: str, install_fake_lm) -> None:
     install_fake_lm(page, responderSource=CALC)
-    url = app_server + "/"
+    url = snapshot_server + "/"
     assert load(page, url) == ("missing", "no snapshot stored yet")
     wait_for_new_snapshot(page)
 
