@@ -585,7 +585,8 @@ class AppServer(http.server.ThreadingHTTPServer):
 def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 mounts: dict[str, Path] | None = None, quiet: bool = False,
                 tools: Iterable[Path] = (), site: Path | None = None,
-                model_server: ModelServer | None = None, snapshots: bool = True) -> AppServer:
+                model_server: ModelServer | None = None, snapshots: bool = True,
+                tool_worker: bool = True) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
@@ -594,7 +595,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     at / in front of web/ (your own page, using /agent.js); ``model_server`` is the
     OpenAI-compatible server the page may use (see serving/model_server.py);
     ``snapshots=False`` tells the workers to boot without memory snapshots and make
-    none (as ``?snapshot=off`` does for one page). Call prepare() first: the
+    none (as ``?snapshot=off`` does for one page), and ``tool_worker=False`` to run sync
+    tools in the agent's worker (as ``?tool_worker=off``). Call prepare() first: the
     manifest this server hands out is the prepared one with its tool modules, rebuilt
     when their sources change."""
     prepared = read_manifest()
@@ -609,6 +611,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 served["model_server"] = model_server.manifest_entry()
             if not snapshots:
                 served["snapshots"] = False
+            if not tool_worker:
+                served["tool_worker"] = False
             return served
 
     root = (Path(site), WEB) if site is not None else WEB

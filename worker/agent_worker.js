@@ -121,8 +121,8 @@ self.addEventListener('unhandledrejection', (event) => {
   reportError('worker:promise', event.reason);
 });
 
-// The agent's worker (the default entry) starts its tool worker now, unless the page
-// said ?tool_worker=off; what it sends before Python takes it over waits in `early`.
+// The agent's worker (the default entry) starts its tool worker at once, unless the page
+// said ?tool_worker=off or the manifest tool_worker: false; what it sends before Python takes it over waits in `early`.
 function startToolWorker() {
   const url = new URL(self.location.href);
   url.searchParams.set('entry', TOOL_WORKER_ENTRY);
@@ -135,8 +135,8 @@ function startToolWorker() {
   worker.onerror = (event) => { event.preventDefault(); early.push({error: String(event.message)}); };
   return {worker, early};
 }
-let toolWorker = params.get('entry') || params.get('tool_worker') === 'off'
-  ? null : startToolWorker();
+// Started as soon as the manifest is read (it may say the server wants none).
+let toolWorker = null;
 
 // Page messages that arrive before the entry listens are kept, then handed over.
 const pending = [];
@@ -228,6 +228,10 @@ async function boot() {
                     '(run `python serve.py` to prepare web/vendor)');
   }
   const manifest = await response.json();
+  if (!params.get('entry') && params.get('tool_worker') !== 'off' &&
+      manifest.tool_worker !== false) {
+    toolWorker = startToolWorker();
+  }
   // py_agent's wheel, then its own pure-Python dependencies, vendored by serve.py.
   const [wheelURL, ...dependencyURLs] = wheelURLs(manifest);
   // Start downloading the wheels while Pyodide loads.

@@ -139,6 +139,7 @@ async def main(boot: Any) -> None:
     # this worker, so the first tool call rarely waits for it. ?tool_worker=off runs
     # them here instead (for measurements).
     tool_worker = (None if params.get("tool_worker") == "off"
+                   or manifest.get("tool_worker") is False
                    else ToolWorkerClient(tool_worker_spawner(boot)))
     if tool_worker:
         tool_worker.start()

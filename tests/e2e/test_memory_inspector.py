@@ -222,6 +222,8 @@ def test_token_meter_adds_up_and_follows_the_turns(page: Page, app_server: str,
     before = dict(meter(page)["segments"])
     compact(page)
     expect(page.get_by_test_id("memory-summary")).not_to_have_text("")
+    wait_until(page, "document.querySelector('[data-testid=\"token-meter\"] "
+               "[data-segment=\"memory\"]').dataset.tokens > 0")  # the meter follows
     after = dict(meter(page)["segments"])
     assert after["memory"] > 0 and after["turns"] < before["turns"]
     assert sum(after.values()) == 9216
