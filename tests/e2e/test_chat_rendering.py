@@ -166,7 +166,7 @@ PAYLOAD = ('Look: <img src=x onerror="window.__pwned=1"> then '
 
 def test_injected_markup_in_answers_stays_text(page: Page, app_server: str,
                                                install_fake_lm) -> None:
-    watch = open_streaming_chat(page, app_server, install_fake_lm, PAYLOAD, 80)
+    watch = open_streaming_chat(page, app_server, install_fake_lm, PAYLOAD, 250)
     send(page, "Say something dangerous")
     answer = page.locator(ASSISTANT).last
     text = answer.locator(".text")
