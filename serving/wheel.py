@@ -83,11 +83,12 @@ def build_backend(pyproject: dict) -> tuple[Path, str]:
     with tempfile.TemporaryDirectory(dir=BUILD_BACKENDS) as scratch:
         result = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--target", scratch, "--only-binary=:all:",
-             "--disable-pip-version-check", "--no-input", "--quiet", *requires])
+             "--disable-pip-version-check", "--no-input", "--quiet", *requires],
+            capture_output=True, text=True)
         if result.returncode != 0:
             raise PrepareError("pip could not install the build backend "
                                f"({', '.join(requires)}); the package index must be "
-                               "reachable for the first run.")
+                               f"reachable for the first run. {result.stderr[-2000:]}")
         (Path(scratch) / ".complete").write_text("\n".join(requires) + "\n")
         shutil.rmtree(folder, ignore_errors=True)
         Path(scratch).rename(folder)
