@@ -61,6 +61,13 @@ def load(page: Page, url: str) -> tuple[str, str]:
     return snapshot_phase(page)
 
 
+def reopened(page: Page, answers: int) -> None:
+    """Wait until the reloaded page shows the session's earlier answers (a restored agent
+    is ready sooner than the transcript arrives)."""
+    expect(page.locator(ASSISTANT)).to_have_count(
+        answers, timeout=BUILD_TIMEOUT_MS)
+
+
 def wait_for_new_snapshot(page: Page) -> None:
     built = page.get_by_test_id("boot-snapshot")
     expect(built).to_have_attribute("data-state", "saved", timeout=BUILD_TIMEOUT_MS)
@@ -106,6 +113,7 @@ def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
     page.evaluate(REWRITE, {"change": "header", "rehash": True})
     state, reason = load(page, url)
     assert state == "rejected" and "magic" in reason.lower(), reason
+    reopened(page, answers=1)
     assert chat(page, "what is 2+3") == "calculate -> 2+3 = 5"
     wait_for_new_snapshot(page)
 
@@ -154,9 +162,11 @@ def test_a_changed_tool_module_invalidates_the_snapshot(
     module.write_text(TOOL_MODULE.format(greeting="Welcome"))
     state, reason = load(page, url)
     assert state == "stale" and "tool module greeting_tools changed" in reason, reason
+    reopened(page, answers=1)
     assert chat(page, "greet Ada") == "greet -> Welcome, Ada"
     wait_for_new_snapshot(page)
     assert load(page, url)[0] == "restored"
+    reopened(page, answers=2)
     assert chat(page, "greet Bob") == "greet -> Welcome, Bob"
 
 
