@@ -179,7 +179,12 @@ def test_two_tabs_alternating_on_one_session_lose_and_duplicate_nothing(
             if name == "A" and i == 0:
                 continue
             users.append(f"Message {name}{i} from the {'second' if name == 'B' else 'first'} tab.")
-            chat(tab, users[-1])
+            # Counted against the total, not the tab's count before sending: a tab may be
+            # re-rendering the session another tab just saved at that moment.
+            send(tab, users[-1])
+            expect(tab.locator(ASSISTANT)).to_have_count(len(users), timeout=TURN_TIMEOUT_MS)
+            expect(tab.locator(ASSISTANT).last).to_have_attribute(
+                "data-state", "answered", timeout=TURN_TIMEOUT_MS)
             # The other tab hears of the saved turn and shows it.
             expect(other.locator(ASSISTANT)).to_have_count(len(users), timeout=TURN_TIMEOUT_MS)
     # Compaction may still be running in a tab: wait until neither compacts.
