@@ -88,24 +88,43 @@ def send(page: Page, text: str) -> None:
     page.get_by_test_id("send-button").click()
 
 
+def answer_to(page: Page, text: str) -> Locator:
+    """The agent's answer right after the newest user message reading ``text``. (Found
+    from the question rather than by counting answers: a transcript may still be
+    re-rendering a session when a message is sent, and counts taken then are wrong.)"""
+    asked = page.locator(USER).filter(
+        has=page.locator(".text").get_by_text(text, exact=True)).last
+    return asked.locator('xpath=following-sibling::li[@data-role="assistant"][1]')
+
+
 def chat(page: Page, text: str) -> str:
     """Send a message, wait for the answer; its text."""
-    before = page.locator(ASSISTANT).count()
     send(page, text)
-    expect(page.locator(ASSISTANT)).to_have_count(before + 1)
-    answer = page.locator(ASSISTANT).last
+    answer = answer_to(page, text)
     expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
     expect(page.get_by_test_id("send-button")).to_be_enabled()
     return answer.locator(".text").text_content()
 
 
+def compact(page: Page, focus: str = "") -> None:
+    """Press "Compact now" (with a focus) and wait for the worker's reply to arrive,
+    whatever it says. (The button's label alone cannot tell: it reads "Compact now"
+    both before the click is handled and after the reply.)"""
+    button = page.get_by_test_id("compact-button")
+    expect(button).to_be_enabled(timeout=TURN_TIMEOUT_MS)
+    replies = int(button.get_attribute("data-replies") or 0)
+    page.get_by_test_id("compact-focus").fill(focus)
+    button.click()
+    expect(button).to_have_attribute("data-replies", str(replies + 1),
+                                     timeout=TURN_TIMEOUT_MS)
+
+
 def failed_turn(page: Page, text: str, error: str = "The model crashed.") -> Locator:
     """Send ``text`` with the model set to fail its next call (an OperationError saying
     ``error``); the turn's answer, once it shows the error."""
-    before = page.locator(ASSISTANT).count()
     page.evaluate("(message) => __fakeLM.failNext('OperationError', {message})", error)
     send(page, text)
-    failed = page.locator(ASSISTANT).nth(before)
+    failed = answer_to(page, text)
     expect(failed).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
     expect(failed.locator(".text")).to_contain_text(error)
     expect(failed.get_by_test_id("message-error")).to_contain_text("OperationError")

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, MESSAGES, TURN_TIMEOUT_MS, USER, Watch,
-                             boot, chat, current_session, failed_turn, open_chat, send,
+                             boot, chat, compact, current_session, failed_turn, open_chat, send,
                              step_responder, texts, wait_until)
 
 pytestmark = pytest.mark.e2e
@@ -62,10 +62,9 @@ LEGACY_DB_SCRIPT = r"""
 """
 
 
-def compact(page: Page) -> None:
-    page.get_by_test_id("compact-button").click()
+def compact_into_summary(page: Page) -> None:
+    compact(page)
     expect(page.get_by_test_id("memory-summary")).not_to_have_text("", timeout=TURN_TIMEOUT_MS)
-    expect(page.get_by_test_id("compact-button")).to_be_enabled()
 
 
 # ------------------------------------------------------------------------------ tests
@@ -171,7 +170,7 @@ def test_compaction_persists_and_no_request_leaves_localhost(
     summary = page.get_by_test_id("memory-summary")
     expect(summary).to_have_text("")
 
-    compact(page)
+    compact_into_summary(page)
     summary_text = summary.text_content()
     assert len(summary_text) >= 30
     assert not summary_text.lower().startswith("summary:")
@@ -234,7 +233,7 @@ def test_two_sessions_stay_separate(page: Page, app_server: str, install_fake_lm
     chat(page, "alpha one: I like mountains.")
     chat(page, "alpha two: and long walks.")
     chat(page, "alpha three: and hot tea.")
-    compact(page)
+    compact_into_summary(page)
     session_a = current_session(page)
     summary_a = page.get_by_test_id("memory-summary").text_content()
     assert summary_a == "Earlier the user said: alpha one: I like mountains."

@@ -18,7 +18,7 @@ from py_agent.model import Purpose
 from py_agent.replay import replay
 from py_agent.testing import FunctionModel
 from py_agent.transfer import parse_session
-from tests.e2e.pages import TURN_TIMEOUT_MS, boot, chat, open_chat
+from tests.e2e.pages import boot, chat, compact, open_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -49,12 +49,6 @@ RESPONDER = r"""(input, ctx) => {
   }
   return window.__fakeLM.defaultResponder(input, ctx);
 }"""
-
-
-def compact(page: Page) -> None:
-    page.get_by_test_id("compact-button").click()
-    expect(page.get_by_test_id("compact-button")).to_have_text("Compact now",
-                                                               timeout=TURN_TIMEOUT_MS)
 
 
 def open_box(page: Page, testid: str) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat, current_session,
-                             open_chat, row, session_ids, stored_sessions, texts, wait_until)
+from tests.e2e.pages import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat, compact,
+                             current_session, open_chat, row, session_ids, stored_sessions,
+                             texts, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -71,15 +72,6 @@ def open_details(page: Page, testid: str) -> None:
     box = page.get_by_test_id(testid)
     if box.get_attribute("open") is None:
         box.locator("summary").click()
-
-
-def compact(page: Page, focus: str = "") -> None:
-    """Compact now (with a focus), and wait for the reply."""
-    page.get_by_test_id("compact-focus").fill(focus)
-    page.get_by_test_id("compact-button").click()
-    expect(page.get_by_test_id("compact-button")).to_have_text("Compact now",
-                                                               timeout=TURN_TIMEOUT_MS)
-    expect(page.get_by_test_id("compact-button")).to_be_enabled()
 
 
 def history(page: Page) -> list[dict]:

@@ -191,6 +191,9 @@ def on_compact(event):
     def done(ok, value):
         state["compacting"] = None
         compact_button.textContent = "Compact now"
+        # Counts the replies, so a watcher (the e2e tests) can tell this one arrived.
+        replies = int(compact_button.getAttribute("data-replies") or "0") + 1
+        compact_button.setAttribute("data-replies", str(replies))
         if state["session"] != session_id:
             update_controls()
             return
