@@ -92,6 +92,7 @@ from serving.tool_modules import (DEMO_TOOLS, PageRuntime, ToolModules, prune,  
                                   tool_module_path)
 from serving.wheel import ensure_app_wheel, project_metadata  # noqa: E402
 from serving import ui_bundle  # noqa: E402
+from serving.boot_snapshot import SnapshotMaker  # noqa: E402
 
 WEB = ROOT / "web"
 WORKER = ROOT / "worker"
@@ -374,10 +375,11 @@ def check_page_references(names: dict[str, str]) -> None:
                            f"modules come in one bundle ({ui_bundle.URL}); remove them.")
 
 
-def prepare(tools: Iterable[Path] = ()) -> dict:
+def prepare(tools: Iterable[Path] = (), *, snapshot: bool = True) -> dict:
     """Make web/vendor/ complete for the pinned versions, the current py_agent source and
-    the tool modules (the demo's, then ``tools``). Returns the manifest (also written to
-    web/vendor/manifest.json)."""
+    the tool modules (the demo's, then ``tools``), and, unless ``snapshot`` is False, the
+    boot snapshot browsers start from (serving/boot_snapshot.py). Returns the manifest
+    (also written to web/vendor/manifest.json)."""
     started = time.monotonic()
     VENDOR.mkdir(parents=True, exist_ok=True)
     lock_hash = sha256_file(LOCK) if LOCK.exists() else ""
@@ -392,7 +394,7 @@ def prepare(tools: Iterable[Path] = ()) -> dict:
         ensure_node_modules(lock_hash)
         for package, prefix, patterns in RUNTIMES:
             copy_runtime(package, prefix, patterns, versions[package])
-        keep = set(names.values()) | {"wheels", "tools", "deps", "manifest.json"}
+        keep = set(names.values()) | {"wheels", "tools", "deps", "snapshots", "manifest.json"}
         for entry in VENDOR.iterdir():
             if entry.name not in keep:
                 say(f"removing stale web/vendor/{entry.name}")
@@ -428,6 +430,10 @@ def prepare(tools: Iterable[Path] = ()) -> dict:
     prune(VENDOR / "tools", {VENDOR.parent / e["archive"].lstrip("/") for e in
                              new_manifest["tool_modules"] if e["archive"]})
     prune(VENDOR / "deps")
+    if snapshot:
+        served = SnapshotMaker().entry(new_manifest, wait=True)
+        if served is not None:
+            new_manifest["boot_snapshot"] = served
     if new_manifest != manifest:
         write_atomically(MANIFEST, (json.dumps(new_manifest, indent=2) + "\n").encode())
         say("wrote web/vendor/manifest.json")
@@ -610,7 +616,7 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 mounts: dict[str, Path] | None = None, quiet: bool = False,
                 tools: Iterable[Path] = (), site: Path | None = None,
                 model_server: ModelServer | None = None, snapshots: bool = True,
-                tool_worker: bool = True) -> AppServer:
+                served_snapshot: bool = True, tool_worker: bool = True) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
@@ -619,18 +625,25 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     at / in front of web/ (your own page, using /agent.js); ``model_server`` is the
     OpenAI-compatible server the page may use (see serving/model_server.py);
     ``snapshots=False`` tells the workers to boot without memory snapshots and make
-    none (as ``?snapshot=off`` does for one page), and ``tool_worker=False`` to run sync
-    tools in the agent's worker (as ``?tool_worker=off``). Call prepare() first: the
-    manifest this server hands out is the prepared one with its tool modules, rebuilt
-    when their sources change."""
+    none (as ``?snapshot=off`` does for one page); ``served_snapshot=False`` offers no
+    snapshot made here (serving/boot_snapshot.py), so a browser's first boot is a full
+    one and it makes its own; ``tool_worker=False`` runs sync tools in the agent's worker
+    (as ``?tool_worker=off``). Call prepare() first: the manifest this server hands out
+    is the prepared one with its tool modules, rebuilt when their sources change, and a
+    boot snapshot made for them (at once here, in the background after a change)."""
     prepared = read_manifest()
     manifest = None
     if prepared is not None and "py_agent" in prepared:
         modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(prepared))
         modules.entries()   # prepare them now, and say what is wrong before serving
+        maker = SnapshotMaker() if snapshots and served_snapshot else None
 
-        def manifest() -> dict:
-            served = {**prepared, "tool_modules": modules.entries()}
+        def manifest(wait: bool = False) -> dict:
+            served = {key: value for key, value in prepared.items() if key != "boot_snapshot"}
+            served["tool_modules"] = modules.entries()
+            snapshot = maker.entry(served, wait=wait) if maker else None
+            if snapshot is not None:
+                served["boot_snapshot"] = snapshot
             if model_server is not None:
                 served["model_server"] = model_server.manifest_entry()
             if not snapshots:
@@ -638,6 +651,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
             if not tool_worker:
                 served["tool_worker"] = False
             return served
+
+        manifest(wait=True)   # the snapshot for the tool modules as they are now
 
     root = (Path(site), WEB) if site is not None else WEB
     handler = type("Handler", (AppRequestHandler,), {

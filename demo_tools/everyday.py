@@ -10,8 +10,10 @@ from py_agent import tool
 from py_agent.retrieval import STOP_WORDS
 from py_agent.tokens import is_cjk
 
-# Module-level so tests can seed it: ``everyday.RANDOM.seed(1)``.
-RANDOM = random.Random()
+# Module-level so tests can swap in a seeded one. Drawn from the operating system's
+# randomness: a Random() made at import would sit seeded in the boot snapshot, and every
+# page started from it would roll the same numbers.
+RANDOM = random.SystemRandom()
 
 READING_WPM = 230
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)

@@ -33,7 +33,8 @@
 // the page as {type: 'error'}.
 
 import {BootSnapshot} from './boot_snapshot.js';
-import {fetchBytes, loadRuntime, unpackWheels, wheelURLs} from './python_runtime.js';
+import {fetchBytes, loadRuntime, startRuntimeDownloads, unpackWheels, wheelURLs}
+  from './python_runtime.js';
 
 // The Python entry point, "module:function".
 const ENTRY = 'py_agent.browser:main';
@@ -228,6 +229,7 @@ async function boot() {
                     '(run `python serve.py` to prepare web/vendor)');
   }
   const manifest = await response.json();
+  const downloads = startRuntimeDownloads(manifest);
   if (!params.get('entry') && params.get('tool_worker') !== 'off' &&
       manifest.tool_worker !== false) {
     toolWorker = startToolWorker();
@@ -251,9 +253,9 @@ async function boot() {
   const snapshot = new BootSnapshot(manifest, {
     enabled: params.get('snapshot') !== 'off' && manifest.snapshots !== false &&
       installer === 'unpack',
-    tools: params.get('tools') || '', entry: spec});
+    tools: params.get('tools') || '', entry: spec, downloads});
   const restored = await snapshot.restore();
-  const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest);
+  const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest, {downloads});
   pyodide = loaded;
   mark('pyodide-loaded', snapshot.report());
 

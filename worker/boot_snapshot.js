@@ -1,18 +1,67 @@
-// The agent worker's side of the boot snapshot: restore the stored one, or say why not
-// and have one made in the background once the agent is ready (snapshot_worker.js).
+// The agent worker's side of the boot snapshot: restore the one this browser stored, else
+// the one the server made (the manifest's boot_snapshot: serving/boot_snapshot.py), or
+// say why not and have one made in the background once the agent is ready
+// (snapshot_worker.js).
 import {loadRuntime} from './python_runtime.js';
-import {SnapshotStore, snapshotParts} from './snapshot_store.js';
+import {SnapshotStore, describeChanges, sha256Hex, snapshotParts} from './snapshot_store.js';
 
 // The build (a second Pyodide, ~3 s of CPU) waits until the page has asked nothing for
 // this long, so that it does not slow the first turns down.
 const BUILD_IDLE_MS = 3000;
 const BUILD_TIMEOUT_MS = 180_000;
 
+const FETCH_TIMEOUT_MS = 60_000;
+
 class CorruptSnapshot extends Error {}
+class FetchFailed extends Error {}
+
+/** {bytes, verified, ms} of the server's snapshot (see SnapshotStore.read()). */
+async function fetchServed({url, sha256, bytes: size}, signal) {
+  const started = performance.now();
+  let response;
+  try {
+    response = await fetch(url, {
+      signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)])});
+    if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+  } catch (error) {
+    throw new FetchFailed(`it could not be fetched: ${error?.message || error}`);
+  }
+  let bytes;
+  try {
+    bytes = await gunzip(response.body, size);
+  } catch (error) {
+    if (error?.name === 'AbortError' || error?.name === 'TimeoutError') {
+      throw new FetchFailed(`it could not be fetched: ${error.message}`);
+    }
+    throw new CorruptSnapshot(`it cannot be unpacked: ${error?.message || error}`);
+  }
+  const verified = sha256Hex(bytes).then((actual) => (actual === sha256 ? ''
+    : `its ${bytes.length} bytes do not match their checksum`));
+  return {bytes, verified, ms: Math.round(performance.now() - started)};
+}
+
+/** The bytes of a gzipped stream, into one buffer of the expected size. (Fetched gzipped
+ *  and unpacked here, the snapshot crosses from the network to this worker as 8 MB rather
+ *  than 38: about twice as fast.) */
+async function gunzip(stream, size) {
+  const out = new Uint8Array(size);
+  let length = 0;
+  const reader = stream.pipeThrough(new DecompressionStream('gzip')).getReader();
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    if (length + value.length > size) throw new Error(`more than the ${size} bytes expected`);
+    out.set(value, length);
+    length += value.length;
+  }
+  if (length !== size) throw new Error(`${length} bytes where ${size} were expected`);
+  return out;
+}
 
 export class BootSnapshot {
-  constructor(manifest, {enabled = true, tools = '', entry = ''} = {}) {
+  constructor(manifest, {enabled = true, tools = '', entry = '', downloads = null} = {}) {
     this.manifest = manifest;
+    this.downloads = downloads;
     this.enabled = enabled;
     this.tools = tools;
     this.entryModule = entry.split(':')[0];
@@ -22,40 +71,75 @@ export class BootSnapshot {
     this.reason = enabled ? '' : 'turned off by the page';
   }
 
-  /** {pyodide, sitePackages} restored from the stored snapshot, or null (see report()). */
+  /** {pyodide, sitePackages} restored from a snapshot, or null (see report()): the one
+   *  this browser stored, else the one the server made (the manifest's boot_snapshot),
+   *  so that a first visit starts from one too. */
   async restore() {
     if (!this.enabled) return null;
+    // The server's snapshot downloads while this browser's own is looked for.
+    const served = this.manifest.boot_snapshot;
+    const changes = served?.url ? describeChanges(served.parts, this.parts) : '';
+    const usable = Boolean(served?.url) && !changes;
+    let download = new AbortController();
+    let fetching = usable ? fetchServed(served, download.signal) : null;
+    fetching?.catch(() => {});
     const found = await this.store.read().catch((error) => (
       {state: 'corrupt', reason: `it could not be read: ${error?.message || error}`}));
-    if (!found.bytes) {
+    if (found.bytes) {
+      download.abort();   // (not needed, most likely: fetched again below if it is)
+      const runtime = await this._restoreFrom(found, 'browser');
+      if (runtime) return runtime;
+      await this.store.discard();
+      download = new AbortController();
+      fetching = usable ? fetchServed(served, download.signal) : null;
+      fetching?.catch(() => {});
+    } else {
       ({state: this.state, reason: this.reason} = found);
-      return null;
     }
-    const damage = found.verified.then((problem) => {
+    if (changes) this.reason += `; the server's is for other code (${changes})`;
+    if (!fetching) return null;
+    // Pyodide starts loading while the bytes still download.
+    const runtime = await this._restoreFrom(fetching, 'server');
+    if (runtime && found.state !== 'missing') await this.store.discard();   // stale
+    if (!runtime) this.reason = `the server's: ${this.reason}`;
+    return runtime;
+  }
+
+  /** Restore `found` ({bytes, verified, ms}, or a promise of it); null if that fails. */
+  async _restoreFrom(found, source) {
+    const ready = Promise.resolve(found);
+    const damage = ready.then(({verified}) => verified).then((problem) => {
       if (problem) throw new CorruptSnapshot(problem);
     });
     damage.catch(() => {});   // awaited by loadRuntime
     try {
-      const runtime = await loadRuntime(this.manifest, {snapshot: found.bytes,
-                                                        verified: damage});
+      const runtime = await loadRuntime(this.manifest, {
+        snapshot: ready.then(({bytes}) => bytes), verified: damage});
       const module = JSON.stringify(this.entryModule);
       if (!runtime.pyodide.runPython(`import sys; ${module} in sys.modules`)) {
         throw new Error(`the restored interpreter has not imported ${this.entryModule}`);
       }
+      // Every boot from this snapshot would otherwise draw the same "random" numbers.
+      runtime.pyodide.runPython('import random; random.seed()');
+      const {bytes, ms} = await ready;
       this.state = 'restored';
-      this.reason = `${found.bytes.length} bytes, read in ${found.ms} ms`;
+      this.source = source;
+      this.reason = source === 'server'
+        ? `${bytes.length} bytes made by the server, fetched in ${ms} ms`
+        : `${bytes.length} bytes, read in ${ms} ms`;
       return runtime;
     } catch (error) {
-      this.state = error instanceof CorruptSnapshot ? 'corrupt' : 'rejected';
+      this.state = error instanceof CorruptSnapshot ? 'corrupt'
+        : error instanceof FetchFailed ? 'missing' : 'rejected';
       this.reason = String(error?.message || error).trim().split('\n')[0];
-      await this.store.discard();
       return null;
     }
   }
 
   /** The fields the 'pyodide-loaded' boot phase carries. */
   report() {
-    return {snapshot: this.state, snapshot_reason: this.reason};
+    return {snapshot: this.state, snapshot_reason: this.reason,
+            ...(this.source ? {snapshot_source: this.source} : {})};
   }
 
   /** Once the agent is ready: without a restored snapshot, make one in the background;

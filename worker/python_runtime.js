@@ -15,12 +15,23 @@ export function wheelURLs(manifest, origin = self.location.origin) {
 }
 
 /**
+ * Start loading Pyodide's two scripts at once, before loadRuntime() needs them: a boot
+ * does this while it still reads its snapshot and fetches the wheels. (Pyodide fetches
+ * its wasm itself as soon as loadPyodide() starts.)
+ */
+export function startRuntimeDownloads(manifest) {
+  for (const script of ['pyodide.mjs', 'pyodide.asm.mjs']) {
+    import(`${manifest.pyodide.indexURL}${script}`).catch(() => {});   // imported again later
+  }
+}
+
+/**
  * loadPyodide() for our worker; resolves to {pyodide, sitePackages}.
  *
  * snapshot: the bytes of a memory snapshot to restore (Pyodide's experimental
- * `_loadSnapshot`); verified: a promise awaited just before they are used (while
- * Pyodide's script and wasm load), which throws to stop the restore. makeSnapshot:
- * allow pyodide.makeMemorySnapshot() later.
+ * `_loadSnapshot`), or a promise of them (Pyodide starts its own loading meanwhile);
+ * verified: a promise awaited just before they are used, which throws to stop the
+ * restore. makeSnapshot: allow pyodide.makeMemorySnapshot() later.
  *
  * Pyodide 314 sizes the restored heap from the `INITIAL_MEMORY` setting, which its
  * build ignores (the wasm module's memory has a fixed initial size): restoring a heap
@@ -46,9 +57,10 @@ export async function loadRuntime(manifest, {snapshot = null, verified = null,
     options._loadSnapshot = snapshot;
     options.createPyodideModule = async (settings) => {
       const module = await createModule(settings);
+      const bytes = await snapshot;   // Pyodide awaited it before calling this
       await verified;
-      if (module.HEAP8.length < snapshot.length && !module.growMemory(snapshot.length)) {
-        throw new Error(`cannot grow the heap to the snapshot's ${snapshot.length} bytes`);
+      if (module.HEAP8.length < bytes.length && !module.growMemory(bytes.length)) {
+        throw new Error(`cannot grow the heap to the snapshot's ${bytes.length} bytes`);
       }
       return module;
     };

@@ -44,7 +44,7 @@ export function describeChanges(stored, wanted) {
   return changes.join(', ');
 }
 
-async function sha256Hex(bytes) {
+export async function sha256Hex(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }

@@ -132,12 +132,12 @@ def app_server():
         serve.prepare()
     except serve.PrepareError as error:
         pytest.fail(f"serve.prepare() failed: {error}")
-    # No memory snapshots: every test has a fresh browser profile, so one would be built
-    # in the background after each boot and never used (test_boot_snapshot.py serves
-    # its own app with them). No tool worker either: a second Pyodide booting beside
+    # Pages boot from the snapshot serve.py made (as a user's first visit does), so each
+    # test's fresh browser profile starts in about a second rather than four, and, being
+    # restored, makes none of its own. No tool worker: a second Pyodide booting beside
     # every page doubles the suite's boot time on two cores; test_hung_tool.py,
     # test_model_server.py and test_boot_snapshot.py serve apps with it, as users get.
-    server = serve.make_server("127.0.0.1", 0, quiet=True, snapshots=False, tool_worker=False)
+    server = serve.make_server("127.0.0.1", 0, quiet=True, tool_worker=False)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.url

@@ -1,7 +1,8 @@
 """The worker boots from a Pyodide memory snapshot, and never from a wrong one.
 
-The first load has none ('missing'), boots as usual and has one made in the background;
-the next load restores it. A snapshot whose bytes were damaged ('corrupt'), that Pyodide
+serve.py makes one (under Node.js), so even a browser's first visit restores it. Without
+it, the first load has none ('missing'), boots as usual and has one made in the
+background; the next load restores it. A snapshot whose bytes were damaged ('corrupt'), that Pyodide
 refuses ('rejected'), or that was made for other code ('stale': a changed tool module,
 another py_agent) is not used: the boot falls back, says why, and a new one is made.
 And the page takes a message from its first paint: one sent while the agent starts is
@@ -11,6 +12,7 @@ queued and answered once it is ready.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,18 +77,83 @@ def wait_for_new_snapshot(page: Page) -> None:
 
 @pytest.fixture(scope="module")
 def snapshot_server(app_server):
-    """serve.py's server with memory snapshots on (the shared test server has them off)."""
-    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True)
+    """serve.py's server offering no snapshot of its own: browsers make theirs."""
+    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True,
+                                             served_snapshot=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.url
     server.shutdown()
     server.server_close()
 
 
-def test_the_test_server_tells_the_worker_to_make_no_snapshot(
+def snapshot_source(page: Page) -> str | None:
+    item = page.locator('[data-testid="boot-phases"] li[data-phase="pyodide-loaded"]')
+    return item.get_attribute("data-snapshot-source")
+
+
+ROLL = tool_call_responder("[[/roll/i, (m) => ['roll_dice', JSON.stringify({dice: '100d1000'})]]]")
+
+
+def test_a_first_visit_restores_the_snapshot_the_server_made(
         page: Page, app_server: str, install_fake_lm) -> None:
-    install_fake_lm(page)
-    assert load(page, app_server + "/")[0] == "off"
+    install_fake_lm(page, responderSource=ROLL)
+    rolls = []
+    for _ in range(2):
+        state, reason = load(page, app_server + "/")
+        assert (state, snapshot_source(page)) == ("restored", "server"), reason
+        assert "made by the server" in reason
+        rolls.append(chat(page, "roll a die"))
+        assert rolls[-1].startswith("roll_dice -> "), rolls[-1]
+        page.evaluate(CLEAR_STORAGE)
+    # Two boots from one snapshot still draw different numbers (random is reseeded).
+    assert rolls[0] != rolls[1]
+    # Restored, so this browser makes no snapshot of its own.
+    expect(page.get_by_test_id("boot-snapshot")).to_have_count(0)
+
+
+# Clears this origin's sessions, so that the next load starts like a first visit.
+CLEAR_STORAGE = """async () => {
+  for (const db of await indexedDB.databases()) indexedDB.deleteDatabase(db.name);
+  for (const name of await caches.keys()) await caches.delete(name);
+}"""
+
+
+def damage_served_snapshot(page: Page, how: str) -> None:
+    """Serve the page a damaged copy of serve.py's snapshot ('flip': one byte of the gzip
+    stream changed) or a manifest that says it was made for another py_agent ('stale')."""
+    if how == "flip":
+        def flip(route):
+            body = bytearray(route.fetch().body())
+            body[len(body) // 2] ^= 0xFF
+            route.fulfill(status=200, body=bytes(body),
+                          headers={"Content-Type": "application/octet-stream"})
+        page.route("**/vendor/snapshots/*.bin.gz", flip)
+    else:
+        def restale(route):
+            response = route.fetch()
+            manifest = response.json()
+            manifest["boot_snapshot"]["parts"]["py_agent"] = "an older build"
+            route.fulfill(response=response, json=manifest)
+        page.route("**/vendor/manifest.json", restale)
+
+
+@pytest.mark.parametrize("how", ["flip", "stale"])
+def test_a_damaged_or_stale_served_snapshot_falls_back_and_the_browser_makes_its_own(
+        page: Page, app_server: str, install_fake_lm, how: str) -> None:
+    install_fake_lm(page, responderSource=CALC)
+    damage_served_snapshot(page, how)
+    state, reason = load(page, app_server + "/")
+    if how == "flip":
+        assert state == "corrupt" and reason.startswith("the server's:"), reason
+    else:
+        assert state == "missing" and "the server's is for other code (the py_agent wheel)" \
+            in reason, reason
+    assert chat(page, "what is 6*7") == "calculate -> 6*7 = 42"
+    wait_for_new_snapshot(page)
+    state, reason = load(page, app_server + "/")
+    assert (state, snapshot_source(page)) == ("restored", "browser"), reason
+    reopened(page, answers=1)
+    assert chat(page, "what is 2+3") == "calculate -> 2+3 = 5"
 
 
 def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
@@ -141,7 +208,8 @@ def greeting_server(app_server, tmp_path):
     """serve.py's server with a tool module of our own that the test edits."""
     module = tmp_path / "greeting_tools.py"
     module.write_text(TOOL_MODULE.format(greeting="Hello"))
-    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True, tools=[module])
+    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True, tools=[module],
+                                             served_snapshot=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.url, module
     server.shutdown()
@@ -201,3 +269,40 @@ def test_a_message_sent_while_the_agent_starts_waits_for_it(
     expect(answer.locator(".text")).to_have_text("calculate -> 20+22 = 42")
     expect(box).to_have_value("")
     expect(page.get_by_test_id("composer")).not_to_have_attribute("data-queued", "true")
+
+
+def test_a_changed_tool_module_gets_a_new_served_snapshot(
+        page: Page, app_server: str, install_fake_lm, tmp_path: Path) -> None:
+    module = tmp_path / "greeting_tools.py"
+    module.write_text(TOOL_MODULE.format(greeting="Hi"))
+    # Made here for this tool module, before the server answers anyone.
+    server = load_serve_module().make_server("127.0.0.1", 0, quiet=True, tools=[module],
+                                             tool_worker=False)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        install_fake_lm(page, responderSource=tool_call_responder(
+            "[[/greet (\\w+)/i, (m) => ['greet', JSON.stringify({name: m[1]})]]]"))
+        url = server.url + "/"
+        state, reason = load(page, url)
+        assert (state, snapshot_source(page)) == ("restored", "server"), reason
+        assert chat(page, "greet Ada") == "greet -> Hi, Ada"
+
+        # Changed: the old snapshot is no longer offered; the server makes a new one
+        # while this boot goes without.
+        module.write_text(TOOL_MODULE.format(greeting="Hey"))
+        state, reason = load(page, url)
+        assert state == "missing", reason
+        reopened(page, answers=1)
+        assert chat(page, "greet Ada") == "greet -> Hey, Ada"
+
+        deadline = time.monotonic() + BUILD_TIMEOUT_MS / 1000
+        while "boot_snapshot" not in page.request.get(url + "vendor/manifest.json").json():
+            assert time.monotonic() < deadline, "the server made no new snapshot"
+            page.wait_for_timeout(250)
+        page.evaluate(CLEAR_STORAGE)   # (this browser may have made one meanwhile)
+        state, reason = load(page, url)
+        assert (state, snapshot_source(page)) == ("restored", "server"), reason
+        assert chat(page, "greet Bob") == "greet -> Hey, Bob"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -245,6 +245,8 @@ def on_boot_phase(data, received_ms):
     if data.get("snapshot"):   # how Pyodide started: from the boot snapshot, or why not
         attrs["data-snapshot"] = data["snapshot"]
         attrs["data-snapshot-reason"] = data.get("snapshot_reason") or ""
+        if data.get("snapshot_source"):   # 'server' (serve.py made it) or 'browser'
+            attrs["data-snapshot-source"] = data["snapshot_source"]
         text += ", snapshot %s%s" % (data["snapshot"], (": " + data["snapshot_reason"])
                                      if data.get("snapshot_reason") else "")
     make("li", text=text, attrs=attrs, parent=phases)
