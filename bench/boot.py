@@ -10,8 +10,10 @@ start to the page receiving the worker's message:
   worker        a page without UI that starts our worker (no snapshot), until ready
   ours          the app's page (PyScript + MicroPython UI) until the worker says ready,
                 booting without the memory snapshot (``?snapshot=off``)
-  ours-snapshot the app's page as users get it: the first (cold) load has no snapshot
-                and makes one in the background; the warm load restores it
+  ours-snapshot the app's page as users get it: every load, the first (cold) one too,
+                restores the memory snapshot serve.py made
+  ours-browser  the app's page from a server offering no snapshot: the cold load boots
+                in full and makes one in the background; the warm load restores it
   ours-micropip (with --micropip) as ``ours``, installing the py_agent wheel with
                 micropip instead of unpacking it (to compare the two installers)
 
@@ -117,7 +119,7 @@ def measure(page, base: str, scenario: str) -> dict:
                           install=int(data["packagesInstalled"]),
                           agent_import=int(data["agentImported"]), entry=int(data["ready"]))
         return result
-    query = {"ours": "?snapshot=off", "ours-snapshot": "",
+    query = {"ours": "?snapshot=off", "ours-snapshot": "", "ours-browser": "",
              "ours-micropip": "?snapshot=off&install=micropip"}[scenario]
     page.goto(base + "/" + query)
     page.wait_for_selector('[data-testid="status"][data-state="ready"], '
@@ -132,12 +134,13 @@ def measure(page, base: str, scenario: str) -> dict:
     # When the message box first took text (BOX_WATCH_JS), after the first paint.
     box_ms = page.evaluate("""() => Math.max(0, window.__boxEditableMs -
       performance.getEntriesByName('first-paint')[0].startTime)""")
-    if scenario == "ours-snapshot" and phases["pyodide-loaded"].get("snapshot") != "restored":
+    if scenario == "ours-browser" and phases["pyodide-loaded"].get("snapshot") != "restored":
         # The cold load: wait for the snapshot the warm load will restore.
         page.wait_for_selector('[data-testid="boot-snapshot"]', state="attached",
                                timeout=TIMEOUT_MS * 2)
     return {"page": int(ready["pageMs"]), "worker": int(ready["ms"]),
             "box": box_ms, "snapshot": phases["pyodide-loaded"].get("snapshot", ""),
+            "source": phases["pyodide-loaded"].get("snapshotSource", ""),
             "ui": int(status.get_attribute("data-ui-ms")),
             "pyodide": int(phases["pyodide-loaded"]["took"]),
             "install": int(phases["packages-installed"]["took"]),
@@ -184,14 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     manifest = serve.prepare()
-    scenarios = ["bare", "worker", "ours", "ours-snapshot"]
+    scenarios = ["bare", "worker", "ours", "ours-snapshot", "ours-browser"]
     if args.micropip:
         scenarios.append("ours-micropip")
     samples = {(s, mode): [] for s in scenarios for mode in ("cold", "warm")}
     with tempfile.TemporaryDirectory(prefix="py-agent-bench-pages-") as pages:
         write_bare_pages(Path(pages), manifest["pyodide"]["indexURL"])
         server = serve.make_server("127.0.0.1", 0, mounts={"/bench/": Path(pages)}, quiet=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # The same app, offering no snapshot of its own (browsers make theirs).
+        unserved = serve.make_server("127.0.0.1", 0, quiet=True, served_snapshot=False)
+        for running in (server, unserved):
+            threading.Thread(target=running.serve_forever, daemon=True).start()
         print(f"[bench] server {server.url}, Pyodide {manifest['pyodide']['version']}, "
               f"{args.runs} run(s)", flush=True)
         started = time.monotonic()
@@ -202,14 +208,16 @@ def main(argv: list[str] | None = None) -> int:
                     shift = run % len(scenarios)
                     order = scenarios[shift:] + scenarios[:shift]
                     for scenario in order:
-                        cold, warm = cold_and_warm(playwright, server.url, scenario)
+                        base = unserved.url if scenario == "ours-browser" else server.url
+                        cold, warm = cold_and_warm(playwright, base, scenario)
                         samples[(scenario, "cold")].append(cold)
                         samples[(scenario, "warm")].append(warm)
                         print(f"[bench] run {run + 1} {scenario:13} cold {cold['page']:5d} ms"
                               f"  warm {warm['page']:5d} ms", flush=True)
         finally:
-            server.shutdown()
-            server.server_close()
+            for running in (server, unserved):
+                running.shutdown()
+                running.server_close()
 
     def med(scenario: str, mode: str, key: str = "page") -> float:
         return median([s[key] for s in samples[(scenario, mode)] if key in s])
@@ -234,17 +242,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'bare cold / warm':20}{med('bare', 'cold', 'worker'):>13.0f}"
           f"  /{med('bare', 'warm', 'worker'):>6.0f}   (loadPyodide alone)")
     print()
-    for scenario in ("worker", "ours", "ours-snapshot"):
+    for scenario in ("worker", "ours", "ours-snapshot", "ours-browser"):
         for mode in ("cold", "warm"):
             ratio = med(scenario, mode) / med("bare", mode)
             extra = med(scenario, mode) - med("bare", mode)
             print(f"  {scenario} / bare, {mode}: {ratio:.2f}x  ({extra:+.0f} ms)")
     print()
-    for mode in ("cold", "warm"):
-        states = sorted({s.get("snapshot", "") for s in samples[("ours-snapshot", mode)]})
-        box = med("ours-snapshot", mode, "box")
-        print(f"  ours-snapshot {mode}: snapshot {'/'.join(states)}; the message box took "
-              f"text {box:.0f} ms after the first paint")
+    for scenario in ("ours-snapshot", "ours-browser"):
+        for mode in ("cold", "warm"):
+            states = sorted({f"{s.get('snapshot', '')} ({s.get('source') or '-'})"
+                             for s in samples[(scenario, mode)]})
+            box = med(scenario, mode, "box")
+            print(f"  {scenario} {mode}: snapshot {'/'.join(states)}; the message box took "
+                  f"text {box:.0f} ms after the first paint")
     if args.micropip:
         print()
         for mode in ("cold", "warm"):

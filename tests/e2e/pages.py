@@ -128,7 +128,11 @@ def failed_turn(page: Page, text: str, error: str = "The model crashed.") -> Loc
     expect(failed).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
     expect(failed.locator(".text")).to_contain_text(error)
     expect(failed.get_by_test_id("message-error")).to_contain_text("OperationError")
-    return failed
+    # Pinned by position: a retry adds a newer message with the same text.
+    position = failed.evaluate(
+        "(node) => [...document.querySelectorAll(selector)].indexOf(node)".replace(
+            "selector", repr(ASSISTANT)))
+    return page.locator(ASSISTANT).nth(position)
 
 
 def texts(page: Page, selector: str = MESSAGES) -> list[str]:
