@@ -241,21 +241,10 @@ def test_a_changed_tool_module_invalidates_the_snapshot(
 def test_a_message_sent_while_the_agent_starts_waits_for_it(
         page: Page, app_server: str, install_fake_lm) -> None:
     install_fake_lm(page, responderSource=CALC)
+    page.add_init_script(script=WATCH_BOX)
     page.goto(app_server + "/?snapshot=off", wait_until="commit")
     box = page.get_by_test_id("chat-input")
     box.wait_for()
-    # The box takes text from the first paint on: it is never disabled while booting.
-    waited = page.evaluate("""() => new Promise((resolve) => {
-      const box = document.querySelector('[data-testid="chat-input"]');
-      const paint = () => performance.getEntriesByName('first-paint')[0]?.startTime;
-      const check = () => {
-        if (paint() !== undefined && !box.disabled && !box.readOnly) {
-          resolve(Math.max(0, performance.now() - paint()));
-        } else requestAnimationFrame(check);
-      };
-      check();
-    })""")
-    assert waited <= 300, f"the box took text {waited:.0f} ms after the first paint"
     box.fill("what is 20+22")
     page.get_by_test_id("send-button").click()   # PyScript may not even be up yet
     status = page.get_by_test_id("status")
@@ -269,6 +258,24 @@ def test_a_message_sent_while_the_agent_starts_waits_for_it(
     expect(answer.locator(".text")).to_have_text("calculate -> 20+22 = 42")
     expect(box).to_have_value("")
     expect(page.get_by_test_id("composer")).not_to_have_attribute("data-queued", "true")
+    # The box took text from the moment it existed, and nothing ever locked it. (How soon
+    # after the first paint a busy page lets one type is bench/boot.py's to measure.)
+    assert page.evaluate("window.__boxLocked") == []
+
+
+# Notes every time the message box is disabled or made read-only, from its parsing on.
+WATCH_BOX = """(() => {
+  window.__boxLocked = [];
+  document.addEventListener('DOMContentLoaded', () => {
+    const box = document.querySelector('[data-testid="chat-input"]');
+    const check = (when) => {
+      if (box.disabled || box.readOnly) window.__boxLocked.push(when);
+    };
+    check('when parsed');
+    new MutationObserver(() => check(Math.round(performance.now()))).observe(
+      box, {attributes: true, attributeFilter: ['disabled', 'readonly']});
+  });
+})();"""
 
 
 def test_a_changed_tool_module_gets_a_new_served_snapshot(

@@ -36,9 +36,14 @@ RECORD_CHUNKS = """() => {
 }"""
 
 
+@pytest.fixture(autouse=True, scope="module")
+def prepared(app_server) -> None:
+    """The runtime as app_server prepared it. (Not prepared again here: prepare() prunes
+    tool module archives it does not know, which another test process may be serving.)"""
+
+
 def serve_with(model_url: str, **options):
     serve = load_serve_module()
-    serve.prepare()
     options.setdefault("environ", {})
     model_server = serve.model_server_from_args(model_url, **options)
     server = serve.make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
