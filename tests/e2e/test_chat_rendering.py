@@ -351,7 +351,7 @@ def test_auto_scroll_leaves_a_reader_alone(page: Page, app_server: str,
     assert state["gap"] <= 48
     assert page.evaluate("scrollY") == 0
 
-    page.evaluate("__fakeLM.setChunkDelay(40)")
+    page.evaluate("__fakeLM.setChunkDelay(25)")
     stream_while_scrolled_up(page, expect_pane=True)
     # Scrolling back down by hand hides the button too.
     send(page, "And another")
