@@ -124,6 +124,7 @@ export class BootSnapshot {
       const {bytes, ms} = await ready;
       this.state = 'restored';
       this.source = source;
+      if (source === 'server') this.servedBytes = bytes;
       this.reason = source === 'server'
         ? `${bytes.length} bytes made by the server, fetched in ${ms} ms`
         : `${bytes.length} bytes, read in ${ms} ms`;
@@ -146,13 +147,32 @@ export class BootSnapshot {
    *  post({type: 'snapshot', state: 'saved' | 'failed', ...}) says how it went.
    *  lastActivity() is when the page last sent a message (performance.now()). */
   buildIfNeeded(post, lastActivity = () => 0) {
-    if (!this.enabled || this.state === 'restored') return;
+    const keep = this.state === 'restored' && this.source === 'server' && this.servedBytes;
+    if (!this.enabled || (this.state === 'restored' && !keep)) return;
     const waitForIdle = () => {
       const idle = performance.now() - lastActivity();
-      if (idle >= BUILD_IDLE_MS) this._build(post);
-      else setTimeout(waitForIdle, BUILD_IDLE_MS - idle);
+      if (idle < BUILD_IDLE_MS) setTimeout(waitForIdle, BUILD_IDLE_MS - idle);
+      else if (keep) this._keepServed(post);
+      else this._build(post);
     };
     setTimeout(waitForIdle, BUILD_IDLE_MS);
+  }
+
+  /** Store the server's snapshot, as restored, where this browser keeps its own: the
+   *  next visit reads it from Cache Storage rather than fetching and unpacking it again
+   *  (about 0.3 s sooner), and has it even when the HTTP cache has dropped it. */
+  async _keepServed(post) {
+    const bytes = this.servedBytes;
+    this.servedBytes = null;
+    const started = performance.now();
+    try {
+      await this.store.write(bytes);
+      post({type: 'snapshot', after: this.state, state: 'saved', source: 'server',
+            bytes: bytes.length, ms: Math.round(performance.now() - started)});
+    } catch (error) {
+      post({type: 'snapshot', after: this.state, state: 'failed', source: 'server',
+            reason: `it could not be stored: ${error?.message || error}`});
+    }
   }
 
   _build(post) {

@@ -122,8 +122,14 @@ def test_a_first_visit_restores_the_snapshot_the_server_made(
         page.evaluate(CLEAR_STORAGE)
     # Two boots from one snapshot still draw different numbers (random is reseeded).
     assert rolls[0] != rolls[1]
-    # Restored, so this browser makes no snapshot of its own.
-    expect(page.get_by_test_id("boot-snapshot")).to_have_count(0)
+    # Once the page is idle, the browser keeps the server's snapshot (no build of its
+    # own), and the next visit reads it from there.
+    state, reason = load(page, app_server + "/")
+    wait_for_new_snapshot(page)
+    expect(page.get_by_test_id("boot-snapshot")).to_have_attribute("data-source", "server")
+    state, reason = load(page, app_server + "/")
+    assert (state, snapshot_source(page)) == ("restored", "browser"), reason
+    assert chat(page, "roll again").startswith("roll_dice -> ")
 
 
 # Clears this origin's sessions, so that the next load starts like a first visit.
@@ -316,11 +322,12 @@ def test_a_changed_tool_module_gets_a_new_served_snapshot(
 
         # Changed: the old snapshot is no longer offered; the server makes a new one
         # while this boot goes without.
-        module.write_text(TOOL_MODULE.format(greeting="Hey"))
+        greeting = f"Hey {time.time_ns()}"   # new code this run: no snapshot on disk yet
+        module.write_text(TOOL_MODULE.format(greeting=greeting))
         state, reason = load(page, url)
         assert state == "missing", reason
         reopened(page, answers=1)
-        assert chat(page, "greet Ada") == "greet -> Hey, Ada"
+        assert chat(page, "greet Ada") == f"greet -> {greeting}, Ada"
 
         deadline = time.monotonic() + BUILD_TIMEOUT_MS / 1000
         while "boot_snapshot" not in page.request.get(url + "vendor/manifest.json").json():
@@ -329,7 +336,7 @@ def test_a_changed_tool_module_gets_a_new_served_snapshot(
         page.evaluate(CLEAR_STORAGE)   # (this browser may have made one meanwhile)
         state, reason = load(page, url)
         assert (state, snapshot_source(page)) == ("restored", "server"), reason
-        assert chat(page, "greet Bob") == "greet -> Hey, Bob"
+        assert chat(page, "greet Bob") == f"greet -> {greeting}, Bob"
     finally:
         server.shutdown()
         server.server_close()

@@ -227,12 +227,14 @@ def on_boot_snapshot(data):
     state_name = data.get("state") or "failed"
     text = "snapshot %s" % state_name
     if state_name == "saved":
-        text += " (%.1f MB in %.1f s) for the next start" % (
-            (data.get("bytes") or 0) / 1e6, (data.get("ms") or 0) / 1000)
+        text += " (%.1f MB in %.1f s%s) for the next start" % (
+            (data.get("bytes") or 0) / 1e6, (data.get("ms") or 0) / 1000,
+            ", the server's kept" if data.get("source") == "server" else "")
     else:
         text += ": %s" % (data.get("reason") or "unknown reason")
     make("p", cls="boot-snapshot", text=text,
          attrs={"data-testid": "boot-snapshot", "data-state": state_name,
+                "data-source": data.get("source") or "browser",
                 "data-reason": data.get("reason") or ""}, parent=phases.parentNode)
 
 
