@@ -148,6 +148,8 @@ def test_compaction_groups_facts_and_logs_history_with_focus(
     chat(page, "One more thing: the guests arrive at seven.")
     page.evaluate("window.__badSummary = true")
     compact(page)
+    # The reply came; the history the page asks for after it follows.
+    expect(page.get_by_test_id("compaction-entry")).to_have_count(2)
     entries = history(page)
     assert len(entries) == 2
     newest = entries[0]
@@ -271,6 +273,7 @@ def test_export_delete_import_brings_the_session_back(page: Page, app_server: st
     expect(page.get_by_test_id("memory-facts").locator("li")).to_have_text(facts)
     expect(page.locator(ASSISTANT).first).to_have_attribute("data-compacted", "true")
     expect(row(page, session)).to_contain_text("I am vegetarian")
+    expect(page.get_by_test_id("compaction-entry")).to_have_count(1)
     [entry] = history(page)
     assert entry["trigger"] == "manual" and f"Focus: {FOCUS}" in entry["text"]
     assert [s["session_id"] for s in stored_sessions(page)] == [session]
