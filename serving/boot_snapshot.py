@@ -57,7 +57,7 @@ class SnapshotMaker:
         self.node = node or shutil.which("node")
         self._lock = threading.Lock()
         self._building: set[str] = set()
-        self._failed: dict[str, str] = {}
+        self._failed: set[str] = set()   # keys whose build failed: not tried again
 
     def entry(self, manifest: dict, *, wait: bool = True) -> dict | None:
         key = snapshot_key(manifest)
@@ -84,7 +84,7 @@ class SnapshotMaker:
         try:
             entry = self._make(key, manifest)
         except BootSnapshotError as error:
-            self._failed[key] = str(error)
+            self._failed.add(key)
             say(f"no boot snapshot from the server ({error}); browsers make their own")
             return None
         finally:

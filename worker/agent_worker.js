@@ -229,7 +229,7 @@ async function boot() {
                     '(run `python serve.py` to prepare web/vendor)');
   }
   const manifest = await response.json();
-  const downloads = startRuntimeDownloads(manifest);
+  startRuntimeDownloads(manifest);
   if (!params.get('entry') && params.get('tool_worker') !== 'off' &&
       manifest.tool_worker !== false) {
     toolWorker = startToolWorker();
@@ -253,9 +253,9 @@ async function boot() {
   const snapshot = new BootSnapshot(manifest, {
     enabled: params.get('snapshot') !== 'off' && manifest.snapshots !== false &&
       installer === 'unpack',
-    tools: params.get('tools') || '', entry: spec, downloads});
+    tools: params.get('tools') || '', entry: spec});
   const restored = await snapshot.restore();
-  const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest, {downloads});
+  const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest);
   pyodide = loaded;
   mark('pyodide-loaded', snapshot.report());
 

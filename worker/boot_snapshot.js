@@ -16,12 +16,11 @@ class CorruptSnapshot extends Error {}
 class FetchFailed extends Error {}
 
 /** {bytes, verified, ms} of the server's snapshot (see SnapshotStore.read()). */
-async function fetchServed({url, sha256, bytes: size}, signal) {
+async function fetchServed({url, sha256, bytes: size}) {
   const started = performance.now();
   let response;
   try {
-    response = await fetch(url, {
-      signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)])});
+    response = await fetch(url, {signal: AbortSignal.timeout(FETCH_TIMEOUT_MS)});
     if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
   } catch (error) {
     throw new FetchFailed(`it could not be fetched: ${error?.message || error}`);
@@ -59,9 +58,8 @@ async function gunzip(stream, size) {
 }
 
 export class BootSnapshot {
-  constructor(manifest, {enabled = true, tools = '', entry = '', downloads = null} = {}) {
+  constructor(manifest, {enabled = true, tools = '', entry = ''} = {}) {
     this.manifest = manifest;
-    this.downloads = downloads;
     this.enabled = enabled;
     this.tools = tools;
     this.entryModule = entry.split(':')[0];
@@ -76,28 +74,22 @@ export class BootSnapshot {
    *  so that a first visit starts from one too. */
   async restore() {
     if (!this.enabled) return null;
-    // The server's snapshot downloads while this browser's own is looked for.
-    const served = this.manifest.boot_snapshot;
-    const changes = served?.url ? describeChanges(served.parts, this.parts) : '';
-    const usable = Boolean(served?.url) && !changes;
-    let download = new AbortController();
-    let fetching = usable ? fetchServed(served, download.signal) : null;
-    fetching?.catch(() => {});
     const found = await this.store.read().catch((error) => (
       {state: 'corrupt', reason: `it could not be read: ${error?.message || error}`}));
     if (found.bytes) {
-      download.abort();   // (not needed, most likely: fetched again below if it is)
       const runtime = await this._restoreFrom(found, 'browser');
       if (runtime) return runtime;
       await this.store.discard();
-      download = new AbortController();
-      fetching = usable ? fetchServed(served, download.signal) : null;
-      fetching?.catch(() => {});
     } else {
       ({state: this.state, reason: this.reason} = found);
     }
+    // Else the server's (a missing one of this browser's is known in a few ms).
+    const served = this.manifest.boot_snapshot;
+    const changes = served?.url ? describeChanges(served.parts, this.parts) : '';
     if (changes) this.reason += `; the server's is for other code (${changes})`;
-    if (!fetching) return null;
+    if (!served?.url || changes) return null;
+    const fetching = fetchServed(served);
+    fetching.catch(() => {});   // awaited by _restoreFrom
     // Pyodide starts loading while the bytes still download.
     const runtime = await this._restoreFrom(fetching, 'server');
     if (runtime && found.state !== 'missing') await this.store.discard();   // stale
