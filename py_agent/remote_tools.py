@@ -13,7 +13,8 @@ worker's. ``py_agent.browser`` supplies the real worker.
 
 Messages (JSON-ready dicts):
   agent -> tool worker  {"type": "call", "id", "tool", "kwargs"}
-  tool worker -> agent  {"type": "boot", "phase": "ready"} once it serves calls;
+  tool worker -> agent  {"type": "boot", "phase": "ready"} once it serves calls (and
+                        other "boot" phases before it, handed to ``on_boot``);
                         {"type": "result", "id", "ok": true, "text"}: the observation text
                         {"type": "result", "id", "ok": false, "error": {kind, name, message}}
                         with kind "retryable", "crashed" or "raised", or
@@ -72,11 +73,15 @@ class ToolWorkerClient:
 
     Use :meth:`call` as the agent's ``sync_tool_runner``. The worker is started on the
     first call, or at once with :meth:`start` (so its boot overlaps the agent's).
+    ``on_boot`` gets each "boot" message of the current worker (how it started, e.g.
+    from a memory snapshot), to show the user.
     """
 
-    def __init__(self, spawn: Spawn, *, boot_timeout_s: float = BOOT_TIMEOUT_S) -> None:
+    def __init__(self, spawn: Spawn, *, boot_timeout_s: float = BOOT_TIMEOUT_S,
+                 on_boot: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._spawn = spawn
         self.boot_timeout_s = boot_timeout_s
+        self._on_boot = on_boot
         self._worker: WorkerHandle | None = None
         self._ready: asyncio.Future[bool] | None = None
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -137,10 +142,15 @@ class ToolWorkerClient:
     def _on_message(self, message: dict[str, Any], started: float) -> None:
         kind = message.get("type")
         ready = self._ready
-        if kind == "boot" and message.get("phase") == "ready":
-            if ready is not None and not ready.done():
+        if kind == "boot":
+            if message.get("phase") == "ready" and ready is not None and not ready.done():
                 self.boot_ms.append((time.perf_counter() - started) * 1000)
                 ready.set_result(True)
+            if self._on_boot is not None:
+                try:
+                    self._on_boot(message)
+                except Exception as exc:   # showing it must not stop the worker's use
+                    log.warning("on_boot failed: %s", describe(exc))
         elif kind == "error":
             text = str(message.get("message") or "unknown error")
             if ready is not None and not ready.done():

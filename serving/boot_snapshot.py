@@ -31,7 +31,7 @@ BUILDER = ROOT / "serving" / "make_boot_snapshot.mjs"
 # any of these makes a new one.
 BUILD_SOURCES = (BUILDER, ROOT / "worker" / "snapshot_build.js",
                  ROOT / "worker" / "python_runtime.js", ROOT / "worker" / "snapshot_store.js")
-AGENT_ENTRY = "py_agent.browser:main"   # the agent worker's entry (worker/agent_worker.js)
+AGENT_ENTRY = "py_agent.browser.main:main"   # the agent worker's entry (worker/agent_worker.js)
 BUILD_TIMEOUT_S = 240
 KEEP = 8   # snapshots kept on disk (one per set of tool modules recently served)
 
@@ -121,7 +121,8 @@ class SnapshotMaker:
         write_atomically(target, packed)
         entry = {"url": "/" + target.relative_to(WEB).as_posix(), "sha256": report["sha256"],
                  "bytes": report["bytes"], "gzipped": len(packed), "parts": report["parts"],
-                 "imported": report.get("imported", []), "skipped": report.get("skipped", {})}
+                 "imported": report.get("imported", []), "skipped": report.get("skipped", {}),
+                 "warmed": report.get("warmed", 0)}
         write_atomically(SNAPSHOTS / f"{key}.json", json.dumps(entry, indent=1).encode())
         prune_snapshots(keep=KEEP)
         return entry

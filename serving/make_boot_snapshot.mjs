@@ -22,7 +22,7 @@ const fileOf = (url) => join(webRoot, new URL(url, 'http://server/').pathname);
 const local = {...manifest, pyodide: {...manifest.pyodide,
                                       indexURL: fileOf(manifest.pyodide.indexURL) + '/'}};
 const {bytes, ...report} = await buildSnapshot(local, {
-  entryModule: entry.split(':')[0], tools,
+  entry, tools,
   readBytes: async (url) => new Uint8Array(readFileSync(fileOf(url))),
   loadOptions: {stderr: () => {}},
 });

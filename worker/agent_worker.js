@@ -15,7 +15,8 @@
 //                           use it to make boot fail on purpose.
 //   install=micropip        install the wheel with micropip instead of unpacking it
 //                           (kept for measurements; see bench/boot.py).
-//   snapshot=off            boot without the memory snapshot (and make none).
+//   snapshot=off            boot without the memory snapshot (and make none); the tool
+//                           worker inherits it.
 //
 // Boot snapshot (boot_snapshot.js): a boot restores the stored memory snapshot of an
 // interpreter that has imported py_agent and the tool modules; the 'pyodide-loaded'
@@ -37,7 +38,7 @@ import {fetchBytes, loadRuntime, startRuntimeDownloads, unpackWheels, wheelURLs}
   from './python_runtime.js';
 
 // The Python entry point, "module:function".
-const ENTRY = 'py_agent.browser:main';
+const ENTRY = 'py_agent.browser.main:main';
 // The tool worker's (py_agent/browser/tool_worker.py): this script again, started by the
 // agent's worker at once so that both boot side by side.
 const TOOL_WORKER_ENTRY = 'py_agent.browser.tool_worker:main';
@@ -127,9 +128,6 @@ self.addEventListener('unhandledrejection', (event) => {
 function startToolWorker() {
   const url = new URL(self.location.href);
   url.searchParams.set('entry', TOOL_WORKER_ENTRY);
-  // It boots beside the agent, off the critical path: no snapshot of its own to keep
-  // (~38 MB each) or to build.
-  url.searchParams.set('snapshot', 'off');
   const worker = new Worker(url.href, {type: 'module', name: 'py-agent tools'});
   const early = [];
   worker.onmessage = (event) => early.push({data: event.data});
@@ -253,7 +251,11 @@ async function boot() {
   const snapshot = new BootSnapshot(manifest, {
     enabled: params.get('snapshot') !== 'off' && manifest.snapshots !== false &&
       installer === 'unpack',
-    tools: params.get('tools') || '', entry: spec});
+    tools: params.get('tools') || '', entry: spec,
+    // The tool worker restores the agent's snapshot (the agent's entry imports the tool
+    // worker's, and the tool modules are the same): it never makes or keeps one of its
+    // own (~38 MB each), and a restarted one starts in a fraction of a second.
+    ...(spec === TOOL_WORKER_ENTRY ? {snapshotOf: ENTRY, readOnly: true} : {})});
   const restored = await snapshot.restore();
   const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest);
   pyodide = loaded;

@@ -58,12 +58,19 @@ async function gunzip(stream, size) {
 }
 
 export class BootSnapshot {
-  constructor(manifest, {enabled = true, tools = '', entry = ''} = {}) {
+  /** entry: what this worker runs ("module:function"); snapshotOf: the entry whose
+   *  snapshot it restores (one whose imports include this entry's); readOnly: restore
+   *  only, never discard, make or keep one (the tool worker: the agent's worker owns
+   *  the snapshot). */
+  constructor(manifest, {enabled = true, tools = '', entry = '', snapshotOf = entry,
+                         readOnly = false} = {}) {
     this.manifest = manifest;
     this.enabled = enabled;
+    this.readOnly = readOnly;
     this.tools = tools;
-    this.entryModule = entry.split(':')[0];
-    this.parts = snapshotParts(manifest, {tools, entry});
+    this.entry = entry;
+    this.snapshotEntry = snapshotOf;
+    this.parts = snapshotParts(manifest, {tools, entry: snapshotOf});
     this.store = new SnapshotStore(this.parts);
     this.state = enabled ? 'missing' : 'off';
     this.reason = enabled ? '' : 'turned off by the page';
@@ -79,7 +86,7 @@ export class BootSnapshot {
     if (found.bytes) {
       const runtime = await this._restoreFrom(found, 'browser');
       if (runtime) return runtime;
-      await this.store.discard();
+      if (!this.readOnly) await this.store.discard();
     } else {
       ({state: this.state, reason: this.reason} = found);
     }
@@ -92,7 +99,9 @@ export class BootSnapshot {
     fetching.catch(() => {});   // awaited by _restoreFrom
     // Pyodide starts loading while the bytes still download.
     const runtime = await this._restoreFrom(fetching, 'server');
-    if (runtime && found.state !== 'missing') await this.store.discard();   // stale
+    if (runtime && found.state !== 'missing' && !this.readOnly) {
+      await this.store.discard();   // stale
+    }
     if (!runtime) this.reason = `the server's: ${this.reason}`;
     return runtime;
   }
@@ -107,16 +116,16 @@ export class BootSnapshot {
     try {
       const runtime = await loadRuntime(this.manifest, {
         snapshot: ready.then(({bytes}) => bytes), verified: damage});
-      const module = JSON.stringify(this.entryModule);
+      const module = JSON.stringify(this.entry.split(':')[0]);
       if (!runtime.pyodide.runPython(`import sys; ${module} in sys.modules`)) {
-        throw new Error(`the restored interpreter has not imported ${this.entryModule}`);
+        throw new Error(`the restored interpreter has not imported ${this.entry}`);
       }
       // Every boot from this snapshot would otherwise draw the same "random" numbers.
       runtime.pyodide.runPython('import random; random.seed()');
       const {bytes, ms} = await ready;
       this.state = 'restored';
       this.source = source;
-      if (source === 'server') this.servedBytes = bytes;
+      if (source === 'server' && !this.readOnly) this.servedBytes = bytes;
       this.reason = source === 'server'
         ? `${bytes.length} bytes made by the server, fetched in ${ms} ms`
         : `${bytes.length} bytes, read in ${ms} ms`;
@@ -140,7 +149,7 @@ export class BootSnapshot {
    *  lastActivity() is when the page last sent a message (performance.now()). */
   buildIfNeeded(post, lastActivity = () => 0) {
     const keep = this.state === 'restored' && this.source === 'server' && this.servedBytes;
-    if (!this.enabled || (this.state === 'restored' && !keep)) return;
+    if (!this.enabled || this.readOnly || (this.state === 'restored' && !keep)) return;
     const waitForIdle = () => {
       const idle = performance.now() - lastActivity();
       if (idle < BUILD_IDLE_MS) setTimeout(waitForIdle, BUILD_IDLE_MS - idle);
@@ -183,6 +192,6 @@ export class BootSnapshot {
       finish({state: 'failed', reason: event.message || 'the snapshot worker failed to load'});
     };
     builder.postMessage({manifest: this.manifest, parts: this.parts,
-                         entryModule: this.entryModule, tools: this.tools});
+                         entry: this.snapshotEntry, tools: this.tools});
   }
 }

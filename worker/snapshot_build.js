@@ -18,10 +18,10 @@ export function snapshotInputs(manifest) {
 
 /**
  * {bytes, imported, skipped}: a memory snapshot of a fresh interpreter after the boot's
- * imports. readBytes(url) gives the bytes (a Uint8Array) of a URL of the manifest;
+ * imports (entry: "module:function", the entry point it is for). readBytes(url) gives the bytes (a Uint8Array) of a URL of the manifest;
  * loadOptions go to loadRuntime (Node passes its own indexURL).
  */
-export async function buildSnapshot(manifest, {readBytes, entryModule, tools = '',
+export async function buildSnapshot(manifest, {readBytes, entry, tools = '',
                                                loadOptions = {}}) {
   const inputs = snapshotInputs(manifest);
   const wheels = Promise.all(inputs.wheels.map(readBytes));
@@ -35,7 +35,7 @@ export async function buildSnapshot(manifest, {readBytes, entryModule, tools = '
     pyodide.unpackArchive(bytes, 'zip', {extractDir: TOOL_DIR});
   }
   const preload = pyodide.pyimport('py_agent.browser.snapshot').preload;
-  const report = JSON.parse(preload(entryModule, JSON.stringify(manifest), tools || ''));
+  const report = JSON.parse(preload(entry, JSON.stringify(manifest), tools || ''));
   preload.destroy();
   return {bytes: pyodide.makeMemorySnapshot(), ...report};
 }

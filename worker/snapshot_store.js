@@ -10,7 +10,7 @@
 export const CACHE_NAME = 'py-agent-boot-snapshot';
 // Bump when the snapshot's contents change in a way the manifest does not show (what
 // snapshot_worker.js imports, or how it is restored).
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 
 /** What a snapshot for this manifest and configuration depends on (JSON-able). */
 export function snapshotParts(manifest, {tools = '', entry = ''} = {}) {

@@ -2,17 +2,17 @@
 // once it is ready and found no usable snapshot. It builds the snapshot
 // (snapshot_build.js) and stores it in Cache Storage (snapshot_store.js).
 //
-// Message in: {manifest, parts, entryModule, tools}. Message out: {state: 'saved', bytes,
+// Message in: {manifest, parts, entry, tools}. Message out: {state: 'saved', bytes,
 // ms, imported, skipped} or {state: 'failed', reason}. Run apart from the agent so that
 // the agent's live JavaScript objects (which a snapshot cannot hold) never meet it.
 import {fetchBytes} from './python_runtime.js';
 import {buildSnapshot} from './snapshot_build.js';
 import {SnapshotStore} from './snapshot_store.js';
 
-async function build({manifest, parts, entryModule, tools}) {
+async function build({manifest, parts, entry, tools}) {
   const started = performance.now();
   const {bytes, ...report} = await buildSnapshot(manifest, {
-    entryModule, tools,
+    entry, tools,
     readBytes: (url) => fetchBytes(new URL(url, self.location.origin).href)});
   await new SnapshotStore(parts).write(bytes);
   return {state: 'saved', bytes: bytes.length, ms: Math.round(performance.now() - started),

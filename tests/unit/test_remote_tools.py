@@ -192,3 +192,32 @@ def test_built_in_tools_never_go_to_the_worker(client):
 
     assert run(call()).observation == "scheduled"
     assert FakeWorker.spawned == []   # not even started
+
+
+def test_on_boot_sees_each_workers_boot_phases_and_its_failure_stops_nothing():
+    seen = []
+
+    def spawn(on_message):
+        worker = FakeWorker(on_message)
+        # A real worker says how Pyodide started before it is ready.
+        worker.loop.call_soon(worker._send, {"type": "boot", "phase": "pyodide-loaded",
+                                             "snapshot": "restored"})
+        return worker
+
+    def on_boot(message):
+        seen.append((message["phase"], message.get("snapshot")))
+        raise RuntimeError("the page is gone")
+
+    FakeWorker.spawned = []
+    workers = ToolWorkerClient(spawn, on_boot=on_boot)
+
+    async def two_workers():
+        from py_agent._tool_runner import run_tool
+        first = await run_tool(slow_power, "2**2", ToolPolicy(timeout_s=1), workers.call)
+        workers.restart("a test")
+        second = await run_tool(slow_power, "2**2", ToolPolicy(timeout_s=1), workers.call)
+        return first, second
+
+    first, second = run(two_workers())
+    assert first.observation == second.observation == "2**2 = 4"
+    assert seen == [("pyodide-loaded", "restored"), ("ready", None)] * 2

@@ -238,13 +238,9 @@ def on_boot_snapshot(data):
                 "data-reason": data.get("reason") or ""}, parent=phases.parentNode)
 
 
-def on_boot_phase(data, received_ms):
-    name = data["phase"]
-    state["last"] = name
-    attrs = {"data-phase": name, "data-ms": data["ms"], "data-took": data["took"],
-             "data-page-ms": received_ms}
-    text = "%s  %d ms (+%d)" % (name, data["ms"], data["took"])
-    if data.get("snapshot"):   # how Pyodide started: from the boot snapshot, or why not
+def _phase_item(data, text, attrs):
+    """A line of the boot phases list; says how Pyodide started if the phase does."""
+    if data.get("snapshot"):   # from the boot snapshot, or why not
         attrs["data-snapshot"] = data["snapshot"]
         attrs["data-snapshot-reason"] = data.get("snapshot_reason") or ""
         if data.get("snapshot_source"):   # 'server' (serve.py made it) or 'browser'
@@ -252,6 +248,21 @@ def on_boot_phase(data, received_ms):
         text += ", snapshot %s%s" % (data["snapshot"], (": " + data["snapshot_reason"])
                                      if data.get("snapshot_reason") else "")
     make("li", text=text, attrs=attrs, parent=phases)
+
+
+def on_tool_worker_phase(data):
+    """The tool worker (where sync tools run) started, or restarted after a hung tool."""
+    _phase_item(data, "tool worker %s  %d ms (+%d)" % (data.get("phase"), data.get("ms") or 0,
+                                                       data.get("took") or 0),
+                {"data-tool-worker-phase": data.get("phase") or "", "data-ms": data.get("ms")})
+
+
+def on_boot_phase(data, received_ms):
+    name = data["phase"]
+    state["last"] = name
+    _phase_item(data, "%s  %d ms (+%d)" % (name, data["ms"], data["took"]),
+                {"data-phase": name, "data-ms": data["ms"], "data-took": data["took"],
+                 "data-page-ms": received_ms})
     show_boot_step(name)
     if name == "ready":
         state["booted"] = True
@@ -438,6 +449,7 @@ def start(runtime):
     """Show the booting state and start watching the worker and the model."""
     on("boot_phase", on_boot_phase)
     on("boot_snapshot", on_boot_snapshot)
+    on("tool_worker_phase", on_tool_worker_phase)
     on("worker_error", show_error)
     on("model_changed", show_model_state)
     on("turn_finished", lambda *args: check_model())   # a first turn may download the model
