@@ -28,7 +28,7 @@ async def unpack_ui_bundle():
 
 await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
 
-from ui import chat, layout, memory, model_choice, sessions, status, tabs
+from ui import chat, layout, model_choice, status, tabs
 from ui.dom import keep
 from ui.link import take_over_worker
 
@@ -40,17 +40,19 @@ status.status.setAttribute("data-ui-ms", str(int(window.performance.now())))  # 
 layout.start()
 status.start(runtime)
 model_choice.start()
-memory.start()
 chat.start(status.llm_host())
-sessions.start()
 tabs.start()
 take_over_worker()
 
 
 def start_later():
-    # The tools panel sits below the fold (in the drawer on phones): it is imported and
-    # started after the page has painted and the worker is taken over.
-    from ui import tools_panel
+    # The side panels (sessions, memory, tools: beside the chat, or in the drawer on
+    # phones) show nothing until the agent is ready, and the tools panel sits below the
+    # fold: they are imported and started after the page has painted and the worker is
+    # taken over. Each catches up on a boot that finished before it started.
+    from ui import memory, sessions, tools_panel
+    memory.start()
+    sessions.start()
     tools_panel.start()
 
 

@@ -340,3 +340,40 @@ def test_a_changed_tool_module_gets_a_new_served_snapshot(
     finally:
         server.shutdown()
         server.server_close()
+
+
+WORKER_SAID_READY = """() => (globalThis.pyAgentWorker?.early || []).some(
+  (event) => event.data && event.data.type === 'boot' && event.data.phase === 'ready')"""
+
+
+def test_side_panels_started_after_the_agent_was_ready_catch_up(
+        page: Page, app_server: str, install_fake_lm) -> None:
+    install_fake_lm(page)
+    boot(page, app_server + "/")
+    assert chat(page, "remember the blue door") == "You said: remember the blue door"
+
+    # Reload, holding the UI's modules back until the worker (restored from the snapshot)
+    # has said it is ready: the session list and the memory panel, started after the
+    # page has painted (web/main.py), start after the boot has finished.
+    held = []
+    page.route("**/ui-bundle.json", lambda route: held.append(route))
+    page.reload(wait_until="commit")
+    page.wait_for_function(WORKER_SAID_READY, timeout=BOOT_TIMEOUT_MS, polling=100)
+    deadline = time.monotonic() + 30
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for /ui-bundle.json"
+    assert page.get_by_test_id("status").get_attribute("data-state") != "ready"
+    for route in held:
+        route.continue_()
+    page.unroute("**/ui-bundle.json")
+
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
+                                                            timeout=BOOT_TIMEOUT_MS)
+    reopened(page, answers=1)   # the session shown last, its transcript
+    rows = page.locator('[data-testid="session-list"] button[data-action="open"]')
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("remember the blue door")
+    expect(page.get_by_test_id("memory-panel")).to_have_attribute("data-state", "idle")
+    expect(page.get_by_test_id("new-session-button")).to_be_enabled()
+    assert chat(page, "and the red key") == "You said: and the red key"

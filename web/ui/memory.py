@@ -254,6 +254,7 @@ def on_controls():
 
 def start():
     on("controls", on_controls)
+    on_controls()   # started late (web/main.py): as the controls are now
     on("agent_event", on_memory_event)
     on("session_opening", lambda session_id: render_memory(None))
     on("turn_finished", lambda *args: refresh_memory())

@@ -475,7 +475,10 @@ def on_turn_started(turn):
 
 def start():
     on("controls", on_controls)
+    on_controls()   # started late (web/main.py): as the controls are now
     on("booted", start_session)
+    if state["booted"]:   # started after the worker said ready (web/main.py starts it late)
+        start_session()
     on("turn_started", on_turn_started)
     on("turn_finished", lambda *args: refresh_sessions())
     listen(new_session_button, "click", on_new_session)
