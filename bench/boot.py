@@ -11,7 +11,12 @@ start to the page receiving the worker's message:
   ours          the app's page (PyScript + MicroPython UI) until the worker says ready,
                 booting without the memory snapshot (``?snapshot=off``)
   ours-snapshot the app's page as users get it: every load, the first (cold) one too,
-                restores the memory snapshot serve.py made
+                restores the memory snapshot serve.py made; the cold visit stays until
+                the page has been idle long enough for the browser to keep that
+                snapshot in Cache Storage (3 s), as a real first visit does, and the
+                warm one reads it there
+  ours-http     as ours-snapshot, but the cold visit ends at once: the warm one fetches
+                the server's snapshot again (from the HTTP cache) and unpacks it
   ours-browser  the app's page from a server offering no snapshot: the cold load boots
                 in full and makes one in the background; the warm load restores it
   ours-micropip (with --micropip) as ``ours``, installing the py_agent wheel with
@@ -119,8 +124,8 @@ def measure(page, base: str, scenario: str) -> dict:
                           install=int(data["packagesInstalled"]),
                           agent_import=int(data["agentImported"]), entry=int(data["ready"]))
         return result
-    query = {"ours": "?snapshot=off", "ours-snapshot": "", "ours-browser": "",
-             "ours-micropip": "?snapshot=off&install=micropip"}[scenario]
+    query = {"ours": "?snapshot=off", "ours-snapshot": "", "ours-http": "",
+             "ours-browser": "", "ours-micropip": "?snapshot=off&install=micropip"}[scenario]
     page.goto(base + "/" + query)
     page.wait_for_selector('[data-testid="status"][data-state="ready"], '
                            '[data-testid="status"][data-state="error"]', timeout=TIMEOUT_MS)
@@ -134,8 +139,12 @@ def measure(page, base: str, scenario: str) -> dict:
     # When the message box first took text (BOX_WATCH_JS), after the first paint.
     box_ms = page.evaluate("""() => Math.max(0, window.__boxEditableMs -
       performance.getEntriesByName('first-paint')[0].startTime)""")
-    if scenario == "ours-browser" and phases["pyodide-loaded"].get("snapshot") != "restored":
-        # The cold load: wait for the snapshot the warm load will restore.
+    restored = phases["pyodide-loaded"].get("snapshot") == "restored"
+    if (scenario == "ours-browser" and not restored) or (
+            scenario == "ours-snapshot" and phases["pyodide-loaded"].get(
+                "snapshotSource") == "server"):
+        # The cold load: wait for the snapshot the warm load will restore (made by this
+        # browser, or the server's kept).
         page.wait_for_selector('[data-testid="boot-snapshot"]', state="attached",
                                timeout=TIMEOUT_MS * 2)
     return {"page": int(ready["pageMs"]), "worker": int(ready["ms"]),
@@ -187,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     manifest = serve.prepare()
-    scenarios = ["bare", "worker", "ours", "ours-snapshot", "ours-browser"]
+    scenarios = ["bare", "worker", "ours", "ours-snapshot", "ours-http", "ours-browser"]
     if args.micropip:
         scenarios.append("ours-micropip")
     samples = {(s, mode): [] for s in scenarios for mode in ("cold", "warm")}
@@ -242,13 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'bare cold / warm':20}{med('bare', 'cold', 'worker'):>13.0f}"
           f"  /{med('bare', 'warm', 'worker'):>6.0f}   (loadPyodide alone)")
     print()
-    for scenario in ("worker", "ours", "ours-snapshot", "ours-browser"):
+    for scenario in ("worker", "ours", "ours-snapshot", "ours-http", "ours-browser"):
         for mode in ("cold", "warm"):
             ratio = med(scenario, mode) / med("bare", mode)
             extra = med(scenario, mode) - med("bare", mode)
             print(f"  {scenario} / bare, {mode}: {ratio:.2f}x  ({extra:+.0f} ms)")
     print()
-    for scenario in ("ours-snapshot", "ours-browser"):
+    for scenario in ("ours-snapshot", "ours-http", "ours-browser"):
         for mode in ("cold", "warm"):
             states = sorted({f"{s.get('snapshot', '')} ({s.get('source') or '-'})"
                              for s in samples[(scenario, mode)]})
