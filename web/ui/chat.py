@@ -233,9 +233,17 @@ def mark_compacted(memory):
 
 # ------------------------------------------------------------------ a turn
 
+def session_shown():
+    """A session is open and its transcript shown: a turn sent now lands in it (and is
+    not wiped by a transcript still on its way)."""
+    return state["session"] is not None and \
+        messages_el.getAttribute("data-loading") == "false"
+
+
 def send(text, from_input=True):
     text = text.strip()
-    if text and from_input and not state["booted"] and not state["failed"]:
+    if text and from_input and not state["failed"] and \
+            (not state["booted"] or not session_shown()):
         return queue_until_ready(text)
     if not text or not can_send():
         return False
@@ -263,8 +271,9 @@ def send(text, from_input=True):
 # ------------------------------------------------------------------ the early message
 #
 # The message box takes text from the first paint on, long before the agent is up: a
-# message sent while it starts waits in the box (read-only) and goes out by itself once
-# the agent is ready, its model usable and the session's transcript shown.
+# message sent while it starts (or while a session's transcript loads) waits in the box
+# (read-only) and goes out by itself once the agent is ready, its model usable and the
+# session's transcript shown.
 
 QUEUED_NOTE = "Your message is queued: it is sent as soon as the agent is ready."
 
@@ -295,8 +304,7 @@ def flush_queued():
         return
     if state["failed"] or (state["model"] == UNAVAILABLE and not model_usable()):
         release_queued(False)   # no model to answer it: it stays in the box
-    elif can_send() and state["session"] and \
-            messages_el.getAttribute("data-loading") == "false":
+    elif can_send() and session_shown():
         release_queued(True)
 
 
