@@ -4,13 +4,12 @@
 UNAVAILABLE = "unavailable"
 
 state = {
-    "booted": False, "failed": False, "watchdog": None, "last": "start",
-    "boot_ms": 0, "worker": None,
+    "booted": False, "failed": False, "boot_ms": 0, "worker": None,
     "model": None, "model_reason": None, "download": None,   # Prompt API availability
     "server": None,         # the model server answering instead (ui/model_choice.py)
     "session": None,        # the session shown
     "sessions": [],         # rows of the session list, newest first
-    "turn": None,           # the running turn (see chat.send)
+    "turn": None,           # the running turn (a ui.turn_view.RunningTurn)
     "compacting": None,     # the session of a manual compaction that has not replied
     "memory": None,         # the last memory state of the shown session
     "note": "",             # the last turn's outcome, for the status line
@@ -46,7 +45,7 @@ def running():
 def turn_of(event):
     """The running turn if the agent event ``event`` belongs to it, else None."""
     turn = state["turn"]
-    if turn is None or turn["session"] != event.get("session_id"):
+    if turn is None or turn.session != event.get("session_id"):
         return None
     return turn
 
