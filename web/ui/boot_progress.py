@@ -121,9 +121,11 @@ def on_boot_phase(data, received_ms):
             show_storage_warning("Saving is not available (%s: %s); this conversation will "
                                  "not be kept after you close the page."
                                  % (problem.get("name", "Error"), problem.get("message", "")))
-        render_status()
         state["boot_details"] = details   # for parts that start later (tools panel)
+        # The parts take in what the worker said (which model answers, first) before
+        # anything is rendered as ready: nothing decides on a model not known yet.
         emit("booted", details)
+        render_status()
     else:
         restart_watchdog()
         set_status("booting", "Starting the agent (%.1f s so far)…" % (data["ms"] / 1000))

@@ -6,7 +6,7 @@
 # ui/messages.py's; keeping the newest in view is ui/scrolling.py's.
 from pyscript import window
 
-from ui.app import can_send, emit, model_usable, on, state, UNAVAILABLE
+from ui.app import can_send, emit, model_usable, no_model, on, state
 from ui.dom import by_id, listen, missing
 from ui.link import request
 from ui.messages import (add_assistant_message, add_user_message, announce,
@@ -22,7 +22,12 @@ chat_input = by_id("chat-input")
 send_button = by_id("send-button")
 stop_button = by_id("stop-button")
 hint = by_id("chat-hint")
-hint_text = hint.textContent
+# The hint's two texts are index.html's: its own, and the one for a queued message (which
+# index.html's script may show before this module is even imported).
+QUEUED_NOTE = hint.getAttribute("data-queued-text")
+hint_text = hint.getAttribute("data-idle-text")
+if missing(hint_text):
+    hint_text = hint.textContent
 
 
 def send(text, from_input=True):
@@ -69,8 +74,6 @@ def on_run_reply(turn, ok, value):
 # (read-only) and goes out by itself once the agent is ready, its model usable and the
 # session's transcript shown.
 
-QUEUED_NOTE = "Your message is queued: it is sent as soon as the agent is ready."
-
 
 def queue_until_ready(text):
     state["queued"] = text
@@ -82,7 +85,7 @@ def queue_until_ready(text):
 
 def release_queued(send_it):
     """Send the queued message (or, when it cannot be sent, leave it in the box)."""
-    text = state.get("queued")
+    text = state["queued"]
     if text is None:
         return
     state["queued"] = None
@@ -94,9 +97,12 @@ def release_queued(send_it):
 
 
 def flush_queued(*args):
-    if state.get("queued") is None:
+    """Send the queued message once it can be answered, in the session shown; give it
+    back (in the box) when nothing will answer it. Which model answers is the worker's
+    to say (ui/model_choice.py), whatever backend it is: until it has, neither."""
+    if state["queued"] is None:
         return
-    if state["failed"] or (state["model"] == UNAVAILABLE and not model_usable()):
+    if state["failed"] or no_model():
         release_queued(False)   # no model to answer it: it stays in the box
     elif can_send() and session_shown():
         release_queued(True)
@@ -131,7 +137,7 @@ def on_controls():
     turn = state["turn"]
     booting = not state["booted"] and not state["failed"]
     chat_input.disabled = not (booting or model_usable())
-    send_button.disabled = not (can_send() or (booting and state.get("queued") is None))
+    send_button.disabled = not (can_send() or (booting and state["queued"] is None))
     stop_button.disabled = turn is None or turn.stopping
     for button in retry_buttons():
         button.disabled = not can_send()
@@ -139,9 +145,9 @@ def on_controls():
         chat_input.placeholder = "The agent could not start; see the message above."
     elif not state["booted"]:
         chat_input.placeholder = "Ask something; the agent is starting and gets it once ready"
-    elif state["model"] == UNAVAILABLE and state["server"] is None:
+    elif no_model():
         chat_input.placeholder = "Chrome's built-in model is not available here (see above)."
-    elif state["model"] is None and state["server"] is None:
+    elif not model_usable():
         chat_input.placeholder = "Checking Chrome's built-in model…"
     else:
         chat_input.placeholder = "Ask something (Enter sends, Shift+Enter for a new line)"

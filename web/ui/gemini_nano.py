@@ -4,10 +4,10 @@
 # a progress bar.
 from pyscript import window
 
-from ui.app import UNAVAILABLE, can_send, on, state
+from ui.app import UNAVAILABLE, can_send, on, other_backend, state
 from ui.dom import by_id, from_js, keep, listen, to_js
 from ui.link import llm_host
-from ui.model_choice import server_badge
+from ui.model_choice import backend_badge
 from ui.status import render_status
 
 # What the page's own availability() and create() declare, as the worker's BridgeModel
@@ -73,10 +73,10 @@ _poll_proxy = keep(_poll_download)
 
 def show_model_state():
     model = state["model"]
-    server = state["server"] is not None
-    guide.hidden = model != UNAVAILABLE or server
-    model_badge.textContent = server_badge() if server else BADGE.get(model, "Model: %s" % model)
-    model_badge.setAttribute("data-model", "server" if server else model or "unknown")
+    other = other_backend()   # (not known before the worker is ready: the guide may show)
+    guide.hidden = model != UNAVAILABLE or other
+    model_badge.textContent = backend_badge() if other else BADGE.get(model, "Model: %s" % model)
+    model_badge.setAttribute("data-model", state["backend"] if other else model or "unknown")
     render_download()
     # Chrome may be fetching the model for another page: look again now and then.
     if model == "downloading" and state["download"] is None and _download["poll"] is None:
@@ -87,7 +87,7 @@ def show_model_state():
 def render_download():
     """The download box: an offer to download before the first message, then the bar."""
     model = state["model"]
-    needed = model in ("downloadable", "downloading") and state["server"] is None
+    needed = model in ("downloadable", "downloading") and not other_backend()
     running = state["download"] is not None
     download_box.hidden = not (needed or running)
     download_row.hidden = not running

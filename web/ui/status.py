@@ -5,9 +5,9 @@
 # the page listens to the "controls" hook to enable or disable its own buttons.
 # (The boot's progress bar is ui/boot_progress.py's; Chrome's model and its download are
 # ui/gemini_nano.py's.)
-from ui.app import UNAVAILABLE, emit, on, state
+from ui.app import PROMPT_API, UNAVAILABLE, emit, no_model, on, other_backend, state
 from ui.dom import by_id
-from ui.model_choice import server_clause
+from ui.model_choice import backend_clause
 
 status = by_id("status")
 error_box = by_id("boot-error")
@@ -25,10 +25,10 @@ def set_status(kind, text):
 
 
 def model_clause():
-    """What the status line says about Chrome's model, once booted."""
+    """What the status line says about the model, once booted."""
     model = state["model"]
-    if state["server"] is not None:
-        return server_clause()
+    if other_backend():
+        return backend_clause()
     if model is None:
         return "Checking Chrome's built-in model…"
     if model == UNAVAILABLE:
@@ -71,7 +71,7 @@ def _render_ready_status():
         set_status("error", "Error in %s: %s" % (where, message))
     else:
         head = "Ready (agent started in %.1f s)" % (state["boot_ms"] / 1000)
-        if state["model"] == UNAVAILABLE and state["server"] is None:
+        if no_model():
             text = "%s, %s" % (head, model_clause())
         else:
             text = "%s. %s" % (state["note"] or head, model_clause())
@@ -81,7 +81,7 @@ def _render_ready_status():
         set_status("ready", text)
         status.setAttribute("data-memory", "degraded" if degraded else "ok")
     status.setAttribute("data-model", state["model"] or "unknown")
-    status.setAttribute("data-backend", "server" if state["server"] is not None else "prompt-api")
+    status.setAttribute("data-backend", state["backend"] or PROMPT_API)
 
 
 def update_controls():
