@@ -2,8 +2,8 @@
 # ui/ together and takes over the agent worker that index.html started.
 #
 # The agent itself runs in the worker; nothing here thinks. Each part of the page is a
-# module of its own (status, chat, trace, memory, sessions, tools) and they talk through
-# the small hub in ui/app.py.
+# module of its own (status, boot progress, Chrome's model, chat, trace, memory,
+# sessions, tools) and they talk through the small hub in ui/app.py.
 import json
 import os
 import sys
@@ -28,9 +28,9 @@ async def unpack_ui_bundle():
 
 await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
 
-from ui import chat, layout, model_choice, status, tabs
+from ui import boot_progress, chat, gemini_nano, layout, model_choice, status, tabs
 from ui.dom import keep
-from ui.link import take_over_worker
+from ui.link import llm_host, take_over_worker
 
 runtime = "%s %s" % (sys.implementation.name,
                      ".".join(str(n) for n in sys.implementation.version[:3]))
@@ -39,8 +39,10 @@ status.status.setAttribute("data-ui-ms", str(int(window.performance.now())))  # 
 
 layout.start()
 status.start(runtime)
+boot_progress.start()
+gemini_nano.start()   # before chat: a Send may have to start the model's download
 model_choice.start()
-chat.start(status.llm_host())
+chat.start(llm_host())
 tabs.start()
 take_over_worker()
 

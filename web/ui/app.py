@@ -2,19 +2,21 @@
 # (status, chat, trace, memory, sessions) react to each other without importing each
 # other in circles.
 UNAVAILABLE = "unavailable"
+PROMPT_API = "prompt-api"   # the worker's name for Chrome's Prompt API backend
 
 state = {
-    "booted": False, "failed": False, "watchdog": None, "last": "start",
-    "boot_ms": 0, "worker": None,
+    "booted": False, "failed": False, "boot_ms": 0, "worker": None,
+    "backend": None,        # which backend answers: unknown (None) until the worker says
     "model": None, "model_reason": None, "download": None,   # Prompt API availability
     "server": None,         # the model server answering instead (ui/model_choice.py)
     "session": None,        # the session shown
     "sessions": [],         # rows of the session list, newest first
-    "turn": None,           # the running turn (see chat.send)
+    "turn": None,           # the running turn (a ui.turn_view.RunningTurn)
     "compacting": None,     # the session of a manual compaction that has not replied
     "memory": None,         # the last memory state of the shown session
     "note": "",             # the last turn's outcome, for the status line
     "worker_error": None,   # an error the worker reported after boot: (where, message)
+    "queued": None,         # a message sent before it could be, waiting (ui/chat.py)
 }
 
 _hooks = {}
@@ -31,12 +33,29 @@ def emit(name, *args):
         function(*args)
 
 
+def other_backend():
+    """The worker said a backend other than Chrome's Prompt API answers (a model server,
+    or a model running in the page)."""
+    return state["backend"] is not None and state["backend"] != PROMPT_API
+
+
 def model_usable():
-    # A model server in use takes messages even while it is down: each turn says why it
-    # failed and is kept, to retry.
-    if state["server"] is not None:
+    """The model in use takes a message now. Not known before the worker has said which
+    backend answers (its "ready" details; ui/model_choice.py). Chrome's Prompt API needs
+    its model available or downloadable; another backend takes messages even while it is
+    down: each turn says why it failed and is kept, to retry."""
+    if state["backend"] is None:
+        return False
+    if other_backend():
         return True
     return state["model"] is not None and state["model"] != UNAVAILABLE
+
+
+def no_model():
+    """No model can answer: the worker uses Chrome's Prompt API, and Chrome has no model
+    here. (Only then; whatever the Prompt API says before the worker has chosen its
+    backend decides nothing.)"""
+    return state["backend"] == PROMPT_API and state["model"] == UNAVAILABLE
 
 
 def running():
@@ -46,7 +65,7 @@ def running():
 def turn_of(event):
     """The running turn if the agent event ``event`` belongs to it, else None."""
     turn = state["turn"]
-    if turn is None or turn["session"] != event.get("session_id"):
+    if turn is None or turn.session != event.get("session_id"):
         return None
     return turn
 

@@ -1,4 +1,5 @@
-# Requests to the agent worker, matched to their replies by id.
+# The page's two links: requests to the agent worker, matched to their replies by id,
+# and the LLM host (web/llm_host.js) that index.html started beside it.
 #
 # Every request gets exactly one reply ({type: 'reply', id, ok, value|error}); the
 # callback receives (ok, value_or_error). Events and boot phases are handed on.
@@ -89,3 +90,10 @@ def take_over_worker():
             _on_worker_error(event)
     early.length = 0
     return worker
+
+
+def llm_host():
+    """The page's LLM host (it answers the worker's Prompt API calls and hands the
+    model's streamed text to the page as 'chunk' events), or None if it did not start."""
+    host = getattr(window, "pyAgentLLM", None)
+    return None if missing(host) else host

@@ -1,15 +1,15 @@
 # Which model answers: Chrome's Gemini Nano or the OpenAI-compatible server that
 # `serve.py --model-url` named. The worker decides at start (py_agent/browser/backends.py)
 # and says so in its "ready" details and, when it changes, in a "model" event; this part
-# keeps that in state["server"], shows the choice, and lets the user switch. The choice is
-# saved in localStorage, so index.html starts the next worker with it.
+# keeps that in state["backend"] (and the server's description in state["server"]), shows
+# the choice, and lets the user switch. The choice is saved in localStorage, so
+# index.html starts the next worker with it.
 from pyscript import window
 
-from ui.app import emit, on, running, state
+from ui.app import emit, on, PROMPT_API, running, state
 from ui.dom import by_id, listen, make
 from ui.link import request
 
-PROMPT_API = "prompt-api"
 SERVER = "server"
 
 choice = by_id("model-choice")
@@ -30,9 +30,20 @@ def server_clause():
     return "Answers come from %s on the model server at %s (OpenAI-compatible)." % (name, where)
 
 
-def server_badge():
-    info = state["server"]
-    return "Model: %s (server)" % (info.get("name") or "server")
+def backend_clause():
+    """What the status line says about the backend in use, when it is not Chrome's."""
+    if state["server"] is not None:
+        return server_clause()
+    info = _seen["info"] or {}
+    return "Answers come from %s." % (info.get("name") or state["backend"])
+
+
+def backend_badge():
+    """The model badge for a backend other than Chrome's."""
+    info = _seen["info"] or {}
+    if state["server"] is not None:
+        return "Model: %s (server)" % (info.get("name") or "server")
+    return "Model: %s" % (info.get("name") or state["backend"])
 
 
 def _save(backend, model):
@@ -82,13 +93,15 @@ def show(info):
     if not isinstance(info, dict):
         return
     _seen["info"] = info
-    state["server"] = info if info.get("backend") == SERVER else None
+    state["backend"] = info.get("backend") or PROMPT_API
+    state["server"] = info if state["backend"] == SERVER else None
     render_choice()
     emit("model_changed")
 
 
 def _on_booted(details):
-    show((details or {}).get("model"))
+    # A worker that does not say which model answers uses Chrome's (the page's default).
+    show((details or {}).get("model") or {"backend": PROMPT_API})
 
 
 def _on_agent_event(event):

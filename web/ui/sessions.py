@@ -11,7 +11,7 @@ from ui.dom import by_id, clear, listen, make, missing, plural
 from ui.link import request
 from ui.memory import render_memory
 from ui.status import render_status, show_storage_warning, storage_problem, update_controls
-from ui import chat
+from ui import chat, messages, transfer
 
 SESSION_KEY = "py-agent.session"   # localStorage: the session shown last
 TITLE_CHARS = 80                   # the agent keeps titles to this many characters
@@ -446,7 +446,7 @@ def open_session(session_id):
             # Unknown session: nothing yet. Another failure: fall back to the memory's turns.
             storage_problem("Could not read this session's transcript", turns)
             turns = (memory or {}).get("recent_turns") or []
-        chat.show_transcript(session_id, turns, memory)
+        messages.show_transcript(session_id, turns, memory)
         render_status()
 
     request("memory", got_memory, session_id=session_id)
@@ -464,10 +464,10 @@ def on_controls():
 
 def on_turn_started(turn):
     """Title a new session from its first message at once (the agent saves the same)."""
-    session_id = turn["session"]
+    session_id = turn.session
     row = find_row(session_id)
     if not (row and row.get("title")) and session_id not in _pending_titles:
-        _pending_titles[session_id] = title_from(turn["text"])
+        _pending_titles[session_id] = title_from(turn.text)
     if _edit["mode"] == "rename":
         set_edit(None)
     render_sessions()
@@ -481,9 +481,9 @@ def start():
         start_session()
     on("turn_started", on_turn_started)
     on("turn_finished", lambda *args: refresh_sessions())
+    on("session_imported", show_imported)
     listen(new_session_button, "click", on_new_session)
     listen(session_list, "click", on_list_click)
     listen(session_list, "keydown", on_list_key)
     listen(session_list, "focusout", on_field_blur)
-    from ui import transfer   # here: it imports this module
     transfer.start()

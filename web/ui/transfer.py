@@ -3,10 +3,9 @@
 # adds it as a new session, lists it and opens it. A bad file changes nothing.
 from pyscript import document, window
 
-from ui.app import on, running, state
+from ui.app import emit, on, running, state
 from ui.dom import by_id, keep, listen, missing, plural, to_js
 from ui.link import request
-from ui import sessions
 
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
 
@@ -87,7 +86,8 @@ def _file_read(text):
         session_id = value.get("session_id")
         turns = int(value.get("turns") or 0)
         title = value.get("title") or session_id
-        sessions.show_imported(session_id, title, turns)   # (clears the message)
+        # ui/sessions.py lists and opens it (which clears this message).
+        emit("session_imported", session_id, title, turns)
         say("Imported “%s” (%s)." % (title, plural(turns, "turn")))
     request("import", done, text=str(text))
 
