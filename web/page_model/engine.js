@@ -30,6 +30,49 @@ export function namedError(name, message, extra = {}) {
 
 const EXCEEDS = /request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)/;
 
+const OBJECT_KEYWORDS = ['type', 'properties', 'required', 'additionalProperties'];
+
+/**
+ * The same constraint in the form llama.cpp's JSON-schema converter follows: it turns an
+ * `anyOf` into a choice between its branches and drops the keywords beside it, so a
+ * schema like our step schema (properties and required fields, plus an `anyOf` whose
+ * branches narrow toolName and toolInput together) would lose its required fields. Each
+ * branch gets the keywords beside the `anyOf` merged in (a property both name is the
+ * branch's, which narrows it; required fields are the union). Applied at every level.
+ */
+export function schemaForEngine(schema) {
+  if (Array.isArray(schema)) return schema.map(schemaForEngine);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'properties' && value && typeof value === 'object') {
+      out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, schemaForEngine(v)]));
+    } else if (['items', 'anyOf', 'oneOf', 'allOf', 'additionalProperties'].includes(key)) {
+      out[key] = schemaForEngine(value);
+    } else {
+      out[key] = value;
+    }
+  }
+  const branches = out.anyOf ?? out.oneOf;
+  const beside = OBJECT_KEYWORDS.filter((k) => k in out);
+  if (!Array.isArray(branches) || !beside.length) return out;
+  const base = Object.fromEntries(beside.map((k) => [k, out[k]]));
+  const merged = branches.map((branch) => {
+    if (branch === null || typeof branch !== 'object') return branch;
+    const result = { ...base, ...branch };
+    if (base.properties || branch.properties) {
+      result.properties = { ...(base.properties ?? {}), ...(branch.properties ?? {}) };
+    }
+    if (base.required || branch.required) {
+      result.required = [...new Set([...(base.required ?? []), ...(branch.required ?? [])])];
+    }
+    return result;
+  });
+  const rest = Object.fromEntries(Object.entries(out).filter(([k]) =>
+    !beside.includes(k) && k !== 'anyOf' && k !== 'oneOf'));
+  return { ...rest, anyOf: merged };
+}
+
 /** Map an error wllama threw to one with a Prompt API name. */
 function engineError(error, { constrained = false } = {}) {
   if (error?.name === 'AbortError' || error?.name === 'WllamaAbortError') {
@@ -145,7 +188,9 @@ export class Engine {
     if (seed != null) request.seed = seed;
     if (prefill) Object.assign(request, { add_generation_prompt: false, max_tokens: 1 });
     if (schema != null) {
-      request.response_format = { type: 'json_schema', json_schema: { name: 'response', schema, strict: true } };
+      request.response_format = {
+        type: 'json_schema', json_schema: { name: 'response', schema: schemaForEngine(schema), strict: true },
+      };
     }
     let text = '';
     let usage = {};
