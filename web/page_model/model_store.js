@@ -108,6 +108,17 @@ export class ModelStore {
     }
   }
 
+  /** Throw QuotaExceededError when `bytes` more would not fit this origin's storage. */
+  async _checkRoom(bytes) {
+    const { usage, quota } = await this.estimate();
+    if (quota != null && usage != null && bytes > quota - usage) {
+      throw storeError('QuotaExceededError', `Not enough storage for this model: it needs ` +
+                       `${megabytes(bytes)}, and this browser allows this site ${megabytes(quota - usage)} ` +
+                       'more. Delete a kept model or free some disk space; nothing was kept.',
+                       { requested: bytes, quota: quota - usage });
+    }
+  }
+
   /**
    * The kept model, or download and keep it. source: {url, size?, sha256?, name?}.
    * onProgress({loaded, total}) during a download; signal cancels it.
@@ -140,6 +151,7 @@ export class ModelStore {
   async _download(source, { signal, onProgress }) {
     const { url } = source;
     const expectedHash = source.sha256 ? source.sha256.toLowerCase() : null;
+    if (source.size) await this._checkRoom(source.size);
     let response;
     try {
       response = await fetch(url, { signal, cache: 'no-store', credentials: 'same-origin' });
@@ -159,12 +171,13 @@ export class ModelStore {
                        `${megabytes(source.size)}: it is another file; nothing was kept.`);
     }
     const total = source.size ?? announced;
-    const { usage, quota } = await this.estimate();
-    if (total && quota != null && usage != null && total > quota - usage) {
-      await response.body?.cancel();
-      throw storeError('QuotaExceededError', `Not enough storage for this model: it needs ` +
-                       `${megabytes(total)}, and this browser allows this site ${megabytes(quota - usage)} ` +
-                       'more. Delete a kept model or free some disk space.', { requested: total, quota: quota - usage });
+    if (!source.size && total) {
+      try {
+        await this._checkRoom(total);
+      } catch (error) {
+        await response.body?.cancel();
+        throw error;
+      }
     }
     navigator.storage?.persist?.().catch(() => {});   // ask not to be evicted; fine if refused
 
@@ -207,7 +220,7 @@ export class ModelStore {
     report(true);
     const bodies = await this._bodies();
     let failure = null;
-    const piped = response.body.pipeThrough(check, { signal });
+    const piped = response.body.pipeThrough(check, signal ? { signal } : {});
     try {
       await bodies.put(url, new Response(piped, {
         headers: { 'Content-Type': 'application/octet-stream', 'X-Model-Size': String(total ?? '') },
