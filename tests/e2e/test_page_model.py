@@ -215,3 +215,23 @@ def test_files_that_are_not_models_get_a_clear_error_and_nothing_is_kept(pm, sit
     assert "nothing was kept" in result["truncated"]["message"]
     assert result["not gguf kept"] is None and result["missing kept"] is None
     assert result["truncated kept"] is None
+
+
+def test_a_constraint_the_engine_cannot_apply_is_not_supported_and_harmless(pm, site):
+    load(pm, site)
+    result = pm.evaluate("""async () => {
+      const session = await model.create({seed: 4});
+      const ok = {type: 'object', properties: {a: {type: 'string'}}, required: ['a']};
+      const out = {};
+      for (const [key, constraint] of [['soup', {type: 'soup'}], ['regexp', /ab+/], ['list', [1]]]) {
+        try { await session.prompt('x', {responseConstraint: constraint}); out[key] = 'answered'; }
+        catch (e) { out[key] = pm.err(e); }
+      }
+      out.after = await session.prompt('y', {responseConstraint: ok});
+      return out;
+    }""")
+    assert result["soup"]["name"] == "NotSupportedError"
+    assert "unrecognized type soup" in result["soup"]["message"]
+    assert result["regexp"]["name"] == "NotSupportedError"
+    assert result["list"]["name"] == "TypeError"
+    json.loads(result["after"])                 # the engine goes on answering

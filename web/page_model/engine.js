@@ -73,12 +73,17 @@ export function schemaForEngine(schema) {
   return { ...rest, anyOf: merged };
 }
 
-/** Map an error wllama threw to one with a Prompt API name. */
-function engineError(error, { constrained = false } = {}) {
+/**
+ * Map an error wllama threw to one with a Prompt API name. `nativeError` is the last
+ * error llama.cpp logged: when llama.cpp throws inside a request, wllama reports only a
+ * garbled reply ("Invalid typed array length"), and the log line says what was wrong.
+ */
+function engineError(error, { constrained = false, nativeError = null } = {}) {
   if (error?.name === 'AbortError' || error?.name === 'WllamaAbortError') {
     return namedError('AbortError', 'The operation was aborted.');
   }
-  const message = String(error?.message ?? error);
+  let message = String(error?.message ?? error);
+  if (/typed array length/i.test(message) && nativeError) message = nativeError;
   const exceeds = EXCEEDS.exec(message);
   if (exceeds) {
     return namedError('QuotaExceededError', message,
@@ -106,6 +111,7 @@ export class Engine {
     this._separator = null;   // a special token's text (see countTokens)
     this._fillerTokens = null;
     this._messageOverhead = null;
+    this._nativeError = null;
   }
 
   /**
@@ -135,7 +141,9 @@ export class Engine {
     const window = Math.max(64, Math.min(contextWindow ?? Math.min(trained, DEFAULT_WINDOW_CAP), trained));
     const isolated = Boolean(globalThis.crossOriginIsolated);
     const { Wllama } = await import(this.urls.wllama);
-    const wllama = new Wllama({ default: this.urls.wasm }, { logger: quietLogger() });
+    const wllama = new Wllama({ default: this.urls.wasm }, {
+      logger: quietLogger((text) => { this._nativeError = text; }),
+    });
     wllama.setCompat(null);   // never fetch the compatibility build from a CDN
     const params = {
       n_ctx: window * SLOTS, n_parallel: SLOTS, kv_unified: false, n_gpu_layers: 0,
@@ -207,10 +215,11 @@ export class Engine {
         onText?.(delta);
       }
     };
+    this._nativeError = null;
     try {
       await wllama.createChatCompletion(request);
     } catch (error) {
-      throw engineError(error, { constrained: schema != null });
+      throw engineError(error, { constrained: schema != null, nativeError: this._nativeError });
     }
     const finish = finishReason ?? 'stop';
     return {
@@ -290,14 +299,22 @@ export class Engine {
   }
 }
 
-/** wllama's logger, minus its debug chatter and the refusals countTokens() provokes. */
-function quietLogger() {
+/**
+ * wllama's logger, minus its debug chatter and the refusals countTokens() provokes;
+ * `onError(text)` gets each error line llama.cpp logs (see engineError).
+ */
+function quietLogger(onError) {
   const expected = (args) => args.some((a) => EXCEEDS.test(String(a?.message ?? a)) ||
                                           /exceed_context_size_error/.test(JSON.stringify(a ?? '')));
   return {
     debug() {},
     log() {},
     warn: (...args) => { if (!expected(args)) console.warn('[page model]', ...args); },
-    error: (...args) => { if (!expected(args)) console.error('[page model]', ...args); },
+    error: (...args) => {
+      if (expected(args)) return;
+      const text = args.filter((a) => typeof a === 'string').join(' ').trim();
+      if (text && !/typed array|stack trace/i.test(text)) onError(text);
+      console.error('[page model]', ...args);
+    },
   };
 }
