@@ -235,3 +235,32 @@ def test_a_constraint_the_engine_cannot_apply_is_not_supported_and_harmless(pm, 
     assert result["regexp"]["name"] == "NotSupportedError"
     assert result["list"]["name"] == "TypeError"
     json.loads(result["after"])                 # the engine goes on answering
+
+
+def test_multi_threaded_where_the_page_is_cross_origin_isolated(pm, site):
+    info = load(pm, site, threads=2)
+    assert info["crossOriginIsolated"] is True
+    assert info["multiThreaded"] is True and info["threads"] == 2
+    reply = pm.evaluate("""async () => {
+      const session = await model.create({seed: 5});
+      return session.prompt('Hi', {responseConstraint: {type: 'object', properties: {a: {type: 'string', maxLength: 4}},
+                                                        required: ['a']}, omitResponseConstraintInput: true});
+    }""")
+    assert len(json.loads(reply)["a"]) <= 4
+
+
+def test_single_threaded_where_the_page_is_not_cross_origin_isolated(page, site):
+    def without_isolation(route):
+        response = route.fetch()
+        headers = {k: v for k, v in response.headers.items()
+                   if k.lower() not in ("cross-origin-opener-policy", "cross-origin-embedder-policy")}
+        route.fulfill(response=response, headers=headers)
+
+    page.route("**/pm/blank.html", without_isolation)
+    open_blank(page, site)
+    info = page.evaluate("""async (source) => {
+      const model = await pm.PageModel.fromManifest({source});   // no thread count asked for
+      return await model.load();
+    }""", site.model("tiny.gguf"))
+    assert info["crossOriginIsolated"] is False
+    assert info["multiThreaded"] is False and info["threads"] == 1

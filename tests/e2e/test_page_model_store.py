@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.page_model_site import open_blank, start_model_site
+from tests.e2e.page_model_site import SETUP, open_blank, start_model_site
 
 pytestmark = pytest.mark.e2e
 
@@ -60,8 +60,6 @@ def test_a_kept_model_loads_after_a_reload_without_the_network(pm, site):
     pm.evaluate(FETCH, source)
     hits = site.hits["/models/tiny.gguf"]
     pm.reload()
-    pm.evaluate("async () => { await import('/page_model/language_model.js'); }")
-    from tests.e2e.page_model_site import SETUP
     pm.evaluate(SETUP)
     info = pm.evaluate("""async (source) => {
       const model = await pm.PageModel.fromManifest({source, threads: 1});
