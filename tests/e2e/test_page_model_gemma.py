@@ -61,6 +61,8 @@ def test_gemma_answers_a_step_that_matches_the_schema(page, site):
     step = json.loads(result["text"])
     jsonschema.validate(step, STEP_SCHEMA)
     assert result["chunks"] >= 5
-    assert 8 <= result["measured"] <= 30                      # a dozen words, plus framing
+    # a dozen tokens of text, plus the turn markers: this base model has no chat template,
+    # so llama.cpp's fallback (ChatML) writes them out as plain text, about 20 tokens
+    assert 15 <= result["measured"] <= 45
     assert result["aborted"]["name"] == "AbortError"
     assert 0 < result["usage"] <= 4096
