@@ -117,11 +117,16 @@ RUNTIMES = [
     # The page's Markdown parser: its self-contained browser ES module (no eval inside).
     ("markdown-it", "markdown-it", ["dist/browser/markdown-it.esm.min.mjs",
                                     "dist/browser/markdown-it.esm.min.mjs.map", "LICENSE"]),
+    # The in-page model (web/page_model/): llama.cpp in WebAssembly, and the streaming
+    # SHA-256 that checks a downloaded GGUF.
+    ("@wllama/wllama", "wllama", ["esm/index.js", "esm/wasm/wllama.wasm", "LICENCE"]),
+    ("hash-wasm", "hash-wasm", ["dist/index.esm.min.js", "LICENSE"]),
 ]
 
 # One file per runtime whose presence says its vendor copy is complete (copies are atomic).
 KEY_FILES = {"pyodide": "pyodide.asm.wasm", "pyscript": "core.js",
-             "micropython": "micropython.wasm", "markdown-it": "markdown-it.esm.min.mjs"}
+             "micropython": "micropython.wasm", "markdown-it": "markdown-it.esm.min.mjs",
+             "wllama": "wllama.wasm", "hash-wasm": "index.esm.min.js"}
 
 # --------------------------------------------------------------------------- prepare
 
@@ -342,6 +347,9 @@ def prepare(tools: Iterable[Path] = (), *, snapshot: bool = True) -> dict:
         "micropython": {"version": versions["@micropython/micropython-webassembly-pyscript"],
                         "module": f"/vendor/{names['micropython']}/micropython.mjs"},
         "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
+        "page_model": {"wllama": f"/vendor/{names['wllama']}/index.js",
+                       "wasm": f"/vendor/{names['wllama']}/wllama.wasm",
+                       "sha256": f"/vendor/{names['hash-wasm']}/index.esm.min.js"},
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
         "dependencies": dependencies,

@@ -25,14 +25,16 @@ from pathlib import Path
 #                        those and no others may run.
 #   style-src 'self'     no inline styles: PyScript styles its error banner through the
 #                        CSSOM (element.style), which CSP does not restrict.
-#   worker-src 'self'    the agent worker is a same-origin module script.
+#   worker-src 'self'    the agent worker is a same-origin module script; blob: for the
+#     blob:              in-page model, whose engine (wllama) starts llama.cpp's worker,
+#                        and its threads, from scripts it holds as Blobs.
 #   connect-src 'self'   fetch() of the manifest, stdlib zip, lock file and wheels; plus
 #                        the origin of --model-url's server when the worker reaches it
 #                        directly (not when serve.py proxies it): that origin only.
 #   img-src 'self' data: the page's empty data: icon (so no request for /favicon.ico).
 # Everything else is closed: no plugins, no <base>, no framing, forms post only here.
 _CSP_COMMON = [
-    "worker-src 'self'",
+    "worker-src 'self' blob:",
     "connect-src 'self'",
     "img-src 'self' data:",
     "font-src 'self'",
