@@ -1,0 +1,455 @@
+"""The recall index: every archived turn of every session, searchable, updated a turn at a time.
+
+Scoring, for one query (:mod:`.query`):
+
+1. **BM25F** over four fields of each turn (:mod:`.analysis`): the user's words, the
+   answer's, the tools', and the names and numbers, each with its weight and length
+   normalisation. Field lengths and document frequencies change as turns come and go,
+   so postings keep raw counts and the normalisation is applied at query time (cached
+   per turn while the average lengths stay within a few percent).
+2. **Speaker**: "what did *you* recommend" weighs the answer field up, "what did *I* say"
+   the user's.
+3. **Time**: a window read from the query ("last week", resolved against ``now``) scales
+   each turn's score by its closeness to the window: a soft filter, so a turn a day
+   outside still ranks above an unrelated one inside.
+4. **Recency**: among candidates, newer turns get a small bonus, so of two turns saying
+   nearly the same thing (a fact that changed) the newest ranks first; "originally",
+   "at first" turn this around, "lately", "now" make it stronger.
+
+A query with no content word but a time ("what did we talk about yesterday?") ranks the
+turns of that window, newest first.
+
+The index is one :class:`~.segment.Segment` per session; :mod:`.storage` saves and loads
+a session's segment as a compressed blob, so a store keeps it beside the archive and it
+follows its session (export, import, deletion), while a session whose blob is missing or
+stale is simply re-indexed from its archived turns.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Container, Iterable
+
+from ..state import Turn
+from .analysis import FIELDS, AnalyzedTurn, analyze_turn
+from .hit import Hit, HitWhy
+from .neighbors import default_neighbors
+from .query import Neighbours, QueryPlan, plan
+from .segment import MASK, SHIFTS, Segment
+
+# Averages may drift this much before the cached per-turn normalisation is recomputed.
+_DRIFT = 0.05
+# A query term found in more turns than this (and than a sixteenth of them) only adds to
+# turns that rarer terms found: walking its postings would cost more than it tells.
+_COMMON = 400
+# A search key is (segment number << _LOCAL_BITS) | the turn's local number.
+_LOCAL_BITS = 24
+_LOCAL_MASK = (1 << _LOCAL_BITS) - 1
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """The index's knobs; the defaults were tuned on the tune half of the recall set
+    (``bench/recall.py``).
+
+    ``weights`` and ``b``: BM25F field weights and length normalisation, in the order of
+    :data:`~.analysis.FIELDS` (user, answer, tools, names). ``speaker_boost``: the factor
+    on the field a query points at. ``time_floor``: what a turn far outside the query's
+    time window keeps of its score. ``recency``: the largest bonus (a share of the score)
+    for being the newest candidate; ``recency_preferred`` when the query asks for the
+    newest or oldest explicitly. ``tie_margin``: turns that matched the same query words
+    within this share of each other's score are near-ties, ordered newest first (oldest
+    first when the query asks for the original). ``related_weight``: the weight of a word related by
+    meaning to a query word (times their cosine; 0: no expansion), ``related_per_word``
+    how many each query word brings. ``text_chars``: the length of a hit's display text.
+    """
+
+    weights: tuple[float, float, float, float] = (1.0, 0.7, 0.4, 0.6)
+    b: tuple[float, float, float, float] = (0.6, 0.75, 0.75, 0.3)
+    k1: float = 1.2
+    speaker_boost: float = 1.6
+    time_floor: float = 0.25
+    recency: float = 0.05
+    recency_preferred: float = 0.3
+    tie_margin: float = 0.3
+    related_weight: float = 0.3
+    related_per_word: int = 3
+    text_chars: int = 600
+
+
+class RecallIndex:
+    """Archived turns of many sessions, searchable with :meth:`search`.
+
+    Keyed by ``(session_id, turn_id)``: adding a turn whose key is present replaces it
+    (the archive replaces a turn's "interrupted" placeholder by its final copy).
+    """
+
+    def __init__(self, settings: RecallSettings | None = None, *,
+                 neighbours: Neighbours | None | bool = True) -> None:
+        """``neighbours``: related words for query expansion (True: the shipped table,
+        None or False: none)."""
+        self.settings = settings or RecallSettings()
+        self._neighbours = default_neighbors() if neighbours is True else (neighbours or None)
+        self._segments: dict[str, Segment] = {}
+        self._numbers: dict[str, int] = {}
+        self._by_number: dict[int, Segment] = {}
+        self._next_number = 0
+        self._totals = [0, 0, 0, 0]
+        self._count = 0
+        self._norms: dict[int, tuple[float, float, float, float]] = {}
+        self._norm_averages: tuple[float, ...] = ()
+
+    # ---------------------------------------------------------------- updates
+
+    def add(self, session_id: str, turn: Turn) -> None:
+        """Index (or re-index) one archived turn."""
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        self.add_analyzed(analyze_turn(session_id, turn, text_chars=self.settings.text_chars))
+
+    def add_many(self, session_id: str, turns: Iterable[Turn]) -> int:
+        count = 0
+        for turn in turns:
+            self.add(session_id, turn)
+            count += 1
+        return count
+
+    def add_analyzed(self, turn: AnalyzedTurn) -> None:
+        """Index a turn analyzed by :func:`~.analysis.analyze_turn`."""
+        segment = self._segment(turn.session_id)
+        lengths, replaced = segment.add(turn)
+        self._account(lengths, +1)
+        if replaced is not None:
+            self._account(replaced, -1)
+
+    def _segment(self, session_id: str) -> Segment:
+        segment = self._segments.get(session_id)
+        if segment is None:
+            segment = self._attach(Segment(session_id))
+        return segment
+
+    def _attach(self, segment: Segment) -> Segment:
+        number = self._next_number
+        self._next_number += 1
+        self._segments[segment.session_id] = segment
+        self._numbers[segment.session_id] = number
+        self._by_number[number] = segment
+        return segment
+
+    def _account(self, lengths: list[int], sign: int) -> None:
+        for i, size in enumerate(lengths):
+            self._totals[i] += sign * size
+        self._count += sign
+
+    def remove_turn(self, session_id: str, turn_id: int) -> bool:
+        """Forget one turn; False if it was not indexed."""
+        segment = self._segments.get(session_id)
+        if segment is None:
+            return False
+        self._norms.clear()  # compaction may renumber the segment's turns
+        lengths = segment.remove(int(turn_id))
+        if lengths is None:
+            return False
+        self._account(lengths, -1)
+        if not len(segment):
+            self._detach(session_id)
+        return True
+
+    def remove_session(self, session_id: str) -> int:
+        """Forget every turn of a session; returns how many there were (0 if unknown)."""
+        segment = self._segments.get(session_id)
+        if segment is None:
+            return 0
+        count = len(segment)
+        for turn_id, local in segment.live.items():
+            self._account(segment.lengths[local], -1)
+        self._detach(session_id)
+        return count
+
+    def _detach(self, session_id: str) -> None:
+        del self._segments[session_id]
+        number = self._numbers.pop(session_id)
+        del self._by_number[number]
+        self._norms.clear()
+
+    def segment_data(self, session_id: str) -> dict[str, Any] | None:
+        """A session's segment as JSON-ready data (see :mod:`.storage`), or None."""
+        segment = self._segments.get(session_id)
+        if segment is None:
+            return None
+        self._norms.clear()  # saving compacts, which renumbers
+        return segment.to_data()
+
+    def put_segment(self, session_id: str, data: dict[str, Any]) -> int:
+        """Replace a session's turns by a saved segment; returns how many turns it has.
+        ValueError (and nothing changed) when ``data`` is not a segment."""
+        segment = Segment.from_data(session_id, data)
+        self.remove_session(session_id)
+        if not len(segment):
+            return 0
+        self._attach(segment)
+        for local in segment.live.values():
+            self._account(segment.lengths[local], +1)
+        return len(segment)
+
+    # ------------------------------------------------------------------ reads
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        segment = self._segments.get(key[0])
+        return segment is not None and key[1] in segment.live
+
+    def sessions(self) -> set[str]:
+        """The sessions with at least one indexed turn."""
+        return set(self._segments)
+
+    def turn_ids(self, session_id: str) -> list[int]:
+        segment = self._segments.get(session_id)
+        return sorted(segment.live) if segment else []
+
+    def analyzed(self, session_id: str) -> list[AnalyzedTurn]:
+        """A session's indexed turns as analyzed, oldest id first (for tests)."""
+        segment = self._segments.get(session_id)
+        return list(segment.analyzed()) if segment else []
+
+    # ----------------------------------------------------------------- search
+
+    def search(self, query: str, *, sessions: Iterable[str] | None = None,
+               k: int = 5, now: datetime | float | None = None,
+               exclude: Container[tuple[str, int]] = (),
+               until: float | None = None) -> list[Hit]:
+        """The ``k`` archived turns that best answer ``query``, best first.
+
+        ``sessions``: only turns of these sessions (None: all); ``now``: the moment the
+        query is asked, for "yesterday" and "last week" (an aware datetime, whose time
+        zone sets where days begin, or epoch milliseconds taken as UTC; default: the
+        clock); ``exclude``: ``(session_id, turn_id)`` keys to leave out (the turns
+        already in the prompt); ``until``: leave out turns created after this moment
+        (epoch ms: a search as of a past moment). A query with no searchable word and
+        no time gives no hits.
+        """
+        if not isinstance(query, str):
+            raise TypeError("query must be a string")
+        if not query.strip():
+            raise ValueError("empty recall query")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError("k must be a positive integer")
+        if isinstance(sessions, str):
+            raise TypeError("sessions must be a collection of session ids, not one string")
+        wanted = plan(query, now, neighbours=self._neighbours,
+                      related_weight=self.settings.related_weight,
+                      related_per_word=self.settings.related_per_word)
+        if sessions is None:
+            segments = list(self._segments.values())
+        else:
+            segments = [self._segments[s] for s in set(sessions) if s in self._segments]
+        if not segments:
+            return []
+        base = self._lexical(wanted, segments)
+        if not base and wanted.time.window:
+            base = self._window_only(wanted, segments)
+        if exclude or until is not None:
+            base = {key: score for key, score in base.items()
+                    if self._keep(key, exclude, until)}
+        if not base:
+            return []
+        return self._finish(wanted, base, k)
+
+    def _locate(self, key: int) -> tuple[Segment, int]:
+        return self._by_number[key >> _LOCAL_BITS], key & _LOCAL_MASK
+
+    def _keep(self, key: int, exclude: Container[tuple[str, int]], until: float | None) -> bool:
+        segment, local = self._locate(key)
+        if until is not None and segment.times[local] > until:
+            return False
+        return (segment.session_id, segment.turn_ids[local]) not in exclude
+
+    def _field_weights(self, wanted: QueryPlan) -> list[float]:
+        weights = list(self.settings.weights)
+        if wanted.speaker:
+            i = FIELDS.index(wanted.speaker)
+            weights[i] *= self.settings.speaker_boost
+            if wanted.speaker == "answer":  # what the assistant found includes its tools
+                weights[2] *= self.settings.speaker_boost
+        return weights
+
+    def _norm(self, key: int) -> tuple[float, float, float, float]:
+        """1 / (1 - b + b * length / average) per field, cached."""
+        segment, local = self._locate(key)
+        lengths = segment.lengths[local]
+        averages = self._norm_averages
+        b = self.settings.b
+        norm = (1.0 / (1 - b[0] + b[0] * lengths[0] / averages[0]),
+                1.0 / (1 - b[1] + b[1] * lengths[1] / averages[1]),
+                1.0 / (1 - b[2] + b[2] * lengths[2] / averages[2]),
+                1.0 / (1 - b[3] + b[3] * lengths[3] / averages[3]))
+        self._norms[key] = norm
+        return norm
+
+    def _refresh_averages(self) -> None:
+        n = max(1, self._count)
+        averages = tuple(max(1.0, t / n) for t in self._totals)
+        old = self._norm_averages
+        if not old or any(abs(a - o) > _DRIFT * o for a, o in zip(averages, old)):
+            self._norm_averages = averages
+            self._norms.clear()
+
+    def _idf(self, term: str) -> float:
+        """A term's idf over the whole index (a word no turn has weighs the most)."""
+        df = sum(len(entry[0]) for segment in self._segments.values()
+                 if (entry := segment.postings.get(term)))
+        return math.log(1 + (self._count - df + 0.5) / (df + 0.5))
+
+    def _lexical(self, wanted: QueryPlan, segments: list[Segment]) -> dict[int, float]:
+        """BM25F score per matching turn. Terms are taken rarest first; a common one
+        (see ``_COMMON``) only adds to turns already found, unless none were."""
+        self._refresh_averages()
+        wu, wa, wt, wn = self._field_weights(wanted)
+        k1 = self.settings.k1
+        n = self._count
+        common = max(_COMMON, n // 16)
+        norms, norm_of = self._norms, self._norm
+        numbers = self._numbers
+        found = []
+        for term, weight in wanted.weights.items():
+            parts = [(segment, entry) for segment in segments
+                     if (entry := segment.postings.get(term))]
+            if parts:
+                df = sum(len(entry[0]) for segment in self._segments.values()
+                         if (entry := segment.postings.get(term)))
+                found.append((df, term, weight, parts))
+        found.sort(key=lambda item: item[0])
+        scores: dict[int, float] = {}
+        by_number = self._by_number
+        for df, term, weight, parts in found:
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5)) * weight
+            if df > common and scores:
+                holders = {segment.session_id for segment, _ in parts}
+                pairs = [(key, packed) for key in scores
+                         if (segment := by_number[key >> _LOCAL_BITS]).session_id in holders
+                         and (packed := segment.count(term, key & _LOCAL_MASK))]
+            else:
+                pairs = []
+                for segment, (locals_, counts) in parts:
+                    high = numbers[segment.session_id] << _LOCAL_BITS
+                    dead = segment.dead
+                    pairs += [(high | local, packed) for local, packed in zip(locals_, counts)
+                              if not dead or local not in dead]
+            for key, packed in pairs:
+                nu, na, nt, nn = norms.get(key) or norm_of(key)
+                tf = (wu * (packed & 255) * nu + wa * (packed >> 8 & 255) * na
+                      + wt * (packed >> 16 & 255) * nt + wn * (packed >> 24) * nn)
+                scores[key] = scores.get(key, 0.0) + idf * tf * (k1 + 1) / (tf + k1)
+        return scores
+
+    def _window_only(self, wanted: QueryPlan, segments: list[Segment]) -> dict[int, float]:
+        hint = wanted.time
+        out: dict[int, float] = {}
+        for segment in segments:
+            high = self._numbers[segment.session_id] << _LOCAL_BITS
+            for local in segment.live.values():
+                if hint.closeness(segment.times[local]) >= 0.999:
+                    out[high | local] = 1.0
+        return out
+
+    def _finish(self, wanted: QueryPlan, base: dict[int, float], k: int) -> list[Hit]:
+        """Time and recency on top of the lexical scores, then the best ``k``.
+
+        Both only scale a score, by at most ``1 + bonus``, so candidates are taken by
+        falling lexical score and the walk stops when even that factor could not lift
+        the next one into the best ``k``."""
+        settings = self.settings
+        hint = wanted.time
+        times = {key: self._locate(key)[0].times[key & _LOCAL_MASK] for key in base}
+        oldest, newest = min(times.values()), max(times.values())
+        span = newest - oldest
+        bonus = settings.recency_preferred if hint.prefer else settings.recency
+        if not wanted.weights and hint.window:
+            bonus = settings.recency_preferred  # "what did we talk about yesterday?"
+        window = hint.window
+        floor = settings.time_floor
+        pool = max(3 * k, 15)  # near-ties below the k-th may still move up (see _near_ties)
+        best: list[tuple[float, float, int, float, float]] = []  # min-heap of the best
+        for key in sorted(base, key=base.__getitem__, reverse=True):
+            score = base[key]
+            if len(best) == pool and score * (1 + bonus) < best[0][0]:
+                break
+            when = times[key]
+            closeness = hint.closeness(when) if window else 1.0
+            age = (when - oldest) / span if span > 0 else 1.0
+            if hint.prefer == "oldest":
+                age = 1.0 - age
+            recency = 1.0 + bonus * age
+            final = score * (floor + (1 - floor) * closeness) * recency
+            item = (final, when, key, closeness, recency)
+            if len(best) < pool:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+        best.sort(reverse=True)
+        ranked = self._near_ties(best, wanted)[:k]
+        idf = {term: self._idf(term) * weight for term, weight in wanted.weights.items()}
+        return [self._hit(key, final, closeness, recency, wanted, idf)
+                for final, _, key, closeness, recency in ranked]
+
+    def _near_ties(self, ranked: list[tuple[float, float, int, float, float]],
+                   wanted: QueryPlan) -> list[tuple[float, float, int, float, float]]:
+        """Turns that matched the same query words with scores within ``tie_margin`` of
+        each other say the same thing, maybe a fact that changed: the newest takes the
+        best of their places (the oldest, when the query asks for the original)."""
+        margin = self.settings.tie_margin
+        if margin <= 0 or len(ranked) < 2:
+            return ranked
+        terms = [t for t in wanted.weights if t not in wanted.related]
+        groups: dict[frozenset[str], list[int]] = {}
+        for position, (_, _, key, _, _) in enumerate(ranked):
+            segment, local = self._locate(key)
+            signature = frozenset(t for t in terms if segment.count(t, local))
+            if signature:
+                groups.setdefault(signature, []).append(position)
+        out = list(ranked)
+        newest_first = wanted.time.prefer != "oldest"
+        for positions in groups.values():
+            lead = ranked[positions[0]][0]
+            ties = [p for p in positions if ranked[p][0] * (1 + margin) >= lead]
+            if len(ties) < 2:
+                continue
+            members = sorted((ranked[p] for p in ties), key=lambda item: item[1],
+                             reverse=newest_first)
+            for slot, member in zip(ties, members):
+                final, when, key, closeness, recency = member
+                moved = ranked[slot][0] / final if final else 1.0
+                out[slot] = (ranked[slot][0], when, key, closeness, recency * moved)
+        return out
+
+    def _hit(self, key: int, score: float, closeness: float, recency: float,
+             wanted: QueryPlan, idf: dict[str, float]) -> Hit:
+        segment, local = self._locate(key)
+        by_field: dict[str, list[str]] = {}
+        related: list[tuple[str, str]] = []
+        covered = 0.0
+        for term in wanted.weights:
+            packed = segment.count(term, local)
+            if not packed:
+                continue
+            if term in wanted.related:
+                related.append(wanted.related[term])
+                continue
+            covered += idf[term]
+            for shift, name in zip(SHIFTS, FIELDS):
+                if packed >> shift & MASK:
+                    by_field.setdefault(name, []).append(wanted.words.get(term, term))
+        total = sum(v for t, v in idf.items() if t not in wanted.related)
+        why = HitWhy(terms=by_field, related=tuple(related),
+                     coverage=covered / total if total else 0.0,
+                     time=wanted.time.label, closeness=closeness, recency=recency,
+                     speaker=wanted.speaker)
+        return Hit(segment.session_id, segment.turn_ids[local], segment.texts[local], score,
+                   segment.times[local], why)

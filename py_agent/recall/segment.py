@@ -1,0 +1,157 @@
+"""One session's part of the recall index: its turns and their postings.
+
+The index is a set of segments, one per session, never merged: a session is added,
+saved, loaded, exported and deleted as a whole, and a query walks only the segments of
+the sessions it may see. A segment's saved form (:meth:`Segment.to_data`) is already
+its in-memory form, so loading one is a JSON parse and almost no Python work.
+
+Postings are two parallel lists per term, the turns (local numbers, increasing) and
+their counts packed 8 bits per field (user lowest, then answer, tools, names), so a
+posting list can be searched with :mod:`bisect`. A replaced or removed turn becomes a
+tombstone, skipped by searches and dropped when the segment is compacted (on saving,
+or when a quarter of it is dead).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Iterator
+
+from .analysis import FIELDS, AnalyzedTurn
+
+SHIFTS = (0, 8, 16, 24)
+MAX_COUNT = 255
+MASK = 255
+
+
+class Segment:
+    """The turns of one session, with their postings (see the module docstring)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.turn_ids: list[int] = []
+        self.times: list[float] = []
+        self.lengths: list[list[int]] = []  # per local turn: its length in each field
+        self.texts: list[str] = []
+        self.postings: dict[str, list[list[int]]] = {}  # term -> [locals, packed counts]
+        self.dead: set[int] = set()
+        self.live: dict[int, int] = {}  # turn id -> local number
+
+    # ------------------------------------------------------------------ updates
+
+    def add(self, turn: AnalyzedTurn) -> tuple[list[int], list[int] | None]:
+        """Append a turn (a turn of the same id becomes a tombstone); returns its field
+        lengths and those of the turn it replaced, for the index's totals."""
+        replaced = self.remove(turn.turn_id)
+        local = len(self.turn_ids)
+        self.turn_ids.append(turn.turn_id)
+        self.times.append(turn.time)
+        lengths = [turn.length(f) for f in FIELDS]
+        self.lengths.append(lengths)
+        self.texts.append(turn.text)
+        self.live[turn.turn_id] = local
+        packed: dict[str, int] = {}
+        for shift, name in zip(SHIFTS, FIELDS):
+            for term, count in turn.fields.get(name, {}).items():
+                packed[term] = packed.get(term, 0) + (min(count, MAX_COUNT) << shift)
+        postings = self.postings
+        for term, value in packed.items():
+            entry = postings.get(term)
+            if entry is None:
+                postings[term] = [[local], [value]]
+            else:
+                entry[0].append(local)
+                entry[1].append(value)
+        return lengths, replaced
+
+    def remove(self, turn_id: int) -> list[int] | None:
+        """Tombstone a turn; returns its field lengths, or None if it was not here."""
+        local = self.live.pop(turn_id, None)
+        if local is None:
+            return None
+        lengths = self.lengths[local]
+        self.dead.add(local)
+        if len(self.dead) * 4 > len(self.turn_ids):
+            self.compact()
+        return lengths
+
+    def compact(self) -> None:
+        """Drop tombstones, renumbering the live turns."""
+        if not self.dead:
+            return
+        keep = [i for i in range(len(self.turn_ids)) if i not in self.dead]
+        renumber = {old: new for new, old in enumerate(keep)}
+        self.turn_ids = [self.turn_ids[i] for i in keep]
+        self.times = [self.times[i] for i in keep]
+        self.lengths = [self.lengths[i] for i in keep]
+        self.texts = [self.texts[i] for i in keep]
+        postings: dict[str, list[list[int]]] = {}
+        for term, (locals_, counts) in self.postings.items():
+            pairs = [(renumber[i], c) for i, c in zip(locals_, counts) if i in renumber]
+            if pairs:
+                postings[term] = [[i for i, _ in pairs], [c for _, c in pairs]]
+        self.postings = postings
+        self.dead = set()
+        self.live = {turn_id: i for i, turn_id in enumerate(self.turn_ids)}
+
+    # -------------------------------------------------------------------- reads
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def count(self, term: str, local: int) -> int:
+        """The packed counts of ``term`` in one turn (0 when absent)."""
+        entry = self.postings.get(term)
+        if entry is None:
+            return 0
+        locals_ = entry[0]
+        i = bisect_left(locals_, local)
+        return entry[1][i] if i < len(locals_) and locals_[i] == local else 0
+
+    def analyzed(self) -> Iterator[AnalyzedTurn]:
+        """The live turns as analyzed (slow: for tests and re-saving, not for search)."""
+        fields: dict[int, dict[str, dict[str, int]]] = {i: {} for i in self.live.values()}
+        for term, (locals_, counts) in self.postings.items():
+            for local, value in zip(locals_, counts):
+                if local in fields:
+                    for shift, name in zip(SHIFTS, FIELDS):
+                        count = value >> shift & MASK
+                        if count:
+                            fields[local].setdefault(name, {})[term] = count
+        for turn_id, local in sorted(self.live.items()):
+            yield AnalyzedTurn(self.session_id, turn_id, self.times[local], fields[local],
+                               self.texts[local])
+
+    # ------------------------------------------------------------ saved form
+
+    def to_data(self) -> dict[str, Any]:
+        """The segment as JSON-ready data (tombstones dropped first)."""
+        self.compact()
+        return {"turns": [[t, w, *ls] for t, w, ls in zip(self.turn_ids, self.times, self.lengths)],
+                "texts": self.texts, "postings": self.postings}
+
+    @classmethod
+    def from_data(cls, session_id: str, data: dict[str, Any]) -> "Segment":
+        """A segment from :meth:`to_data`'s output; ValueError if it is not one."""
+        segment = cls(session_id)
+        try:
+            turns, texts, postings = data["turns"], data["texts"], data["postings"]
+            segment.turn_ids = [int(row[0]) for row in turns]
+            segment.times = [float(row[1]) for row in turns]
+            segment.lengths = [[int(x) for x in row[2:6]] for row in turns]
+            segment.texts = [str(t) for t in texts]
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise ValueError(f"not a recall segment: {error}") from None
+        size = len(segment.turn_ids)
+        if len(segment.texts) != size or any(len(row) != 4 for row in segment.lengths) \
+                or not isinstance(postings, dict):
+            raise ValueError("not a recall segment: its parts disagree")
+        for term, entry in postings.items():
+            if (not isinstance(entry, list) or len(entry) != 2 or len(entry[0]) != len(entry[1])
+                    or (entry[0] and not 0 <= entry[0][-1] < size)):
+                raise ValueError(f"not a recall segment: bad postings for {term!r}")
+        segment.postings = postings
+        segment.live = {turn_id: i for i, turn_id in enumerate(segment.turn_ids)}
+        if len(segment.live) != size:
+            raise ValueError("not a recall segment: a turn id appears twice")
+        return segment
