@@ -1,0 +1,83 @@
+"""What the recall index costs: build, save, load and query time, and its size.
+
+Run by ``bench/recall.py`` in CPython, and (``--pyodide``) as a script in Pyodide under
+Node.js, where it prints its measurements as one JSON line::
+
+    python bench/recall_cost.py --data tests/data/recall --turns 1000,10000
+
+Pure standard library and py_agent, so it runs unchanged in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (str(ROOT), str(ROOT / "bench")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from recall_set import Question, archive_bytes, load_set, replicate  # noqa: E402
+
+from py_agent.recall import RecallIndex, dump_session, load_session  # noqa: E402
+from py_agent.state import Turn  # noqa: E402
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def measure(sessions: dict[str, list[Turn]], questions: list[Question], total: int,
+            repeat: int = 3) -> dict[str, float]:
+    """Build ``total`` turns from raw turns, save every session, load them into a fresh
+    index, and time each question on it (the best of ``repeat`` runs each: the machine
+    may be shared). Sizes: the saved blobs against the archive's JSON."""
+    scaled = replicate(sessions, total)
+    started = time.perf_counter()
+    index = RecallIndex()
+    for session_id, turns in scaled.items():
+        index.add_many(session_id, turns)
+    build = time.perf_counter() - started
+    started = time.perf_counter()
+    blobs = {s: dump_session(index, s) for s in scaled}
+    save = time.perf_counter() - started
+    started = time.perf_counter()
+    loaded = RecallIndex()
+    for session_id, blob in blobs.items():
+        load_session(loaded, blob, session_id)
+    load = time.perf_counter() - started
+    latencies = []
+    for q in questions:
+        runs = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            loaded.search(q.query, k=5, now=q.asked_at)
+            runs.append(1000 * (time.perf_counter() - started))
+        latencies.append(min(runs))
+    archive = archive_bytes(scaled)
+    size = sum(len(b) for b in blobs.values() if b)
+    return {"turns": total, "sessions": len(scaled), "build_s": build, "save_s": save,
+            "load_s": load, "p50_ms": statistics.median(latencies),
+            "p95_ms": percentile(latencies, 0.95), "max_ms": max(latencies),
+            "archive_bytes": archive, "index_bytes": size, "ratio": size / archive}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--turns", default="1000,10000")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    sessions, _, questions = load_set(args.data)
+    for total in (int(t) for t in args.turns.split(",")):
+        print(json.dumps(measure(sessions, questions, total, args.repeat)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
