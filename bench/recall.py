@@ -95,11 +95,13 @@ class Ranker(Protocol):
 class Recall:
     name = "recall"
 
-    def __init__(self, sessions: dict[str, list[Turn]], **settings) -> None:
+    def __init__(self, sessions: dict[str, list[Turn]], titles: dict[str, str],
+                 **settings) -> None:
         from py_agent.recall import RecallSettings
         self.index = RecallIndex(RecallSettings(**settings) if settings else None)
         self.times: dict[Key, float] = {}
         for session_id, turns in sessions.items():
+            self.index.set_title(session_id, titles.get(session_id, ""))
             for turn in turns:
                 self.index.add(session_id, turn)
                 self.times[(session_id, turn.id)] = turn.created_at
@@ -174,20 +176,26 @@ def main() -> None:
     parser.add_argument("--failures", action="store_true",
                         help="list the recall index's misses (tune half only)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tune", action="store_true",
+                        help="search the index's settings on the tune half only (coordinate "
+                             "descent on MRR + R@5) and print the best")
     parser.add_argument("--pyodide", action="store_true",
                         help="also measure build, load and query time in Pyodide (Node.js; "
                              "run `python serve.py --prepare-only` first)")
     args = parser.parse_args()
-    sessions, _, questions = load_set(args.data)
+    sessions, titles, questions = load_set(args.data)
     turns = sum(len(t) for t in sessions.values())
     print(f"{len(sessions)} sessions, {turns} turns, {len(questions)} questions\n")
     methods: list[Ranker] = [
-        Recall(sessions), Okapi("bm25-okapi", sessions, plain_words),
+        Recall(sessions, titles), Okapi("bm25-okapi", sessions, plain_words),
         Okapi("bm25-okapi+stems", sessions, tokenize)]
     memory: dict[str, bool] = {}
     if not args.skip_memory:
         from recall_memory import memory_answers
         memory = memory_answers(sessions, questions)
+    if args.tune:
+        tune(methods[0], [q for q in questions if q.half == "tune"])
+        return
     halves = {"both": ("tune", "report"), "all": ("all",)}.get(args.half, (args.half,))
     for half in halves:
         chosen = [q for q in questions if half == "all" or q.half == half]
@@ -226,6 +234,50 @@ def main() -> None:
     if args.pyodide:
         for r in pyodide_costs(args.data, args.repeat):
             print(cost_line("Pyodide (Node.js)", r, "n/a"))
+
+
+# The knobs searched by --tune and the values tried for each.
+GRID: dict[str, list] = {
+    "weights": [(1.0, 0.7, 0.4, 0.6, 0.3), (1.0, 1.0, 0.5, 0.6, 0.3), (1.0, 0.5, 0.3, 0.6, 0.3),
+                (1.0, 0.7, 0.4, 0.3, 0.3), (1.0, 0.7, 0.4, 1.0, 0.3), (1.0, 0.7, 0.4, 0.6, 0.15),
+                (1.0, 0.7, 0.4, 0.6, 0.6)],
+    "b": [(0.6, 0.75, 0.75, 0.3, 0.6), (0.4, 0.6, 0.6, 0.3, 0.4), (0.75, 0.9, 0.9, 0.3, 0.75),
+          (0.3, 0.5, 0.5, 0.0, 0.3)],
+    "k1": [0.9, 1.2, 1.6, 2.0],
+    "speaker_boost": [1.0, 1.3, 1.6, 2.0],
+    "time_floor": [0.1, 0.25, 0.4, 0.6],
+    "recency": [0.0, 0.05, 0.1, 0.2],
+    "related_weight": [0.0, 0.15, 0.3, 0.5],
+    "related_per_word": [2, 3, 4, 6],
+    "lead_weight": [0.0, 0.15, 0.3, 0.5],
+    "title_weight": [0.0, 0.15, 0.3, 0.6],
+    "detail_weight": [0.0, 0.1, 0.2, 0.4],
+    "figure_weight": [0.0, 0.15, 0.3, 0.6],
+}
+
+
+def tune(ours: "Recall", questions: list[Question], rounds: int = 2) -> None:
+    """Coordinate descent over GRID on ``questions`` (the tune half): each knob in turn
+    takes the value with the best MRR + R@5, the others held."""
+    from dataclasses import replace
+
+    def objective() -> float:
+        m = evaluate(ours, questions)
+        return m["MRR"] + m["R@5"]
+
+    best = objective()
+    print(f"start: {best:.3f} {ours.index.settings}")
+    for _ in range(rounds):
+        for knob, values in GRID.items():
+            current = ours.index.settings
+            for value in values:
+                ours.index.settings = replace(current, **{knob: value})
+                score = objective()
+                if score > best + 1e-9:
+                    best, current = score, ours.index.settings
+            ours.index.settings = current
+            print(f"{knob} = {getattr(current, knob)}: {best:.3f}")
+    print(f"best: {ours.index.settings}")
 
 
 def cost_line(runtime: str, r: dict, okapi: str) -> str:

@@ -21,6 +21,8 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Literal
 
 DAY_MS = 86_400_000.0
+# "The start of the month" and "the end of March": this many days.
+_MONTH_PART = 5
 
 Preference = Literal["newest", "oldest"] | None
 
@@ -46,6 +48,9 @@ _UNIT = r"days?|weeks?|months?|years?"
 # Each pattern's name says how to resolve it; the longest phrases are tried first, and a
 # phrase's words are removed from the text before shorter patterns look at it.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in [
+    ("part_of_month", rf"\b(?:at\s+the\s+|in\s+the\s+|towards?\s+the\s+)?(start|beginning|end|middle)\s+of\s+"
+                      rf"(?:the\s+|this\s+)?(month|last\s+month|{_MONTH})\b"),
+    ("mid_month", rf"\bmid-?\s*({_MONTH})\b"),
     ("iso", r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"),
     ("month_day", rf"\b(?:on\s+)?({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*(\d{{4}}))?"),
     ("day_month", rf"\b(?:on\s+)?(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\b\.?(?:,?\s*(\d{{4}}))?"),
@@ -67,8 +72,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(rx, re.IGNOREC
 _NEWEST = re.compile(r"\b(?:recently|lately|latest|most\s+recent(?:ly)?|last\s+time|these\s+days|"
                      r"now|current(?:ly)?|anymore|any\s+more|updated?|changed?)\b",
                      re.IGNORECASE)
-_OLDEST = re.compile(r"\b(?:originally|at\s+first|initially|first\s+time|at\s+the\s+(?:start|beginning)|"
-                     r"in\s+the\s+beginning|the\s+first|a\s+(?:long\s+)?while\s+ago|long\s+ago|"
+_OLDEST = re.compile(r"\b(?:originally|at\s+first|initially|first\s+time|at\s+the\s+(?:start|beginning)(?!\s+of)|"
+                     r"in\s+the\s+beginning(?!\s+of)|the\s+first|a\s+(?:long\s+)?while\s+ago|long\s+ago|"
                      r"back\s+then|used\s+to|before\s+(?:I|we|you)\s+changed)\b", re.IGNORECASE)
 
 
@@ -192,6 +197,25 @@ def _resolve(name: str, match: re.Match[str], today: date) -> tuple[date, date] 
     """The calendar days [start, end) a matched phrase points at."""
     groups = [g.lower() if isinstance(g, str) else g for g in match.groups()]
     monday = today - timedelta(days=today.weekday())
+    if name == "part_of_month":
+        part, which = groups[0], " ".join(groups[1].split())
+        if which == "month":
+            start, end = date(today.year, today.month, 1), None
+        elif which == "last month":
+            index = today.year * 12 + today.month - 2
+            start, end = _month_window(index // 12, index % 12 + 1)
+        else:
+            start, end = _latest_month(_MONTHS[which], today)
+        if end is None:
+            end = _month_window(start.year, start.month)[1]
+        if part in ("start", "beginning"):
+            return start, start + timedelta(days=_MONTH_PART)
+        if part == "end":
+            return end - timedelta(days=_MONTH_PART), end
+        return start + timedelta(days=10), start + timedelta(days=20)
+    if name == "mid_month":
+        start, _ = _latest_month(_MONTHS[groups[0]], today)
+        return start + timedelta(days=10), start + timedelta(days=20)
     if name == "iso":
         return _day(int(groups[0]), int(groups[1]), int(groups[2]), today)
     if name == "month_day":

@@ -48,6 +48,8 @@ _COMMON = 400
 # A search key is (segment number << _LOCAL_BITS) | the turn's local number.
 _LOCAL_BITS = 24
 _LOCAL_MASK = (1 << _LOCAL_BITS) - 1
+# A turn with this many names and figures gets the whole detail bonus.
+_DETAILS = 4
 
 
 @dataclass(frozen=True)
@@ -56,27 +58,38 @@ class RecallSettings:
     (``bench/recall.py``).
 
     ``weights`` and ``b``: BM25F field weights and length normalisation, in the order of
-    :data:`~.analysis.FIELDS` (user, answer, tools, names). ``speaker_boost``: the factor
+    :data:`~.analysis.FIELDS` (user, answer, tools, names, context). ``speaker_boost``: the factor
     on the field a query points at. ``time_floor``: what a turn far outside the query's
     time window keeps of its score. ``recency``: the largest bonus (a share of the score)
     for being the newest candidate; ``recency_preferred`` when the query asks for the
-    newest or oldest explicitly. ``tie_margin``: turns that matched the same query words
-    within this share of each other's score are near-ties, ordered newest first (oldest
-    first when the query asks for the original). ``related_weight``: the weight of a word related by
+    newest or oldest explicitly: a small factor, it decides between near-ties, such as
+    two statements of a fact that changed. ``related_weight``: the weight of a word related by
     meaning to a query word (times their cosine; 0: no expansion), ``related_per_word``
-    how many each query word brings. ``text_chars``: the length of a hit's display text.
+    how many each query word brings. ``lead_weight``: the share of a matching turn's
+    score its session's previous turn gets (a turn explained by the next one: "is
+    gochujang hot?" after the recipe that uses it; the other way round, a follow-up
+    such as "go on then", is the ``context`` field's job).
+    ``title_weight``: the weight of query words found in a session's title, added to
+    that session's matching turns. ``detail_weight``: the largest bonus (a share of the
+    score) for a turn rich in names and figures, since recall asks for details;
+    ``figure_weight`` the same for a turn rich in figures when the query asks for a
+    number ("how much", "when", "what time").
+    ``text_chars``: the length of a hit's display text.
     """
 
-    weights: tuple[float, float, float, float] = (1.0, 0.7, 0.4, 0.6)
-    b: tuple[float, float, float, float] = (0.6, 0.75, 0.75, 0.3)
-    k1: float = 1.2
+    weights: tuple[float, float, float, float, float] = (1.0, 0.7, 0.4, 0.3, 0.3)
+    b: tuple[float, float, float, float, float] = (0.6, 0.75, 0.75, 0.3, 0.6)
+    k1: float = 0.9
     speaker_boost: float = 1.6
     time_floor: float = 0.25
-    recency: float = 0.05
+    recency: float = 0.15
     recency_preferred: float = 0.3
-    tie_margin: float = 0.3
     related_weight: float = 0.3
     related_per_word: int = 3
+    lead_weight: float = 0.3
+    title_weight: float = 0.5
+    detail_weight: float = 0.3
+    figure_weight: float = 0.3
     text_chars: int = 600
 
 
@@ -97,9 +110,9 @@ class RecallIndex:
         self._numbers: dict[str, int] = {}
         self._by_number: dict[int, Segment] = {}
         self._next_number = 0
-        self._totals = [0, 0, 0, 0]
+        self._totals = [0] * len(FIELDS)
         self._count = 0
-        self._norms: dict[int, tuple[float, float, float, float]] = {}
+        self._norms: dict[int, tuple[float, float, float, float, float]] = {}
         self._norm_averages: tuple[float, ...] = ()
 
     # ---------------------------------------------------------------- updates
@@ -108,7 +121,9 @@ class RecallIndex:
         """Index (or re-index) one archived turn."""
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("session_id must be a non-empty string")
-        self.add_analyzed(analyze_turn(session_id, turn, text_chars=self.settings.text_chars))
+        context = self._segment(session_id).context_for(int(turn.id))
+        self.add_analyzed(analyze_turn(session_id, turn, text_chars=self.settings.text_chars,
+                                       context=context))
 
     def add_many(self, session_id: str, turns: Iterable[Turn]) -> int:
         count = 0
@@ -140,9 +155,14 @@ class RecallIndex:
         return segment
 
     def _account(self, lengths: list[int], sign: int) -> None:
-        for i, size in enumerate(lengths):
-            self._totals[i] += sign * size
+        for i in range(len(FIELDS)):
+            self._totals[i] += sign * lengths[i]
         self._count += sign
+
+    def set_title(self, session_id: str, title: str) -> None:
+        """A session's title (as the session list shows it): its words count a little
+        for every turn of the session. Kept with the session's saved index."""
+        self._segment(session_id).set_title(title)
 
     def remove_turn(self, session_id: str, turn_id: int) -> bool:
         """Forget one turn; False if it was not indexed."""
@@ -280,7 +300,7 @@ class RecallIndex:
                 weights[2] *= self.settings.speaker_boost
         return weights
 
-    def _norm(self, key: int) -> tuple[float, float, float, float]:
+    def _norm(self, key: int) -> tuple[float, float, float, float, float]:
         """1 / (1 - b + b * length / average) per field, cached."""
         segment, local = self._locate(key)
         lengths = segment.lengths[local]
@@ -289,7 +309,8 @@ class RecallIndex:
         norm = (1.0 / (1 - b[0] + b[0] * lengths[0] / averages[0]),
                 1.0 / (1 - b[1] + b[1] * lengths[1] / averages[1]),
                 1.0 / (1 - b[2] + b[2] * lengths[2] / averages[2]),
-                1.0 / (1 - b[3] + b[3] * lengths[3] / averages[3]))
+                1.0 / (1 - b[3] + b[3] * lengths[3] / averages[3]),
+                1.0 / (1 - b[4] + b[4] * lengths[4] / averages[4]))
         self._norms[key] = norm
         return norm
 
@@ -311,7 +332,7 @@ class RecallIndex:
         """BM25F score per matching turn. Terms are taken rarest first; a common one
         (see ``_COMMON``) only adds to turns already found, unless none were."""
         self._refresh_averages()
-        wu, wa, wt, wn = self._field_weights(wanted)
+        wu, wa, wt, wn, wc = self._field_weights(wanted)
         k1 = self.settings.k1
         n = self._count
         common = max(_COMMON, n // 16)
@@ -327,6 +348,8 @@ class RecallIndex:
                 found.append((df, term, weight, parts))
         found.sort(key=lambda item: item[0])
         scores: dict[int, float] = {}
+        own_scores: dict[int, float] = {}  # without the context field: what a turn passes back
+        k1_1 = k1 + 1
         by_number = self._by_number
         for df, term, weight, parts in found:
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5)) * weight
@@ -343,10 +366,51 @@ class RecallIndex:
                     pairs += [(high | local, packed) for local, packed in zip(locals_, counts)
                               if not dead or local not in dead]
             for key, packed in pairs:
-                nu, na, nt, nn = norms.get(key) or norm_of(key)
-                tf = (wu * (packed & 255) * nu + wa * (packed >> 8 & 255) * na
-                      + wt * (packed >> 16 & 255) * nt + wn * (packed >> 24) * nn)
-                scores[key] = scores.get(key, 0.0) + idf * tf * (k1 + 1) / (tf + k1)
+                nu, na, nt, nn, nc = norms.get(key) or norm_of(key)
+                own = (wu * (packed & 255) * nu + wa * (packed >> 8 & 255) * na
+                       + wt * (packed >> 16 & 255) * nt + wn * (packed >> 24 & 255) * nn)
+                if packed >> 32:  # the previous user message's words (context)
+                    tf = own + wc * (packed >> 32) * nc
+                    if own:
+                        own_scores[key] = own_scores.get(key, 0.0) + idf * own * k1_1 / (own + k1)
+                    scores[key] = scores.get(key, 0.0) + idf * tf * k1_1 / (tf + k1)
+                else:
+                    scores[key] = scores.get(key, 0.0) + idf * own * k1_1 / (own + k1)
+                    own_scores[key] = own_scores.get(key, 0.0) + idf * own * k1_1 / (own + k1)
+        return self._titles(wanted, self._lead_share(scores, own_scores), segments)
+
+    def _lead_share(self, scores: dict[int, float], own: dict[int, float]) -> dict[int, float]:
+        """Each matching turn passes ``lead_weight`` of its own score (what its own words
+        matched, not its context, which is the previous turn's words) to the previous
+        turn of its session."""
+        lead = self.settings.lead_weight
+        if not own or lead <= 0:
+            return scores
+        out = dict(scores)
+        by_number = self._by_number
+        for key, score in own.items():
+            local = key & _LOCAL_MASK
+            if local > 0 and local - 1 not in by_number[key >> _LOCAL_BITS].dead:
+                out[key - 1] = out.get(key - 1, 0.0) + lead * score
+        return out
+
+    def _titles(self, wanted: QueryPlan, scores: dict[int, float],
+                segments: list[Segment]) -> dict[int, float]:
+        """Query words in a session's title add to that session's matching turns."""
+        weight = self.settings.title_weight
+        if weight <= 0 or not scores:
+            return scores
+        bonus: dict[int, float] = {}
+        for segment in segments:
+            found = [t for t in segment.title_terms if t in wanted.weights]
+            if found:
+                number = self._numbers[segment.session_id]
+                bonus[number] = weight * sum(self._idf(t) * wanted.weights[t] for t in found)
+        if bonus:
+            for key in scores:
+                extra = bonus.get(key >> _LOCAL_BITS)
+                if extra:
+                    scores[key] += extra
         return scores
 
     def _window_only(self, wanted: QueryPlan, segments: list[Segment]) -> dict[int, float]:
@@ -375,11 +439,15 @@ class RecallIndex:
             bonus = settings.recency_preferred  # "what did we talk about yesterday?"
         window = hint.window
         floor = settings.time_floor
-        pool = max(3 * k, 15)  # near-ties below the k-th may still move up (see _near_ties)
+        detail_weight = settings.detail_weight
+        # Turns rich in names and figures; in figures when the query asks "how much".
+        detail_column = -1 if wanted.figures else FIELDS.index("names")
+        if wanted.figures:
+            detail_weight = settings.figure_weight
         best: list[tuple[float, float, int, float, float]] = []  # min-heap of the best
         for key in sorted(base, key=base.__getitem__, reverse=True):
             score = base[key]
-            if len(best) == pool and score * (1 + bonus) < best[0][0]:
+            if len(best) == k and score * (1 + bonus) * (1 + detail_weight) < best[0][0]:
                 break
             when = times[key]
             closeness = hint.closeness(when) if window else 1.0
@@ -387,47 +455,18 @@ class RecallIndex:
             if hint.prefer == "oldest":
                 age = 1.0 - age
             recency = 1.0 + bonus * age
-            final = score * (floor + (1 - floor) * closeness) * recency
+            row = self._locate(key)[0].lengths[key & _LOCAL_MASK]
+            detail = 1.0 + detail_weight * min(1.0, row[detail_column] / _DETAILS)
+            final = score * (floor + (1 - floor) * closeness) * recency * detail
             item = (final, when, key, closeness, recency)
-            if len(best) < pool:
+            if len(best) < k:
                 heapq.heappush(best, item)
             elif item > best[0]:
                 heapq.heapreplace(best, item)
         best.sort(reverse=True)
-        ranked = self._near_ties(best, wanted)[:k]
         idf = {term: self._idf(term) * weight for term, weight in wanted.weights.items()}
         return [self._hit(key, final, closeness, recency, wanted, idf)
-                for final, _, key, closeness, recency in ranked]
-
-    def _near_ties(self, ranked: list[tuple[float, float, int, float, float]],
-                   wanted: QueryPlan) -> list[tuple[float, float, int, float, float]]:
-        """Turns that matched the same query words with scores within ``tie_margin`` of
-        each other say the same thing, maybe a fact that changed: the newest takes the
-        best of their places (the oldest, when the query asks for the original)."""
-        margin = self.settings.tie_margin
-        if margin <= 0 or len(ranked) < 2:
-            return ranked
-        terms = [t for t in wanted.weights if t not in wanted.related]
-        groups: dict[frozenset[str], list[int]] = {}
-        for position, (_, _, key, _, _) in enumerate(ranked):
-            segment, local = self._locate(key)
-            signature = frozenset(t for t in terms if segment.count(t, local))
-            if signature:
-                groups.setdefault(signature, []).append(position)
-        out = list(ranked)
-        newest_first = wanted.time.prefer != "oldest"
-        for positions in groups.values():
-            lead = ranked[positions[0]][0]
-            ties = [p for p in positions if ranked[p][0] * (1 + margin) >= lead]
-            if len(ties) < 2:
-                continue
-            members = sorted((ranked[p] for p in ties), key=lambda item: item[1],
-                             reverse=newest_first)
-            for slot, member in zip(ties, members):
-                final, when, key, closeness, recency = member
-                moved = ranked[slot][0] / final if final else 1.0
-                out[slot] = (ranked[slot][0], when, key, closeness, recency * moved)
-        return out
+                for final, _, key, closeness, recency in best]
 
     def _hit(self, key: int, score: float, closeness: float, recency: float,
              wanted: QueryPlan, idf: dict[str, float]) -> Hit:

@@ -42,18 +42,26 @@ _ANSWER_CUE = re.compile(
     r"cho(?:o)?se|figure[d]?|work(?:ed)?\s+out|convert(?:ed)?|compute[d]?|offer(?:ed)?)\b",
     re.IGNORECASE)
 
+_FIGURE_CUE = re.compile(
+    r"\bhow\s+(?:much|many|long|far|old|big|heavy|tall|often|early|late)\b|\bwhen\b|"
+    r"\bwhat\s+(?:time|size|date|day|number|percent(?:age)?|dose|temperature|weight|"
+    r"price|score|amount|total)\b|\b(?:cost|costs|price|pay|paid|spend|spent|budget)\b",
+    re.IGNORECASE)
+
 
 @dataclass(frozen=True)
 class QueryPlan:
     """A query read for the index: ``weights`` per term, the words each term came from
     (``words``), the ``time`` it points at, the ``speaker`` field to favour, and for
-    each term added by meaning the query word and the related word (``related``)."""
+    each term added by meaning the query word and the related word (``related``);
+    ``figures``: the query asks for a number ("how much", "when", "what time")."""
 
     weights: dict[str, float]
     words: dict[str, str] = field(default_factory=dict)
     time: TimeHint = field(default_factory=TimeHint)
     speaker: str = ""
     related: dict[str, tuple[str, str]] = field(default_factory=dict)
+    figures: bool = False
 
 
 def plan(query: str, now: datetime | float | None, *, neighbours: Neighbours | None = None,
@@ -84,4 +92,4 @@ def plan(query: str, now: datetime | float | None, *, neighbours: Neighbours | N
         speaker = "answer"
     elif _USER_CUE.search(query):
         speaker = "user"
-    return QueryPlan(weights, words, hint, speaker, related)
+    return QueryPlan(weights, words, hint, speaker, related, bool(_FIGURE_CUE.search(text)))

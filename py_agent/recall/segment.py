@@ -6,8 +6,8 @@ the sessions it may see. A segment's saved form (:meth:`Segment.to_data`) is alr
 its in-memory form, so loading one is a JSON parse and almost no Python work.
 
 Postings are two parallel lists per term, the turns (local numbers, increasing) and
-their counts packed 8 bits per field (user lowest, then answer, tools, names), so a
-posting list can be searched with :mod:`bisect`. A replaced or removed turn becomes a
+their counts packed 8 bits per field (user lowest, then answer, tools, names, context),
+so a posting list can be searched with :mod:`bisect`. A replaced or removed turn becomes a
 tombstone, skipped by searches and dropped when the segment is compacted (on saving,
 or when a quarter of it is dead).
 """
@@ -17,11 +17,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any, Iterator
 
-from .analysis import FIELDS, AnalyzedTurn
+from .analysis import FIELDS, AnalyzedTurn, terms
 
-SHIFTS = (0, 8, 16, 24)
+SHIFTS = (0, 8, 16, 24, 32)
 MAX_COUNT = 255
 MASK = 255
+ROW = len(FIELDS) + 1  # a turn's lengths: one per field, then its figures
+_RECENT = 3  # user messages kept as the context of the next turns
 
 
 class Segment:
@@ -29,15 +31,30 @@ class Segment:
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
+        self.title = ""
+        self.title_terms: frozenset[str] = frozenset()
         self.turn_ids: list[int] = []
         self.times: list[float] = []
-        self.lengths: list[list[int]] = []  # per local turn: its length in each field
+        # per local turn: its length in each field, then how many figures it holds
+        self.lengths: list[list[int]] = []
         self.texts: list[str] = []
         self.postings: dict[str, list[list[int]]] = {}  # term -> [locals, packed counts]
         self.dead: set[int] = set()
         self.live: dict[int, int] = {}  # turn id -> local number
+        # The user-field terms of the newest turns, the context of the next one.
+        self.recent_user: dict[int, dict[str, int]] = {}
 
     # ------------------------------------------------------------------ updates
+
+    def set_title(self, title: str) -> None:
+        self.title = str(title or "")
+        self.title_terms = frozenset(terms(self.title))
+
+    def context_for(self, turn_id: int) -> dict[str, int]:
+        """The user-field terms of the newest turn before ``turn_id`` (when it is one of
+        the last few added), the ``context`` of that turn."""
+        earlier = [i for i in self.recent_user if i < turn_id]
+        return self.recent_user[max(earlier)] if earlier else {}
 
     def add(self, turn: AnalyzedTurn) -> tuple[list[int], list[int] | None]:
         """Append a turn (a turn of the same id becomes a tombstone); returns its field
@@ -46,7 +63,10 @@ class Segment:
         local = len(self.turn_ids)
         self.turn_ids.append(turn.turn_id)
         self.times.append(turn.time)
-        lengths = [turn.length(f) for f in FIELDS]
+        self.recent_user[turn.turn_id] = turn.fields.get("user", {})
+        if len(self.recent_user) > _RECENT:
+            del self.recent_user[min(self.recent_user)]
+        lengths = [turn.length(f) for f in FIELDS] + [turn.figures]
         self.lengths.append(lengths)
         self.texts.append(turn.text)
         self.live[turn.turn_id] = local
@@ -120,15 +140,17 @@ class Segment:
                             fields[local].setdefault(name, {})[term] = count
         for turn_id, local in sorted(self.live.items()):
             yield AnalyzedTurn(self.session_id, turn_id, self.times[local], fields[local],
-                               self.texts[local])
+                               self.texts[local], self.lengths[local][-1])
 
     # ------------------------------------------------------------ saved form
 
     def to_data(self) -> dict[str, Any]:
         """The segment as JSON-ready data (tombstones dropped first)."""
         self.compact()
-        return {"turns": [[t, w, *ls] for t, w, ls in zip(self.turn_ids, self.times, self.lengths)],
-                "texts": self.texts, "postings": self.postings}
+        return {"title": self.title,
+                "turns": [[t, w, *ls] for t, w, ls in zip(self.turn_ids, self.times, self.lengths)],
+                "texts": self.texts, "postings": self.postings,
+                "recent_user": [[i, c] for i, c in sorted(self.recent_user.items())]}
 
     @classmethod
     def from_data(cls, session_id: str, data: dict[str, Any]) -> "Segment":
@@ -138,12 +160,14 @@ class Segment:
             turns, texts, postings = data["turns"], data["texts"], data["postings"]
             segment.turn_ids = [int(row[0]) for row in turns]
             segment.times = [float(row[1]) for row in turns]
-            segment.lengths = [[int(x) for x in row[2:6]] for row in turns]
+            segment.lengths = [[int(x) for x in row[2:]] for row in turns]
             segment.texts = [str(t) for t in texts]
-        except (KeyError, TypeError, ValueError, IndexError) as error:
+            segment.recent_user = {int(i): {str(t): int(c) for t, c in counts.items()}
+                                   for i, counts in data.get("recent_user", [])}
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
             raise ValueError(f"not a recall segment: {error}") from None
         size = len(segment.turn_ids)
-        if len(segment.texts) != size or any(len(row) != 4 for row in segment.lengths) \
+        if len(segment.texts) != size or any(len(row) != ROW for row in segment.lengths) \
                 or not isinstance(postings, dict):
             raise ValueError("not a recall segment: its parts disagree")
         for term, entry in postings.items():
@@ -151,6 +175,7 @@ class Segment:
                     or (entry[0] and not 0 <= entry[0][-1] < size)):
                 raise ValueError(f"not a recall segment: bad postings for {term!r}")
         segment.postings = postings
+        segment.set_title(str(data.get("title") or ""))
         segment.live = {turn_id: i for i, turn_id in enumerate(segment.turn_ids)}
         if len(segment.live) != size:
             raise ValueError("not a recall segment: a turn id appears twice")

@@ -136,15 +136,38 @@ def test_a_time_alone_lists_that_window_newest_first():
     assert keys(hits) == [("a", 2), ("a", 1)]
 
 
-def test_a_fact_that_changed_ranks_its_newest_statement_first():
-    index = RecallIndex()
+def changed_budget(settings: RecallSettings | None = None, update: str = "") -> RecallIndex:
+    index = RecallIndex(settings)
     filled(index, "flat", 1, 50)
-    index.add("flat", turn(20, "My budget for the flat is 1,200 euros a month.", "Noted: 1,200.", 40))
-    index.add("flat", turn(30, "Update: my budget for the flat is 1,400 euros a month now.",
-                           "Noted, 1,400 then.", 5))
-    hits = index.search("what is my budget for the flat?", now=NOW)
+    index.add("flat", turn(20, "My flat budget is 1,200 euros a month, bills included, in "
+                               "Leith or Portobello.", "Noted: 1,200.", 40))
+    filled(index, "flat", 21, 30)  # the fact changes weeks later, not in the next turn
+    index.add("flat", turn(30, update or "My flat budget is 1,400 euros a month now, bills "
+                               "included, in Leith or Portobello.",
+                           "Noted: 1,400.", 5))
+    return index
+
+
+def test_a_fact_that_changed_ranks_its_newest_statement_first():
+    query = "what is my flat budget?"
+    # Without the recency bonus the older, shorter statement scores a little higher...
+    assert keys(changed_budget(RecallSettings(recency=0.0)).search(query, now=NOW))[0] == \
+        ("flat", 20)
+    # ...with it, the newest of the near-ties comes first.
+    hits = changed_budget().search(query, now=NOW)
     assert keys(hits)[:2] == [("flat", 30), ("flat", 20)]
-    first = index.search("what did I originally say my budget for the flat was?", now=NOW)
+    assert hits[0].why.recency > hits[1].why.recency
+
+
+def test_asking_for_the_current_or_the_original_value_decides_a_wider_gap():
+    wordy = ("Update on the flat hunt, after a long talk with my partner about commuting and "
+             "schools and the cost of trams across town: my flat budget is 1,400 euros a month "
+             "from now on.")
+    assert keys(changed_budget(update=wordy).search("what is my flat budget?", now=NOW))[0] \
+        == ("flat", 20)  # the wordier update alone scores lower
+    latest = changed_budget(update=wordy).search("what's my flat budget these days?", now=NOW)
+    assert keys(latest)[0] == ("flat", 30)
+    first = changed_budget().search("what did I originally say my flat budget was?", now=NOW)
     assert keys(first)[:2] == [("flat", 20), ("flat", 30)]
 
 
@@ -217,8 +240,8 @@ def test_coverage_tells_a_partial_match_from_a_full_one(index):
 
 
 def test_settings_change_the_ranking():
-    index_user = RecallIndex(RecallSettings(weights=(1.0, 0.1, 0.1, 0.0)))
-    index_answer = RecallIndex(RecallSettings(weights=(0.1, 1.0, 0.1, 0.0)))
+    index_user = RecallIndex(RecallSettings(weights=(1.0, 0.1, 0.1, 0.0, 0.0)))
+    index_answer = RecallIndex(RecallSettings(weights=(0.1, 1.0, 0.1, 0.0, 0.0)))
     for index in (index_user, index_answer):
         index.add("s", turn(1, "quinoa salad", "ok", 3))
         index.add("s", turn(2, "lunch idea?", "quinoa salad", 3))
