@@ -5,9 +5,8 @@ A turn has three voices, searched as separate BM25F fields with their own weight
 (tool names, their inputs and what they returned). A fourth field, ``names``, repeats
 the turn's names and numbers (a capitalised word inside a sentence, a figure, a
 model number like "A320"), so a query naming "Rosa" or "450" finds the turn that
-said it above one that shares only common words. A fifth, ``context``, holds the words
-of the previous user message of the session: in a conversation, "yes" or "go on then"
-is about what was asked just before, and the answer to it is where the detail is.
+said it above one that shares only common words. (The index adds a fifth, the previous
+user message, at query time: see :mod:`.index`.)
 
 Words are lowercased and stemmed as the tool retriever does (:func:`py_agent.retrieval.stem`,
 Snowball with British spellings folded) and function words dropped, but unlike there
@@ -29,7 +28,7 @@ from ..retrieval import STOP_WORDS, stem
 from ..state import Turn
 from ..tokens import is_cjk
 
-FIELDS = ("user", "answer", "tools", "names", "context")
+FIELDS = ("user", "answer", "tools", "names")
 
 # Text is split on white space after punctuation becomes space ("str.translate" and
 # "str.split" run in C, several times faster than a regular expression); what is left
@@ -182,10 +181,8 @@ def display_text(turn: Turn, limit: int = TEXT_CHARS) -> str:
     return "\n".join(lines)
 
 
-def analyze_turn(session_id: str, turn: Turn, *, text_chars: int = TEXT_CHARS,
-                 context: dict[str, int] | None = None) -> AnalyzedTurn:
-    """Terms per field, the time and a display text of an archived ``turn``;
-    ``context``: the term counts of the session's previous user message."""
+def analyze_turn(session_id: str, turn: Turn, *, text_chars: int = TEXT_CHARS) -> AnalyzedTurn:
+    """Terms per field, the time and a display text of an archived ``turn``."""
     user, answer = turn.user[:FIELD_CHARS], turn.answer[:FIELD_CHARS]
     tools = tool_text(turn)[:FIELD_CHARS]
     user_terms, user_figures = read(user)
@@ -194,8 +191,7 @@ def analyze_turn(session_id: str, turn: Turn, *, text_chars: int = TEXT_CHARS,
     fields = {"user": Counter(user_terms), "answer": Counter(answer_terms),
               "tools": Counter(tool_terms),
               "names": Counter(names(user) + names(answer) + names(tools)
-                               + user_figures + answer_figures + tool_figures),
-              "context": Counter(context or {})}
+                               + user_figures + answer_figures + tool_figures)}
     figures = len(user_figures) + len(answer_figures) + len(tool_figures)
     return AnalyzedTurn(session_id, int(turn.id), float(turn.created_at or 0.0),
                         {f: dict(c) for f, c in fields.items() if c},

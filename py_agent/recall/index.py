@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any, Container, Iterable
 
 from ..state import Turn
-from .analysis import FIELDS, AnalyzedTurn, analyze_turn
+from .analysis import FIELDS, AnalyzedTurn, analyze_turn, display_text
 from .hit import Hit, HitWhy
 from .neighbors import default_neighbors
 from .query import Neighbours, QueryPlan, plan
@@ -45,9 +45,14 @@ _DRIFT = 0.05
 # A query term found in more turns than this (and than a sixteenth of them) only adds to
 # turns that rarer terms found: walking its postings would cost more than it tells.
 _COMMON = 400
+# Looking a candidate up in a posting list (bisect) costs about this many steps of
+# walking the list: a common term is looked up when candidates are fewer.
+_PROBE = 5
 # A search key is (segment number << _LOCAL_BITS) | the turn's local number.
 _LOCAL_BITS = 24
 _LOCAL_MASK = (1 << _LOCAL_BITS) - 1
+# Recency compares a candidate's time with those of this many strongest candidates.
+_RECENCY_POOL = 50
 # A turn with this many names and figures gets the whole detail bonus.
 _DETAILS = 4
 
@@ -58,7 +63,10 @@ class RecallSettings:
     (``bench/recall.py``).
 
     ``weights`` and ``b``: BM25F field weights and length normalisation, in the order of
-    :data:`~.analysis.FIELDS` (user, answer, tools, names, context). ``speaker_boost``: the factor
+    :data:`~.analysis.FIELDS` (user, answer, tools, names). ``context_weight``: the
+    weight of the previous user message of the session, a field every turn has at query
+    time (in a conversation "yes" or "go on then" is about what was asked just before,
+    and the answer to it is where the detail is). ``speaker_boost``: the factor
     on the field a query points at. ``time_floor``: what a turn far outside the query's
     time window keeps of its score. ``recency``: the largest bonus (a share of the score)
     for being the newest candidate; ``recency_preferred`` when the query asks for the
@@ -77,8 +85,9 @@ class RecallSettings:
     ``text_chars``: the length of a hit's display text.
     """
 
-    weights: tuple[float, float, float, float, float] = (1.0, 0.7, 0.4, 0.3, 0.3)
-    b: tuple[float, float, float, float, float] = (0.6, 0.75, 0.75, 0.3, 0.6)
+    weights: tuple[float, float, float, float] = (1.0, 0.7, 0.4, 0.3)
+    b: tuple[float, float, float, float] = (0.6, 0.75, 0.75, 0.3)
+    context_weight: float = 0.15
     k1: float = 0.9
     speaker_boost: float = 1.6
     time_floor: float = 0.25
@@ -112,8 +121,12 @@ class RecallIndex:
         self._next_number = 0
         self._totals = [0] * len(FIELDS)
         self._count = 0
-        self._norms: dict[int, tuple[float, float, float, float, float]] = {}
+        # Per segment number: each turn's 1 / (1 - b + b * length / average) per field,
+        # for the averages in _norm_averages (recomputed when they drift).
+        self._norms: dict[int, list[tuple[float, ...]]] = {}
         self._norm_averages: tuple[float, ...] = ()
+        # Term -> how many turns have it (tombstones included), filled as queries ask.
+        self._df: dict[str, int] = {}
 
     # ---------------------------------------------------------------- updates
 
@@ -121,9 +134,7 @@ class RecallIndex:
         """Index (or re-index) one archived turn."""
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("session_id must be a non-empty string")
-        context = self._segment(session_id).context_for(int(turn.id))
-        self.add_analyzed(analyze_turn(session_id, turn, text_chars=self.settings.text_chars,
-                                       context=context))
+        self.add_analyzed(analyze_turn(session_id, turn, text_chars=self.settings.text_chars))
 
     def add_many(self, session_id: str, turns: Iterable[Turn]) -> int:
         count = 0
@@ -139,6 +150,12 @@ class RecallIndex:
         self._account(lengths, +1)
         if replaced is not None:
             self._account(replaced, -1)
+            self._forget_counts()  # the segment may have been compacted
+        elif self._df:
+            known = self._df
+            for term in {t for counts in turn.fields.values() for t in counts}:
+                if term in known:
+                    known[term] += 1
 
     def _segment(self, session_id: str) -> Segment:
         segment = self._segments.get(session_id)
@@ -159,6 +176,16 @@ class RecallIndex:
             self._totals[i] += sign * lengths[i]
         self._count += sign
 
+    def hydrate(self, session_id: str, turns: Iterable[Turn]) -> int:
+        """Give a session's indexed turns their display texts from its archived turns
+        (a session loaded from a saved blob has none: the blob leaves the text to the
+        archive). No analysis: cheap. Returns how many turns got one."""
+        segment = self._segments.get(session_id)
+        if segment is None:
+            return 0
+        chars = self.settings.text_chars
+        return sum(segment.set_text(int(t.id), display_text(t, chars)) for t in turns)
+
     def set_title(self, session_id: str, title: str) -> None:
         """A session's title (as the session list shows it): its words count a little
         for every turn of the session. Kept with the session's saved index."""
@@ -169,7 +196,7 @@ class RecallIndex:
         segment = self._segments.get(session_id)
         if segment is None:
             return False
-        self._norms.clear()  # compaction may renumber the segment's turns
+        self._forget_counts()  # compaction may renumber the segment's turns
         lengths = segment.remove(int(turn_id))
         if lengths is None:
             return False
@@ -193,6 +220,11 @@ class RecallIndex:
         del self._segments[session_id]
         number = self._numbers.pop(session_id)
         del self._by_number[number]
+        self._forget_counts()
+
+    def _forget_counts(self) -> None:
+        """Drop the cached document frequencies and normalisations (after a removal)."""
+        self._df.clear()
         self._norms.clear()
 
     def segment_data(self, session_id: str) -> dict[str, Any] | None:
@@ -200,7 +232,7 @@ class RecallIndex:
         segment = self._segments.get(session_id)
         if segment is None:
             return None
-        self._norms.clear()  # saving compacts, which renumbers
+        self._forget_counts()  # saving compacts, which renumbers
         return segment.to_data()
 
     def put_segment(self, session_id: str, data: dict[str, Any]) -> int:
@@ -213,6 +245,7 @@ class RecallIndex:
         self._attach(segment)
         for local in segment.live.values():
             self._account(segment.lengths[local], +1)
+        self._df.clear()
         return len(segment)
 
     # ------------------------------------------------------------------ reads
@@ -300,19 +333,21 @@ class RecallIndex:
                 weights[2] *= self.settings.speaker_boost
         return weights
 
-    def _norm(self, key: int) -> tuple[float, float, float, float, float]:
-        """1 / (1 - b + b * length / average) per field, cached."""
-        segment, local = self._locate(key)
-        lengths = segment.lengths[local]
+    def _segment_norms(self, segment: Segment) -> list[tuple[float, ...]]:
+        """Each turn's 1 / (1 - b + b * length / average) per field, cached per segment."""
+        number = self._numbers[segment.session_id]
+        norms = self._norms.get(number)
+        if norms is not None and len(norms) == len(segment.lengths):
+            return norms
         averages = self._norm_averages
         b = self.settings.b
-        norm = (1.0 / (1 - b[0] + b[0] * lengths[0] / averages[0]),
-                1.0 / (1 - b[1] + b[1] * lengths[1] / averages[1]),
-                1.0 / (1 - b[2] + b[2] * lengths[2] / averages[2]),
-                1.0 / (1 - b[3] + b[3] * lengths[3] / averages[3]),
-                1.0 / (1 - b[4] + b[4] * lengths[4] / averages[4]))
-        self._norms[key] = norm
-        return norm
+        fields = range(len(FIELDS))
+        start = len(norms) if norms is not None else 0
+        fresh = [tuple(1.0 / (1 - b[i] + b[i] * row[i] / averages[i]) for i in fields)
+                 for row in segment.lengths[start:]]
+        norms = (norms or []) + fresh
+        self._norms[number] = norms
+        return norms
 
     def _refresh_averages(self) -> None:
         n = max(1, self._count)
@@ -322,76 +357,112 @@ class RecallIndex:
             self._norm_averages = averages
             self._norms.clear()
 
-    def _idf(self, term: str) -> float:
+    def _document_frequencies(self, wanted: QueryPlan) -> dict[str, int]:
+        """How many turns of the whole index have each query term (tombstones included:
+        they are few and compacted away); cached across queries, kept up to date as
+        turns are added, dropped when any is removed."""
+        if wanted.frequencies is None:
+            known = self._df
+            missing = [term for term in wanted.weights if term not in known]
+            if missing:
+                segments = list(self._segments.values())
+                for term in missing:
+                    known[term] = sum(len(entry[0]) for segment in segments
+                                      if (entry := segment.postings.get(term)))
+            wanted.frequencies = {term: known[term] for term in wanted.weights}
+        return wanted.frequencies
+
+    def _idf(self, wanted: QueryPlan, term: str) -> float:
         """A term's idf over the whole index (a word no turn has weighs the most)."""
-        df = sum(len(entry[0]) for segment in self._segments.values()
-                 if (entry := segment.postings.get(term)))
+        df = self._document_frequencies(wanted).get(term, 0)
         return math.log(1 + (self._count - df + 0.5) / (df + 0.5))
 
     def _lexical(self, wanted: QueryPlan, segments: list[Segment]) -> dict[int, float]:
         """BM25F score per matching turn. Terms are taken rarest first; a common one
         (see ``_COMMON``) only adds to turns already found, unless none were."""
         self._refresh_averages()
-        wu, wa, wt, wn, wc = self._field_weights(wanted)
+        wu, wa, wt, wn = self._field_weights(wanted)
+        wc = self.settings.context_weight
         k1 = self.settings.k1
         n = self._count
         common = max(_COMMON, n // 16)
-        norms, norm_of = self._norms, self._norm
         numbers = self._numbers
+        df = self._document_frequencies(wanted)
         found = []
         for term, weight in wanted.weights.items():
+            if not df.get(term):
+                continue
             parts = [(segment, entry) for segment in segments
                      if (entry := segment.postings.get(term))]
             if parts:
-                df = sum(len(entry[0]) for segment in self._segments.values()
-                         if (entry := segment.postings.get(term)))
-                found.append((df, term, weight, parts))
+                found.append((df[term], term, weight, parts))
         found.sort(key=lambda item: item[0])
         scores: dict[int, float] = {}
-        own_scores: dict[int, float] = {}  # without the context field: what a turn passes back
+        context: dict[int, float] = {}  # what the context field added: not passed back
         k1_1 = k1 + 1
         by_number = self._by_number
-        for df, term, weight, parts in found:
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5)) * weight
-            if df > common and scores:
+        for count, term, weight, parts in found:
+            idf = math.log(1 + (n - count + 0.5) / (count + 0.5)) * weight
+            if count > common and weight < 0.5:
+                continue  # a common related word, or a word about remembering: noise
+            # A common term only adds to turns rarer ones found.
+            only_known = count > common and bool(scores)
+            probe = only_known and len(scores) * _PROBE < count
+            if probe:  # fewer candidates than postings: look each candidate up
                 holders = {segment.session_id for segment, _ in parts}
-                pairs = [(key, packed) for key in scores
-                         if (segment := by_number[key >> _LOCAL_BITS]).session_id in holders
-                         and (packed := segment.count(term, key & _LOCAL_MASK))]
+                walks = []
+                for key in scores:
+                    segment = by_number[key >> _LOCAL_BITS]
+                    if segment.session_id in holders:
+                        packed = segment.count(term, key & _LOCAL_MASK)
+                        if packed:
+                            walks.append((segment, [(key & _LOCAL_MASK, packed)]))
             else:
-                pairs = []
-                for segment, (locals_, counts) in parts:
-                    high = numbers[segment.session_id] << _LOCAL_BITS
-                    dead = segment.dead
-                    pairs += [(high | local, packed) for local, packed in zip(locals_, counts)
-                              if not dead or local not in dead]
-            for key, packed in pairs:
-                nu, na, nt, nn, nc = norms.get(key) or norm_of(key)
-                own = (wu * (packed & 255) * nu + wa * (packed >> 8 & 255) * na
-                       + wt * (packed >> 16 & 255) * nt + wn * (packed >> 24 & 255) * nn)
-                if packed >> 32:  # the previous user message's words (context)
-                    tf = own + wc * (packed >> 32) * nc
-                    if own:
-                        own_scores[key] = own_scores.get(key, 0.0) + idf * own * k1_1 / (own + k1)
+                walks = [(segment, zip(*entry)) for segment, entry in parts]
+            for segment, pairs in walks:
+                high = numbers[segment.session_id] << _LOCAL_BITS
+                dead = segment.dead
+                last = len(segment.turn_ids) - 1
+                norms = self._segment_norms(segment)
+                for local, packed in pairs:
+                    key = high | local
+                    if dead and local in dead:
+                        continue
+                    nu, na, nt, nn = norms[local]
+                    user = packed & 15
+                    if user and wc and local < last and not probe and (
+                            not only_known or key + 1 in scores) and local + 1 not in dead:
+                        # This turn's user message is the next turn's context.
+                        tf = wc * user * nu
+                        part = idf * tf * k1_1 / (tf + k1)
+                        context[key + 1] = context.get(key + 1, 0.0) + part
+                        scores[key + 1] = scores.get(key + 1, 0.0) + part
+                    if only_known and key not in scores:
+                        continue
+                    tf = (wu * user * nu + wa * (packed >> 4 & 15) * na
+                          + wt * (packed >> 8 & 15) * nt + wn * (packed >> 12) * nn)
                     scores[key] = scores.get(key, 0.0) + idf * tf * k1_1 / (tf + k1)
-                else:
-                    scores[key] = scores.get(key, 0.0) + idf * own * k1_1 / (own + k1)
-                    own_scores[key] = own_scores.get(key, 0.0) + idf * own * k1_1 / (own + k1)
-        return self._titles(wanted, self._lead_share(scores, own_scores), segments)
+        return self._titles(wanted, self._lead_share(scores, context), segments)
 
-    def _lead_share(self, scores: dict[int, float], own: dict[int, float]) -> dict[int, float]:
+    def _lead_share(self, scores: dict[int, float], context: dict[int, float]
+                    ) -> dict[int, float]:
         """Each matching turn passes ``lead_weight`` of its own score (what its own words
         matched, not its context, which is the previous turn's words) to the previous
-        turn of its session."""
+        turn of its session; turns under a fifth of the best pass nothing (too little
+        to matter)."""
         lead = self.settings.lead_weight
-        if not own or lead <= 0:
+        if not scores or lead <= 0:
             return scores
+        floor = 0.2 * max(scores.values())
         out = dict(scores)
         by_number = self._by_number
-        for key, score in own.items():
+        for key, score in scores.items():
+            own = score - context.get(key, 0.0)
+            if own < floor:
+                continue
             local = key & _LOCAL_MASK
             if local > 0 and local - 1 not in by_number[key >> _LOCAL_BITS].dead:
-                out[key - 1] = out.get(key - 1, 0.0) + lead * score
+                out[key - 1] = out.get(key - 1, 0.0) + lead * own
         return out
 
     def _titles(self, wanted: QueryPlan, scores: dict[int, float],
@@ -405,7 +476,8 @@ class RecallIndex:
             found = [t for t in segment.title_terms if t in wanted.weights]
             if found:
                 number = self._numbers[segment.session_id]
-                bonus[number] = weight * sum(self._idf(t) * wanted.weights[t] for t in found)
+                bonus[number] = weight * sum(self._idf(wanted, t) * wanted.weights[t]
+                                             for t in found)
         if bonus:
             for key in scores:
                 extra = bonus.get(key >> _LOCAL_BITS)
@@ -431,8 +503,12 @@ class RecallIndex:
         the next one into the best ``k``."""
         settings = self.settings
         hint = wanted.time
-        times = {key: self._locate(key)[0].times[key & _LOCAL_MASK] for key in base}
-        oldest, newest = min(times.values()), max(times.values())
+        order = sorted(base, key=base.__getitem__, reverse=True)
+        # Recency is relative to the span of the strongest candidates' times.
+        by_number = self._by_number
+        lead_times = [by_number[key >> _LOCAL_BITS].times[key & _LOCAL_MASK]
+                      for key in order[:_RECENCY_POOL]]
+        oldest, newest = min(lead_times), max(lead_times)
         span = newest - oldest
         bonus = settings.recency_preferred if hint.prefer else settings.recency
         if not wanted.weights and hint.window:
@@ -445,17 +521,19 @@ class RecallIndex:
         if wanted.figures:
             detail_weight = settings.figure_weight
         best: list[tuple[float, float, int, float, float]] = []  # min-heap of the best
-        for key in sorted(base, key=base.__getitem__, reverse=True):
+        for key in order:
             score = base[key]
             if len(best) == k and score * (1 + bonus) * (1 + detail_weight) < best[0][0]:
                 break
-            when = times[key]
+            segment = by_number[key >> _LOCAL_BITS]
+            local = key & _LOCAL_MASK
+            when = segment.times[local]
             closeness = hint.closeness(when) if window else 1.0
-            age = (when - oldest) / span if span > 0 else 1.0
+            age = min(1.0, max(0.0, (when - oldest) / span)) if span > 0 else 1.0
             if hint.prefer == "oldest":
                 age = 1.0 - age
             recency = 1.0 + bonus * age
-            row = self._locate(key)[0].lengths[key & _LOCAL_MASK]
+            row = segment.lengths[local]
             detail = 1.0 + detail_weight * min(1.0, row[detail_column] / _DETAILS)
             final = score * (floor + (1 - floor) * closeness) * recency * detail
             item = (final, when, key, closeness, recency)
@@ -464,7 +542,7 @@ class RecallIndex:
             elif item > best[0]:
                 heapq.heapreplace(best, item)
         best.sort(reverse=True)
-        idf = {term: self._idf(term) * weight for term, weight in wanted.weights.items()}
+        idf = {term: self._idf(wanted, term) * weight for term, weight in wanted.weights.items()}
         return [self._hit(key, final, closeness, recency, wanted, idf)
                 for final, _, key, closeness, recency in best]
 
@@ -473,8 +551,19 @@ class RecallIndex:
         segment, local = self._locate(key)
         by_field: dict[str, list[str]] = {}
         related: list[tuple[str, str]] = []
+        context: list[str] = []
+        following: list[str] = []
         covered = 0.0
+        before = local - 1 if local > 0 and local - 1 not in segment.dead else None
+        after = local + 1 if local + 1 < len(segment.turn_ids) and \
+            local + 1 not in segment.dead else None
         for term in wanted.weights:
+            word = wanted.words.get(term, term)
+            if term not in wanted.related:
+                if before is not None and segment.count(term, before) & MASK:
+                    context.append(word)
+                if after is not None and segment.count(term, after):
+                    following.append(word)
             packed = segment.count(term, local)
             if not packed:
                 continue
@@ -484,9 +573,10 @@ class RecallIndex:
             covered += idf[term]
             for shift, name in zip(SHIFTS, FIELDS):
                 if packed >> shift & MASK:
-                    by_field.setdefault(name, []).append(wanted.words.get(term, term))
+                    by_field.setdefault(name, []).append(word)
         total = sum(v for t, v in idf.items() if t not in wanted.related)
-        why = HitWhy(terms=by_field, related=tuple(related),
+        why = HitWhy(terms=by_field, related=tuple(related), context=tuple(context),
+                     next_turn=tuple(following),
                      coverage=covered / total if total else 0.0,
                      time=wanted.time.label, closeness=closeness, recency=recency,
                      speaker=wanted.speaker)

@@ -6,8 +6,10 @@ the sessions it may see. A segment's saved form (:meth:`Segment.to_data`) is alr
 its in-memory form, so loading one is a JSON parse and almost no Python work.
 
 Postings are two parallel lists per term, the turns (local numbers, increasing) and
-their counts packed 8 bits per field (user lowest, then answer, tools, names, context),
-so a posting list can be searched with :mod:`bisect`. A replaced or removed turn becomes a
+their counts packed 4 bits per field (user lowest, then answer, tools, names; a count
+above 15 is kept as 15, where BM25 has long saturated), so a posting list can be
+searched with :mod:`bisect`. Saved, the local numbers are written as gaps, which
+compress better. A replaced or removed turn becomes a
 tombstone, skipped by searches and dropped when the segment is compacted (on saving,
 or when a quarter of it is dead).
 """
@@ -15,15 +17,15 @@ or when a quarter of it is dead).
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import accumulate
 from typing import Any, Iterator
 
 from .analysis import FIELDS, AnalyzedTurn, terms
 
-SHIFTS = (0, 8, 16, 24, 32)
-MAX_COUNT = 255
-MASK = 255
+SHIFTS = (0, 4, 8, 12)
+MAX_COUNT = 15
+MASK = 15
 ROW = len(FIELDS) + 1  # a turn's lengths: one per field, then its figures
-_RECENT = 3  # user messages kept as the context of the next turns
 
 
 class Segment:
@@ -41,20 +43,12 @@ class Segment:
         self.postings: dict[str, list[list[int]]] = {}  # term -> [locals, packed counts]
         self.dead: set[int] = set()
         self.live: dict[int, int] = {}  # turn id -> local number
-        # The user-field terms of the newest turns, the context of the next one.
-        self.recent_user: dict[int, dict[str, int]] = {}
 
     # ------------------------------------------------------------------ updates
 
     def set_title(self, title: str) -> None:
         self.title = str(title or "")
         self.title_terms = frozenset(terms(self.title))
-
-    def context_for(self, turn_id: int) -> dict[str, int]:
-        """The user-field terms of the newest turn before ``turn_id`` (when it is one of
-        the last few added), the ``context`` of that turn."""
-        earlier = [i for i in self.recent_user if i < turn_id]
-        return self.recent_user[max(earlier)] if earlier else {}
 
     def add(self, turn: AnalyzedTurn) -> tuple[list[int], list[int] | None]:
         """Append a turn (a turn of the same id becomes a tombstone); returns its field
@@ -63,9 +57,6 @@ class Segment:
         local = len(self.turn_ids)
         self.turn_ids.append(turn.turn_id)
         self.times.append(turn.time)
-        self.recent_user[turn.turn_id] = turn.fields.get("user", {})
-        if len(self.recent_user) > _RECENT:
-            del self.recent_user[min(self.recent_user)]
         lengths = [turn.length(f) for f in FIELDS] + [turn.figures]
         self.lengths.append(lengths)
         self.texts.append(turn.text)
@@ -119,6 +110,14 @@ class Segment:
     def __len__(self) -> int:
         return len(self.live)
 
+    def set_text(self, turn_id: int, text: str) -> bool:
+        """Give an indexed turn its display text; False if the turn is not here."""
+        local = self.live.get(turn_id)
+        if local is None:
+            return False
+        self.texts[local] = text
+        return True
+
     def count(self, term: str, local: int) -> int:
         """The packed counts of ``term`` in one turn (0 when absent)."""
         entry = self.postings.get(term)
@@ -145,35 +144,41 @@ class Segment:
     # ------------------------------------------------------------ saved form
 
     def to_data(self) -> dict[str, Any]:
-        """The segment as JSON-ready data (tombstones dropped first)."""
+        """The segment as JSON-ready data (tombstones dropped first), without the display
+        texts: the archive has the turns (see :meth:`RecallIndex.hydrate`)."""
         self.compact()
+        postings = {term: [[locals_[0], *(b - a for a, b in zip(locals_, locals_[1:]))], counts]
+                    for term, (locals_, counts) in self.postings.items()}
         return {"title": self.title,
                 "turns": [[t, w, *ls] for t, w, ls in zip(self.turn_ids, self.times, self.lengths)],
-                "texts": self.texts, "postings": self.postings,
-                "recent_user": [[i, c] for i, c in sorted(self.recent_user.items())]}
+                "postings": postings}
 
     @classmethod
     def from_data(cls, session_id: str, data: dict[str, Any]) -> "Segment":
         """A segment from :meth:`to_data`'s output; ValueError if it is not one."""
         segment = cls(session_id)
         try:
-            turns, texts, postings = data["turns"], data["texts"], data["postings"]
+            turns, postings = data["turns"], data["postings"]
             segment.turn_ids = [int(row[0]) for row in turns]
             segment.times = [float(row[1]) for row in turns]
             segment.lengths = [[int(x) for x in row[2:]] for row in turns]
-            segment.texts = [str(t) for t in texts]
-            segment.recent_user = {int(i): {str(t): int(c) for t, c in counts.items()}
-                                   for i, counts in data.get("recent_user", [])}
+            segment.texts = [""] * len(turns)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
             raise ValueError(f"not a recall segment: {error}") from None
         size = len(segment.turn_ids)
-        if len(segment.texts) != size or any(len(row) != ROW for row in segment.lengths) \
-                or not isinstance(postings, dict):
+        if any(len(row) != ROW for row in segment.lengths):
             raise ValueError("not a recall segment: its parts disagree")
-        for term, entry in postings.items():
-            if (not isinstance(entry, list) or len(entry) != 2 or len(entry[0]) != len(entry[1])
-                    or (entry[0] and not 0 <= entry[0][-1] < size)):
-                raise ValueError(f"not a recall segment: bad postings for {term!r}")
+        if not isinstance(postings, dict):
+            raise ValueError("not a recall segment: no postings")
+        try:
+            for term, entry in postings.items():
+                gaps, counts = entry
+                entry[0] = locals_ = list(accumulate(gaps))
+                if (len(locals_) != len(counts) or not locals_ or locals_[0] < 0
+                        or locals_[-1] >= size or min(gaps[1:], default=1) < 1):
+                    raise ValueError(f"bad postings for {term!r}")
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"not a recall segment: {error}") from None
         segment.postings = postings
         segment.set_title(str(data.get("title") or ""))
         segment.live = {turn_id: i for i, turn_id in enumerate(segment.turn_ids)}

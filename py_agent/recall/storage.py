@@ -8,7 +8,10 @@ library of CPython and Pyodide), behind a short header naming the format and ana
 
     b"RCL1" + u16 analyzer version + zlib(JSON)
 
-Loading is a decompression and a JSON parse: the parsed data is the segment.
+Loading is a decompression and a JSON parse: the parsed data is the segment. The blob
+holds no display texts (they would double its size; the archive has them): after a load,
+hits of the session have an empty ``text`` until :meth:`RecallIndex.hydrate` is given
+the session's archived turns.
 """
 
 from __future__ import annotations

@@ -198,6 +198,40 @@ def test_words_related_by_meaning_find_a_paraphrase():
     assert "related words" in hits[0].why.signals()
 
 
+def test_a_follow_up_is_found_through_the_message_it_answers():
+    def build(settings=None):
+        index = RecallIndex(settings)
+        filled(index, "food", 1, 20)
+        index.add("food", turn(10, "Suggest a dinner for tonight? Something with chickpeas.",
+                               "Do you have spinach?", 10))
+        index.add("food", turn(11, "yes", "Then make a chana saag with garlic and cumin.", 10))
+        return index
+    assert ("food", 11) not in keys(build(RecallSettings(context_weight=0.0)).search(
+        "which chickpea dinner was it?", now=NOW))
+    hits = build().search("which chickpea dinner was it?", now=NOW)
+    assert ("food", 11) in keys(hits)
+    why = hits[keys(hits).index(("food", 11))].why
+    assert "chickpea" in why.context and "previous message" in why.signals()
+
+
+def test_a_turn_explained_by_the_next_one_gets_a_share_of_its_score():
+    def build(settings=None):
+        index = RecallIndex(settings)
+        filled(index, "food", 1, 20)
+        index.add("food", turn(10, "Traybake ideas?", "Any traybake works with sausages.", 12))
+        filled(index, "food", 11, 11)
+        index.add("food", turn(20, "something new please", "Try a gochujang traybake.", 10))
+        index.add("food", turn(21, "is gochujang hot?", "It's a Korean fermented chilli paste.", 10))
+        return index
+    query = "the traybake with the korean chilli paste"
+    alone = keys(build(RecallSettings(lead_weight=0.0)).search(query, now=NOW))
+    assert alone.index(("food", 10)) < alone.index(("food", 20))
+    hits = build().search(query, now=NOW)
+    assert keys(hits).index(("food", 20)) < keys(hits).index(("food", 10))
+    why = hits[keys(hits).index(("food", 20))].why
+    assert "korean" in why.next_turn and "next turn" in why.signals()
+
+
 def test_the_speaker_of_a_query_weighs_that_side_of_the_turns():
     index = RecallIndex()
     index.add("s", turn(1, "I think a hiking trip in the Alps would be fun.", "Sounds good.", 10))
@@ -240,8 +274,8 @@ def test_coverage_tells_a_partial_match_from_a_full_one(index):
 
 
 def test_settings_change_the_ranking():
-    index_user = RecallIndex(RecallSettings(weights=(1.0, 0.1, 0.1, 0.0, 0.0)))
-    index_answer = RecallIndex(RecallSettings(weights=(0.1, 1.0, 0.1, 0.0, 0.0)))
+    index_user = RecallIndex(RecallSettings(weights=(1.0, 0.1, 0.1, 0.0)))
+    index_answer = RecallIndex(RecallSettings(weights=(0.1, 1.0, 0.1, 0.0)))
     for index in (index_user, index_answer):
         index.add("s", turn(1, "quinoa salad", "ok", 3))
         index.add("s", turn(2, "lunch idea?", "quinoa salad", 3))

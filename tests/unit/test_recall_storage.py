@@ -17,19 +17,33 @@ NOW_MS = NOW.timestamp() * 1000
 DAY = 86_400_000
 
 
+TURNS = {
+    "trip": [Turn(1, "We settled on Lisbon for the anniversary.", "Lovely, try Alfama.",
+                  created_at=NOW_MS - 30 * DAY),
+             Turn(2, "Book a table for two on Friday", "Booked at Taberna 12, 8pm.",
+                  [StepRecord(tool="book_table", tool_input={"people": 2},
+                              observation="confirmation TB-5521")],
+                  created_at=NOW_MS - 29 * DAY),
+             Turn(3, "Café recommendations? ☕ 日本語も", "Try Fábrica Coffee.",
+                  created_at=NOW_MS - 28 * DAY)],
+    "home": [Turn(1, "The plumber quoted 340 euros.", "That's fair.",
+                  created_at=NOW_MS - 3 * DAY)],
+}
+
+
 def build() -> RecallIndex:
     index = RecallIndex()
-    index.add("trip", Turn(1, "We settled on Lisbon for the anniversary.", "Lovely, try Alfama.",
-                           created_at=NOW_MS - 30 * DAY))
-    index.add("trip", Turn(2, "Book a table for two on Friday", "Booked at Taberna 12, 8pm.",
-                           [StepRecord(tool="book_table", tool_input={"people": 2},
-                                       observation="confirmation TB-5521")],
-                           created_at=NOW_MS - 29 * DAY))
-    index.add("trip", Turn(3, "Café recommendations? ☕ 日本語も", "Try Fábrica Coffee.",
-                           created_at=NOW_MS - 28 * DAY))
-    index.add("home", Turn(1, "The plumber quoted 340 euros.", "That's fair.",
-                           created_at=NOW_MS - 3 * DAY))
+    for session_id, turns in TURNS.items():
+        index.set_title(session_id, f"{session_id} plans")
+        index.add_many(session_id, turns)
     return index
+
+
+def reload(index: RecallIndex) -> RecallIndex:
+    loaded = RecallIndex()
+    for session_id in index.sessions():
+        load_session(loaded, dump_session(index, session_id), session_id)
+    return loaded
 
 
 def results(index: RecallIndex, query: str, **kwargs):
@@ -40,28 +54,39 @@ QUERIES = ["anniversary trip", "confirmation TB-5521", "table on Friday", "plumb
            "coffee café", "日本語", "what did we decide last month?"]
 
 
+def without_text(hits: list[dict]) -> list[dict]:
+    return [{**h, "text": ""} for h in hits]
+
+
 def test_a_session_round_trips_through_bytes_with_identical_results():
     index = build()
     blob = dump_session(index, "trip")
     assert isinstance(blob, bytes) and blob[:4] == b"RCL1"
+    assert b"Alfama" not in zlib.decompress(blob[6:])  # the text stays in the archive
     loaded = RecallIndex()
     assert load_session(loaded, blob, "trip") == 3
     load_session(loaded, dump_session(index, "home"), "home")
     for query in QUERIES:
+        assert without_text(results(loaded, query)) == without_text(results(index, query))
+    assert [t.fields for t in loaded.analyzed("trip")] == [t.fields for t in index.analyzed("trip")]
+    # The archived turns give the loaded hits their texts back, without re-analysis.
+    assert all(h["text"] == "" for h in results(loaded, "anniversary"))
+    for session_id, turns in TURNS.items():
+        assert loaded.hydrate(session_id, turns) == len(turns)
+    for query in QUERIES:
         assert results(loaded, query) == results(index, query), query
-    assert loaded.analyzed("trip") == index.analyzed("trip")
+    assert loaded.hydrate("nope", TURNS["trip"]) == 0
 
 
 def test_a_loaded_session_takes_updates_like_a_built_one():
     index = build()
-    loaded = RecallIndex()
-    for session_id in ("trip", "home"):
-        load_session(loaded, dump_session(index, session_id), session_id)
+    loaded = reload(index)
     late = Turn(4, "We changed our minds: Porto instead.", "Porto it is.", created_at=NOW_MS - DAY)
     for target in (index, loaded):
         target.add("trip", late)
         target.remove_turn("trip", 2)
-    assert results(loaded, "Porto") == results(index, "Porto")
+    assert without_text(results(loaded, "Porto")) == without_text(results(index, "Porto"))
+    assert results(loaded, "Porto")[0]["text"].startswith("User: We changed our minds")
     assert results(loaded, "TB-5521") == [] and len(loaded) == len(index) == 4
 
 
@@ -73,6 +98,14 @@ def test_loading_replaces_the_session_and_may_rename_it():
     assert load_session(other, blob, "imported") == 3
     assert other.turn_ids("imported") == [1, 2, 3]
     assert {h.session_id for h in other.search("anniversary", now=NOW)} == {"imported"}
+
+
+def test_the_title_is_saved_with_the_session():
+    index = build()
+    loaded = reload(index)
+    assert without_text(results(loaded, "home plumber")) == without_text(results(index, "home plumber"))
+    hit = loaded.search("home plumber", now=NOW)[0]
+    assert hit.session_id == "home"
 
 
 def test_an_empty_or_unknown_session_dumps_to_nothing():
