@@ -225,8 +225,8 @@ def main() -> None:
     print("### cost\n")
     print("| runtime | archived turns | build from turns (s) | load saved index (s) "
           "| query p50 (ms) | query p95 (ms) | BM25Okapi p50 (ms) | archive (MB) "
-          "| index (MB) | index / archive |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| index (MB) | index / archive | reference loop (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for total in (1_000, 10_000):
         r = measure(sessions, questions, total, args.repeat)
         okapi = okapi_latency(sessions, questions, total, args.repeat)
@@ -283,7 +283,7 @@ def tune(ours: "Recall", questions: list[Question], rounds: int = 2) -> None:
 def cost_line(runtime: str, r: dict, okapi: str) -> str:
     return (f"| {runtime} | {r['turns']:,} | {r['build_s']:.2f} | {r['load_s']:.2f} | "
             f"{r['p50_ms']:.2f} | {r['p95_ms']:.2f} | {okapi} | {r['archive_bytes'] / 1e6:.2f} "
-            f"| {r['index_bytes'] / 1e6:.2f} | {100 * r['ratio']:.0f}% |")
+            f"| {r['index_bytes'] / 1e6:.2f} | {100 * r['ratio']:.0f}% | {r['reference_ms']:.0f} |")
 
 
 def okapi_latency(sessions: dict[str, list[Turn]], questions: list[Question], total: int,

@@ -28,6 +28,20 @@ from py_agent.recall import RecallIndex, dump_session, load_session  # noqa: E40
 from py_agent.state import Turn  # noqa: E402
 
 
+def reference_ms() -> float:
+    """A fixed pure-Python workload (a million dictionary updates), best of three: how
+    fast this interpreter runs on this machine right now (about 80-100 ms for CPython
+    3.11 on an idle desktop core), to read the other times against."""
+    best = float("inf")
+    for _ in range(3):
+        table: dict[int, float] = {}
+        started = time.perf_counter()
+        for i in range(1_000_000):
+            table[i & 4095] = table.get(i & 4095, 0.0) + 1.5
+        best = min(best, time.perf_counter() - started)
+    return 1000 * best
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -62,7 +76,8 @@ def measure(sessions: dict[str, list[Turn]], questions: list[Question], total: i
         latencies.append(min(runs))
     archive = archive_bytes(scaled)
     size = sum(len(b) for b in blobs.values() if b)
-    return {"turns": total, "sessions": len(scaled), "build_s": build, "save_s": save,
+    return {"turns": total, "sessions": len(scaled), "reference_ms": reference_ms(),
+            "build_s": build, "save_s": save,
             "load_s": load, "p50_ms": statistics.median(latencies),
             "p95_ms": percentile(latencies, 0.95), "max_ms": max(latencies),
             "archive_bytes": archive, "index_bytes": size, "ratio": size / archive}

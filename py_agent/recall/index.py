@@ -45,9 +45,8 @@ _DRIFT = 0.05
 # A query term found in more turns than this (and than a sixteenth of them) only adds to
 # turns that rarer terms found: walking its postings would cost more than it tells.
 _COMMON = 400
-# Looking a candidate up in a posting list (bisect) costs about this many steps of
-# walking the list: a common term is looked up when candidates are fewer.
-_PROBE = 5
+# The merged postings of this many terms are kept (the oldest asked is dropped first).
+_MERGED_TERMS = 4096
 # A search key is (segment number << _LOCAL_BITS) | the turn's local number.
 _LOCAL_BITS = 24
 _LOCAL_MASK = (1 << _LOCAL_BITS) - 1
@@ -121,12 +120,15 @@ class RecallIndex:
         self._next_number = 0
         self._totals = [0] * len(FIELDS)
         self._count = 0
-        # Per segment number: each turn's 1 / (1 - b + b * length / average) per field,
-        # for the averages in _norm_averages (recomputed when they drift).
-        self._norms: dict[int, list[tuple[float, ...]]] = {}
+        # Search key -> 1 / (1 - b + b * length / average) per field, for the averages in
+        # _norm_averages (all recomputed when they drift).
+        self._norms: dict[int, tuple[float, ...]] = {}
         self._norm_averages: tuple[float, ...] = ()
-        # Term -> how many turns have it (tombstones included), filled as queries ask.
-        self._df: dict[str, int] = {}
+        # Term -> {search key: packed counts} over every segment (tombstones included),
+        # made when a query first asks for the term, kept up to date as turns are added,
+        # dropped when any turn is removed: a query walks one dict per term, not one
+        # posting list per session.
+        self._merged: dict[str, dict[int, int]] = {}
 
     # ---------------------------------------------------------------- updates
 
@@ -151,11 +153,13 @@ class RecallIndex:
         if replaced is not None:
             self._account(replaced, -1)
             self._forget_counts()  # the segment may have been compacted
-        elif self._df:
-            known = self._df
+        elif self._merged:
+            merged = self._merged
+            local = len(segment.turn_ids) - 1
+            key = self._numbers[turn.session_id] << _LOCAL_BITS | local
             for term in {t for counts in turn.fields.values() for t in counts}:
-                if term in known:
-                    known[term] += 1
+                if term in merged:
+                    merged[term][key] = segment.count(term, local)
 
     def _segment(self, session_id: str) -> Segment:
         segment = self._segments.get(session_id)
@@ -223,8 +227,8 @@ class RecallIndex:
         self._forget_counts()
 
     def _forget_counts(self) -> None:
-        """Drop the cached document frequencies and normalisations (after a removal)."""
-        self._df.clear()
+        """Drop the merged postings and normalisations (after a removal or compaction)."""
+        self._merged.clear()
         self._norms.clear()
 
     def segment_data(self, session_id: str) -> dict[str, Any] | None:
@@ -245,7 +249,7 @@ class RecallIndex:
         self._attach(segment)
         for local in segment.live.values():
             self._account(segment.lengths[local], +1)
-        self._df.clear()
+        self._merged.clear()
         return len(segment)
 
     # ------------------------------------------------------------------ reads
@@ -333,21 +337,15 @@ class RecallIndex:
                 weights[2] *= self.settings.speaker_boost
         return weights
 
-    def _segment_norms(self, segment: Segment) -> list[tuple[float, ...]]:
-        """Each turn's 1 / (1 - b + b * length / average) per field, cached per segment."""
-        number = self._numbers[segment.session_id]
-        norms = self._norms.get(number)
-        if norms is not None and len(norms) == len(segment.lengths):
-            return norms
+    def _norm(self, key: int) -> tuple[float, ...]:
+        """A turn's 1 / (1 - b + b * length / average) per field, cached."""
+        segment = self._by_number[key >> _LOCAL_BITS]
+        row = segment.lengths[key & _LOCAL_MASK]
         averages = self._norm_averages
         b = self.settings.b
-        fields = range(len(FIELDS))
-        start = len(norms) if norms is not None else 0
-        fresh = [tuple(1.0 / (1 - b[i] + b[i] * row[i] / averages[i]) for i in fields)
-                 for row in segment.lengths[start:]]
-        norms = (norms or []) + fresh
-        self._norms[number] = norms
-        return norms
+        norm = tuple(1.0 / (1 - b[i] + b[i] * row[i] / averages[i]) for i in range(len(FIELDS)))
+        self._norms[key] = norm
+        return norm
 
     def _refresh_averages(self) -> None:
         n = max(1, self._count)
@@ -357,24 +355,24 @@ class RecallIndex:
             self._norm_averages = averages
             self._norms.clear()
 
-    def _document_frequencies(self, wanted: QueryPlan) -> dict[str, int]:
-        """How many turns of the whole index have each query term (tombstones included:
-        they are few and compacted away); cached across queries, kept up to date as
-        turns are added, dropped when any is removed."""
-        if wanted.frequencies is None:
-            known = self._df
-            missing = [term for term in wanted.weights if term not in known]
-            if missing:
-                segments = list(self._segments.values())
-                for term in missing:
-                    known[term] = sum(len(entry[0]) for segment in segments
-                                      if (entry := segment.postings.get(term)))
-            wanted.frequencies = {term: known[term] for term in wanted.weights}
-        return wanted.frequencies
+    def _postings(self, term: str) -> dict[int, int]:
+        """Every turn with ``term`` (search key -> packed counts), merged and cached."""
+        merged = self._merged.get(term)
+        if merged is None:
+            merged = {}
+            for number, segment in self._by_number.items():
+                entry = segment.postings.get(term)
+                if entry:
+                    high = number << _LOCAL_BITS
+                    merged.update(zip([high | local for local in entry[0]], entry[1]))
+            if len(self._merged) >= _MERGED_TERMS:
+                self._merged.pop(next(iter(self._merged)))
+            self._merged[term] = merged
+        return merged
 
-    def _idf(self, wanted: QueryPlan, term: str) -> float:
+    def _idf(self, term: str) -> float:
         """A term's idf over the whole index (a word no turn has weighs the most)."""
-        df = self._document_frequencies(wanted).get(term, 0)
+        df = len(self._postings(term))
         return math.log(1 + (self._count - df + 0.5) / (df + 0.5))
 
     def _lexical(self, wanted: QueryPlan, segments: list[Segment]) -> dict[int, float]:
@@ -384,64 +382,48 @@ class RecallIndex:
         wu, wa, wt, wn = self._field_weights(wanted)
         wc = self.settings.context_weight
         k1 = self.settings.k1
+        k1_1 = k1 + 1
         n = self._count
         common = max(_COMMON, n // 16)
-        numbers = self._numbers
-        df = self._document_frequencies(wanted)
-        found = []
-        for term, weight in wanted.weights.items():
-            if not df.get(term):
-                continue
-            parts = [(segment, entry) for segment in segments
-                     if (entry := segment.postings.get(term))]
-            if parts:
-                found.append((df[term], term, weight, parts))
-        found.sort(key=lambda item: item[0])
+        allowed = None if len(segments) == len(self._segments) else {
+            self._numbers[segment.session_id] for segment in segments}
+        dead = {self._numbers[s.session_id] << _LOCAL_BITS | local
+                for s in self._segments.values() for local in s.dead}
+        last = {number: len(segment.turn_ids) - 1 for number, segment in self._by_number.items()}
+        found = sorted(((len(p), term, weight, p) for term, weight in wanted.weights.items()
+                        if (p := self._postings(term))), key=lambda item: item[0])
+        norms, norm_of = self._norms, self._norm
         scores: dict[int, float] = {}
         context: dict[int, float] = {}  # what the context field added: not passed back
-        k1_1 = k1 + 1
-        by_number = self._by_number
-        for count, term, weight, parts in found:
-            idf = math.log(1 + (n - count + 0.5) / (count + 0.5)) * weight
+        for count, term, weight, postings in found:
             if count > common and weight < 0.5:
                 continue  # a common related word, or a word about remembering: noise
-            # A common term only adds to turns rarer ones found.
+            idf = math.log(1 + (n - count + 0.5) / (count + 0.5)) * weight
+            # A common term only adds to turns rarer ones found (looked up one by one
+            # when they are fewer than its postings).
             only_known = count > common and bool(scores)
-            probe = only_known and len(scores) * _PROBE < count
-            if probe:  # fewer candidates than postings: look each candidate up
-                holders = {segment.session_id for segment, _ in parts}
-                walks = []
-                for key in scores:
-                    segment = by_number[key >> _LOCAL_BITS]
-                    if segment.session_id in holders:
-                        packed = segment.count(term, key & _LOCAL_MASK)
-                        if packed:
-                            walks.append((segment, [(key & _LOCAL_MASK, packed)]))
+            if only_known and len(scores) * 2 < count:
+                pairs = [(key, packed) for key in scores if (packed := postings.get(key))]
             else:
-                walks = [(segment, zip(*entry)) for segment, entry in parts]
-            for segment, pairs in walks:
-                high = numbers[segment.session_id] << _LOCAL_BITS
-                dead = segment.dead
-                last = len(segment.turn_ids) - 1
-                norms = self._segment_norms(segment)
-                for local, packed in pairs:
-                    key = high | local
-                    if dead and local in dead:
-                        continue
-                    nu, na, nt, nn = norms[local]
-                    user = packed & 15
-                    if user and wc and local < last and not probe and (
-                            not only_known or key + 1 in scores) and local + 1 not in dead:
-                        # This turn's user message is the next turn's context.
-                        tf = wc * user * nu
-                        part = idf * tf * k1_1 / (tf + k1)
-                        context[key + 1] = context.get(key + 1, 0.0) + part
-                        scores[key + 1] = scores.get(key + 1, 0.0) + part
-                    if only_known and key not in scores:
-                        continue
-                    tf = (wu * user * nu + wa * (packed >> 4 & 15) * na
-                          + wt * (packed >> 8 & 15) * nt + wn * (packed >> 12) * nn)
-                    scores[key] = scores.get(key, 0.0) + idf * tf * k1_1 / (tf + k1)
+                pairs = postings.items()  # type: ignore[assignment]
+            for key, packed in pairs:
+                if (allowed is not None and key >> _LOCAL_BITS not in allowed) or (
+                        dead and key in dead):
+                    continue
+                nu, na, nt, nn = norms.get(key) or norm_of(key)
+                user = packed & 15
+                if user and wc and (key & _LOCAL_MASK) < last[key >> _LOCAL_BITS] and (
+                        not only_known or key + 1 in scores) and key + 1 not in dead:
+                    # This turn's user message is the next turn's context.
+                    tf = wc * user * nu
+                    part = idf * tf * k1_1 / (tf + k1)
+                    context[key + 1] = context.get(key + 1, 0.0) + part
+                    scores[key + 1] = scores.get(key + 1, 0.0) + part
+                if only_known and key not in scores:
+                    continue
+                tf = (wu * user * nu + wa * (packed >> 4 & 15) * na
+                      + wt * (packed >> 8 & 15) * nt + wn * (packed >> 12) * nn)
+                scores[key] = scores.get(key, 0.0) + idf * tf * k1_1 / (tf + k1)
         return self._titles(wanted, self._lead_share(scores, context), segments)
 
     def _lead_share(self, scores: dict[int, float], context: dict[int, float]
@@ -476,7 +458,7 @@ class RecallIndex:
             found = [t for t in segment.title_terms if t in wanted.weights]
             if found:
                 number = self._numbers[segment.session_id]
-                bonus[number] = weight * sum(self._idf(wanted, t) * wanted.weights[t]
+                bonus[number] = weight * sum(self._idf(t) * wanted.weights[t]
                                              for t in found)
         if bonus:
             for key in scores:
@@ -542,7 +524,7 @@ class RecallIndex:
             elif item > best[0]:
                 heapq.heapreplace(best, item)
         best.sort(reverse=True)
-        idf = {term: self._idf(wanted, term) * weight for term, weight in wanted.weights.items()}
+        idf = {term: self._idf(term) * weight for term, weight in wanted.weights.items()}
         return [self._hit(key, final, closeness, recency, wanted, idf)
                 for final, _, key, closeness, recency in best]
 

@@ -49,7 +49,7 @@ _FIGURE_CUE = re.compile(
     re.IGNORECASE)
 
 
-@dataclass
+@dataclass(frozen=True)
 class QueryPlan:
     """A query read for the index: ``weights`` per term, the words each term came from
     (``words``), the ``time`` it points at, the ``speaker`` field to favour, and for
@@ -62,7 +62,6 @@ class QueryPlan:
     speaker: str = ""
     related: dict[str, tuple[str, str]] = field(default_factory=dict)
     figures: bool = False
-    frequencies: dict[str, int] | None = None  # filled by the index, once per query
 
 
 def plan(query: str, now: datetime | float | None, *, neighbours: Neighbours | None = None,
