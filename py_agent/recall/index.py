@@ -6,15 +6,23 @@ Scoring, for one query (:mod:`.query`):
    answer's, the tools', and the names and numbers, each with its weight and length
    normalisation. Field lengths and document frequencies change as turns come and go,
    so postings keep raw counts and the normalisation is applied at query time (cached
-   per turn while the average lengths stay within a few percent).
-2. **Speaker**: "what did *you* recommend" weighs the answer field up, "what did *I* say"
+   per turn while the average lengths stay within a few percent). Query words bring
+   their nearest words by meaning at a lower weight (:mod:`.neighbors`).
+2. **Conversation**: a turn's context is the session's previous user message (a fifth
+   field, read at query time from that turn's postings: "yes, go on" answers what was
+   asked before), and a turn gets a share of the next turn's score (the next turn often
+   explains it: "is gochujang hot?" after the recipe). A session's title counts a
+   little for its turns.
+3. **Speaker**: "what did *you* recommend" weighs the answer field up, "what did *I* say"
    the user's.
-3. **Time**: a window read from the query ("last week", resolved against ``now``) scales
+4. **Details**: recall asks for names and figures, so turns rich in them get a bonus
+   (in figures when the query asks "how much" or "when").
+5. **Time**: a window read from the query ("last week", resolved against ``now``) scales
    each turn's score by its closeness to the window: a soft filter, so a turn a day
    outside still ranks above an unrelated one inside.
-4. **Recency**: among candidates, newer turns get a small bonus, so of two turns saying
-   nearly the same thing (a fact that changed) the newest ranks first; "originally",
-   "at first" turn this around, "lately", "now" make it stronger.
+6. **Recency**: newer candidates get a small bonus, so of two turns saying nearly the
+   same thing (a fact that changed) the newest ranks first; "originally", "at first"
+   turn this around, "lately", "these days" make it stronger.
 
 A query with no content word but a time ("what did we talk about yesterday?") ranks the
 turns of that window, newest first.
@@ -45,6 +53,8 @@ _DRIFT = 0.05
 # A query term found in more turns than this (and than a sixteenth of them) only adds to
 # turns that rarer terms found: walking its postings would cost more than it tells.
 _COMMON = 400
+# Candidates enough that a term in more turns than them only adds to them.
+_ENOUGH = 100
 # The merged postings of this many terms are kept (the oldest asked is dropped first).
 _MERGED_TERMS = 4096
 # A search key is (segment number << _LOCAL_BITS) | the turn's local number.
@@ -400,8 +410,10 @@ class RecallIndex:
                 continue  # a common related word, or a word about remembering: noise
             idf = math.log(1 + (n - count + 0.5) / (count + 0.5)) * weight
             # A common term only adds to turns rarer ones found (looked up one by one
-            # when they are fewer than its postings).
-            only_known = count > common and bool(scores)
+            # when they are fewer than its postings); so does, once rarer terms found
+            # enough turns, a term in more turns than they found.
+            only_known = bool(scores) and (count > common or (
+                len(scores) >= _ENOUGH and count > len(scores)))
             if only_known and len(scores) * 2 < count:
                 pairs = [(key, packed) for key in scores if (packed := postings.get(key))]
             else:
