@@ -2,9 +2,11 @@
 
 - :mod:`.analysis`: a turn's terms per field (user, answer, tools, names) and display text;
 - :mod:`.dates`: "last week", "yesterday", "in March" resolved against the query's time;
+- :mod:`.neighbors`: related words by meaning, for query expansion;
 - :mod:`.query`: a query's weighted terms, time and speaker;
 - :mod:`.segment`: one session's turns and postings;
-- :mod:`.index`: :class:`RecallIndex`, incremental BM25F with time, speaker and recency;
+- :mod:`.index`: :class:`RecallIndex`, incremental BM25F with conversation, time, speaker
+  and recency signals (see docs/recall.md);
 - :mod:`.storage`: a session's part of the index as bytes, for stores;
 - :mod:`.hit`: :class:`Hit`, what a search returns, with :class:`HitWhy`.
 """

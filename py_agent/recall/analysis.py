@@ -14,7 +14,7 @@ numbers are kept: "flight 372", "$1,200" and "7:30" are what people come back fo
 CJK runs become character unigrams and bigrams.
 
 Analysis is the costly part of indexing (stemming, mostly), so its result is what the
-index persists (:mod:`.entries`), never redone for a turn already analyzed.
+index saves (:mod:`.storage`), never redone for a turn already analyzed.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """One session's part of the recall index: its turns and their postings.
 
-The index is a set of segments, one per session, never merged: a session is added,
-saved, loaded, exported and deleted as a whole, and a query walks only the segments of
-the sessions it may see. A segment's saved form (:meth:`Segment.to_data`) is already
-its in-memory form, so loading one is a JSON parse and almost no Python work.
+The index keeps one segment per session: a session is saved, loaded and deleted as a
+whole. A segment's saved form (:meth:`Segment.to_data`) is nearly its in-memory form,
+so loading one is a JSON parse and little Python work. (Queries do not walk segments
+one by one: the index merges the postings of the terms it is asked for.)
 
 Postings are two parallel lists per term, the turns (local numbers, increasing) and
 their counts packed 4 bits per field (user lowest, then answer, tools, names; a count
 above 15 is kept as 15, where BM25 has long saturated), so a posting list can be
 searched with :mod:`bisect`. Saved, the local numbers are written as gaps, which
-compress better. A replaced or removed turn becomes a
-tombstone, skipped by searches and dropped when the segment is compacted (on saving,
-or when a quarter of it is dead).
+compress better. A replaced or removed turn becomes a tombstone, skipped by searches
+and dropped when the segment is compacted (on saving, or when a quarter of it is dead).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A session's recall index saved as bytes and loaded back; the shipped neighbour table."""
 
+import json
 import struct
 import zlib
 from datetime import datetime, timezone
@@ -151,7 +152,7 @@ def test_the_blob_is_small_against_the_turns_it_indexes():
                   f"check the soil and feed plant {i} with a balanced fertiliser.",
                   created_at=NOW_MS - i * DAY) for i in range(1, 200)]
     index.add_many("garden", turns)
-    archive = sum(len(str(t.to_dict()).encode()) for t in turns)
+    archive = sum(len(json.dumps(t.to_dict()).encode()) for t in turns)
     assert len(dump_session(index, "garden")) < 0.3 * archive
 
 
