@@ -230,7 +230,8 @@ def main() -> None:
     if args.skip_scale:
         return
     print("### cost\n")
-    print("| runtime | archived turns | build from turns (s) | load saved index (s) "
+    print("| runtime | archived turns | build from turns, wall / CPU (s) "
+          "| load saved index, wall / CPU (s) "
           "| query p50 / p95 (ms) | query CPU p50 / p95 (ms) | BM25Okapi p50 (ms) "
           "| archive (MB) | index (MB) | index / archive | reference loop (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -288,7 +289,8 @@ def tune(ours: "Recall", questions: list[Question], rounds: int = 2) -> None:
 
 
 def cost_line(runtime: str, r: dict, okapi: str) -> str:
-    return (f"| {runtime} | {r['turns']:,} | {r['build_s']:.2f} | {r['load_s']:.2f} | "
+    return (f"| {runtime} | {r['turns']:,} | {r['build_s']:.2f} / {r['build_cpu_s']:.2f} | "
+            f"{r['load_s']:.2f} / {r['load_cpu_s']:.2f} | "
             f"{r['p50_ms']:.2f} / {r['p95_ms']:.2f} | {r['cpu_p50_ms']:.2f} / "
             f"{r['cpu_p95_ms']:.2f} | {okapi} | {r['archive_bytes'] / 1e6:.2f} "
             f"| {r['index_bytes'] / 1e6:.2f} | {100 * r['ratio']:.0f}% | "
