@@ -1,5 +1,6 @@
 """A session's recall index saved as bytes and loaded back; the shipped neighbour table."""
 
+import gc
 import json
 import struct
 import zlib
@@ -107,6 +108,20 @@ def test_the_title_is_saved_with_the_session():
     assert without_text(results(loaded, "home plumber")) == without_text(results(index, "home plumber"))
     hit = loaded.search("home plumber", now=NOW)[0]
     assert hit.session_id == "home"
+
+
+def test_loading_leaves_the_garbage_collector_as_it_found_it():
+    blob = dump_session(build(), "trip")
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            load_session(RecallIndex(), blob, "trip")
+            assert gc.isenabled() is enabled
+            with pytest.raises(IndexBlobError):
+                load_session(RecallIndex(), blob[:-3], "trip")
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
 
 
 def test_an_empty_or_unknown_session_dumps_to_nothing():
