@@ -36,6 +36,7 @@ class WordVectors:
         if len(words) != count:
             raise ValueError("word-vector table is truncated")
         self._rank = {w: i for i, w in enumerate(words)}
+        self.words: tuple[str, ...] = tuple(words)  # by row, most frequent first
         self._rows = memoryview(data)[end + 1:].cast("b")
         if len(self._rows) != count * self.dims:
             raise ValueError("word-vector table is truncated")
