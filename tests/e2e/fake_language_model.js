@@ -574,8 +574,11 @@
         return Promise.reject(domError('NotSupportedError', 'Unable to create a text session because the service is not running.'));
       }
       const needsDownload = availability === 'downloadable' || availability === 'downloading';
-      if (availability === 'downloadable' && state.config.requireUserActivation && !takeActivation()) {
-        return Promise.reject(domError('NotAllowedError', 'Requires a user gesture when availability is "downloadable".'));
+      if (availability === 'downloadable') {
+        if (state.config.requireUserActivation && !takeActivation()) {
+          return Promise.reject(domError('NotAllowedError', 'Requires a user gesture when availability is "downloadable".'));
+        }
+        state.availability = 'downloading';   // until it completes; later create() calls need no gesture
       }
       const monitor = new FakeCreateMonitor();
       if (typeof options.monitor === 'function') {

@@ -153,9 +153,12 @@ def compact(page: Page, focus: str = "") -> None:
 
 
 def failed_turn(page: Page, text: str, error: str = "The model crashed.") -> Locator:
-    """Send ``text`` with the model set to fail its next call (an OperationError saying
-    ``error``); the turn's answer, once it shows the error."""
-    page.evaluate("(message) => __fakeLM.failNext('OperationError', {message})", error)
+    """Send ``text`` with the model set to fail the turn's first step prompt (an
+    OperationError saying ``error``); the turn's answer, once it shows the error. (The
+    step prompt, not just the next call: the host may first ask availability() whether
+    the browser offers a sampling mode, and shrugs off a failure there.)"""
+    page.evaluate("(message) => __fakeLM.failNext('OperationError', "
+                  "{message, method: 'promptStreaming'})", error)
     send(page, text)
     failed = answer_to(page, text)
     expect(failed).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)

@@ -506,7 +506,10 @@ def test_download_needs_a_fresh_gesture_and_create_consumes_it(open_page):
         button.textContent = 'download';
         button.onclick = () => {
             window.firstCreate = __catch(LanguageModel.create());
-            window.secondCreate = __catch(LanguageModel.create());   // same gesture: consumed
+            window.during = LanguageModel.availability();   // the download runs now
+            // As if that download were gone: starting another needs another gesture.
+            __fakeLM.setAvailability('downloadable');
+            window.secondCreate = __catch(LanguageModel.create());
         };
         document.body.append(button);
     }""")
@@ -519,8 +522,9 @@ def test_download_needs_a_fresh_gesture_and_create_consumes_it(open_page):
     assert no_gesture["result"]["name"] == "NotAllowedError"
     page.click("#twice")
     r = page.evaluate("""async () => ({ first: await firstCreate, second: await secondCreate,
-                                       after: await LanguageModel.availability() })""")
+                                       during: await during, after: await LanguageModel.availability() })""")
     assert r["first"] is None
+    assert r["during"] == "downloading"
     assert r["second"]["name"] == "NotAllowedError"
     assert r["after"] == "available"
     downloading = page.evaluate("""async () => {
