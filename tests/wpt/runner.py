@@ -33,6 +33,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from playwright.sync_api import Error as PlaywrightError
+
 from tests.e2e.pages import FAKE_LM_SCRIPTS, install_fake_lm_scripts
 
 WPT_ROOT = Path(__file__).resolve().parent
@@ -241,7 +243,10 @@ def run_file(browser: Any, base_url: str, path: str, config: dict[str, Any],
         while time.monotonic() < deadline:
             while clicks:
                 frame, element_id = clicks.pop(0)
-                frame.click(f"#{element_id}", timeout=10_000)
+                try:
+                    frame.click(f"#{element_id}", timeout=10_000)
+                except PlaywrightError:
+                    pass   # the frame went away: its test times out and says so
             report = page.evaluate("window.__wptReport && window.__wptReport.done "
                                    "? window.__wptReport : null")
             if report:
@@ -341,7 +346,11 @@ def run_all(browser: Any, expectations: Expectations,
             paths: list[str] | None = None) -> Iterator[FileResult]:
     with WptServer() as server:
         for path in paths or wpt_files():
-            yield run_file(browser, server.url, path, expectations.config_for(path), fake_scripts)
+            try:
+                yield run_file(browser, server.url, path, expectations.config_for(path),
+                               fake_scripts)
+            except PlaywrightError as error:   # one broken page must not hide the others
+                yield FileResult(path, "ERROR", f"the page failed: {error}", {})
 
 
 # Chromium as the e2e conftest launches it, plus gc() for the garbage-collection tests
