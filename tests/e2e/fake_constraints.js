@@ -205,9 +205,9 @@
     if ('$ref' in schema) return example(resolveRef(root, schema.$ref), hints, root, key);
     if ('const' in schema) return schema.const;
     if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
-    for (const key2 of ['anyOf', 'oneOf']) {
-      if (Array.isArray(schema[key2]) && schema[key2].length) {
-        const { [key2]: branches, ...rest } = schema;
+    for (const combinator of ['anyOf', 'oneOf']) {
+      if (Array.isArray(schema[combinator]) && schema[combinator].length) {
+        const { [combinator]: branches, ...rest } = schema;
         for (const branch of branches) {
           const candidate = example({ ...rest, ...branch, properties: { ...rest.properties, ...branch.properties } }, hints, root, key);
           if (validate(candidate, schema, root)) return candidate;

@@ -421,7 +421,7 @@
     return `You said: ${clip(message, 200)}`;
   }
 
-  async function produceReply(session, method, inputText, messages, options, compiled) {
+  async function produceReply(session, method, inputText, messages, compiled) {
     const last = messages[messages.length - 1];
     const prefix = last?.prefix ? last.content : '';
     if (prefix && compiled) {
@@ -721,7 +721,7 @@
       const compiled = compileConstraint(constraint);
       this.#reserve(requested);
       await sleep(state.config.latencyMs, signal);
-      return produceReply(this, method, inputText, messages, options, compiled);
+      return produceReply(this, method, inputText, messages, compiled);
     }
 
     // ----- prompting

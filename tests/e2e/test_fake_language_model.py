@@ -2,7 +2,10 @@
 
 Each test drives the fake directly in the page (no app code) and checks one piece of
 spec behaviour: errors and their names, usage accounting, overflow, clone, destroy,
-abort, streaming deltas, legacy names, download progress and the test controls.
+abort, streaming deltas, legacy names, download progress and user activation, response
+constraints (schema support per browser, RegExp, prefixes, replies that break them),
+sampling modes, browser profiles and the test controls. The spec's own tests run against
+it too: test_wpt_prompt_api.py.
 """
 
 from __future__ import annotations
