@@ -55,6 +55,19 @@ class ModelAbortedError(ModelError):
     """The call was aborted (``AbortError``), usually because the user pressed stop."""
 
 
+class ResponseConstraintError(ModelError):
+    """The model would not answer under the ``responseConstraint`` asked for: the browser
+    does not support the schema or a feature it uses (``NotSupportedError``), the
+    constraint is not a schema (``TypeError``), or no compliant reply came
+    (``SyntaxError``). The model itself works: a looser constraint, or none, may do.
+    ``original_name`` keeps the browser's error name."""
+
+    def __init__(self, message: str = "the model refused the response constraint", *,
+                 original_name: str | None = None) -> None:
+        super().__init__(message)
+        self.original_name = original_name
+
+
 class ModelNetworkError(ModelError):
     """The model download or the bridge to it failed; worth retrying later."""
 

@@ -18,12 +18,16 @@ import json
 from typing import Any, Awaitable, Callable
 
 from .model import (Availability, Message, ModelAbortedError, ModelError, ModelNetworkError,
-                    ModelUnavailableError, Purpose, QuotaExceededError)
+                    ModelUnavailableError, Purpose, QuotaExceededError, ResponseConstraintError)
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import StateConflictError, StorageError
 
 Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
 
+# The LLM host's error names (web/llm_host.js), as Chrome raises them, to Python errors:
+# a session destroyed before or during a call (InvalidStateError) is gone, as
+# FunctionModel's destroyed sessions are; a call's own abort signal is an abort; a refused
+# response constraint is its own error, never a missing model.
 _MODEL_ERRORS: dict[str, type[ModelError]] = {
     "QuotaExceededError": QuotaExceededError,
     "ModelUnavailableError": ModelUnavailableError,
@@ -32,6 +36,7 @@ _MODEL_ERRORS: dict[str, type[ModelError]] = {
     "InvalidStateError": ModelUnavailableError,
     "AbortError": ModelAbortedError,
     "NetworkError": ModelNetworkError,
+    "ResponseConstraintError": ResponseConstraintError,
 }
 
 _STORAGE_KINDS = {"StorageQuotaError": "quota", "QuotaExceededError": "quota",
@@ -46,6 +51,10 @@ def model_error(error: dict[str, Any]) -> ModelError:
     if cls is QuotaExceededError:
         return QuotaExceededError(message, requested=error.get("requested"),
                                   quota=error.get("quota"))
+    if cls is ResponseConstraintError:
+        original = str(error.get("originalName") or "") or None
+        return ResponseConstraintError(f"{original}: {message}" if original else message,
+                                       original_name=original)
     return cls(message if cls is not ModelError else f"{name}: {message}")
 
 

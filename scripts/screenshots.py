@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VENV_PYTHON = ROOT / ".venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
 E2E = ROOT / "tests" / "e2e"
-FAKE_LM_JS = E2E / "fake_language_model.js"
+FAKE_LM_SCRIPTS = (E2E / "fake_constraints.js", E2E / "fake_language_model.js")
 OUT = ROOT / "docs" / "screenshots"
 
 DESKTOP = {"width": 1280, "height": 860}
@@ -181,7 +181,8 @@ class Demo:
             page.add_init_script(script=f"window.__fakeLMConfig = {json.dumps(fake_config)};"
                                  + (f"window.__fakeLMConfig.responder = ({source});"
                                     if source else ""))
-            page.add_init_script(path=str(FAKE_LM_JS))
+            for script in FAKE_LM_SCRIPTS:
+                page.add_init_script(path=str(script))
         page.on("pageerror", lambda error: print(f"[screenshots] page error: {error}"))
         page.goto(self.url + "/")
         page.wait_for_selector('[data-testid="status"][data-state="ready"]',

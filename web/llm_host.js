@@ -13,7 +13,11 @@
  *
  *   availability([options])          -> {availability, reason}; reason 'unsupported' when the API is absent
  *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})
- *                                    -> {sessionId, contextWindow, contextUsage}
+ *                                    -> {sessionId, contextWindow, contextUsage, samplingMode}
+ *        purpose 'step' and 'facts' sessions are created with samplingMode 'most-predictable'
+ *        where the browser has samplingMode and availability() accepts that mode for the
+ *        same options; other purposes, and other browsers, get the browser's default
+ *        (samplingMode null in the reply).
  *   clone(sessionId, [{requestId}])  -> {sessionId, contextWindow, contextUsage}
  *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?, conversationId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
@@ -29,18 +33,27 @@
  *   sessionInfo([sessionId])         -> {sessionId, purpose, contextWindow, contextUsage} (or a list)
  *
  *   requestId defaults to the message id; calls sharing a requestId are aborted together.
- *   Error names: QuotaExceededError (with requested/quota), ModelUnavailableError
- *   (NotSupportedError, NotAllowedError, API missing), AbortError, NetworkError,
- *   InvalidStateError (unknown or destroyed session), else the original name.
+ *   Error names, as Chrome raises them: QuotaExceededError (with requested/quota);
+ *   ResponseConstraintError for a prompt or measure that carried a responseConstraint and
+ *   failed with NotSupportedError (schema or feature refused), TypeError (not a schema)
+ *   or SyntaxError (no compliant reply), so a refused constraint never reads as a missing
+ *   model; ModelUnavailableError (other NotSupportedError, NotAllowedError, API missing);
+ *   AbortError (the call's signal); InvalidStateError (a session destroyed before or
+ *   during the call, or an unknown session id); NetworkError; else the original name.
+ *   originalName always keeps the browser's name.
  */
 
 const UNAVAILABLE_NAMES = new Set(['NotSupportedError', 'NotAllowedError', 'ModelUnavailableError']);
+const CONSTRAINT_NAMES = new Set(['NotSupportedError', 'TypeError', 'SyntaxError']);
+// Purposes whose replies should be the model's most likely ones: ReAct steps and fact extraction.
+const PREDICTABLE_PURPOSES = new Set(['step', 'facts']);
+const PREDICTABLE = 'most-predictable';
 
 /** A plain, structured-cloneable error for the worker. */
 export function toRpcError(err) {
-  const originalName = err?.name || 'Error';
-  let name = originalName;
-  if (UNAVAILABLE_NAMES.has(originalName)) name = 'ModelUnavailableError';
+  const originalName = err?.originalName || err?.name || 'Error';
+  let name = err?.name || 'Error';
+  if (UNAVAILABLE_NAMES.has(name)) name = 'ModelUnavailableError';
   const out = { name, originalName, message: String(err?.message ?? err ?? 'unknown error') };
   if (originalName === 'QuotaExceededError') {
     out.requested = Number.isFinite(err?.requested) ? err.requested : null;
@@ -52,6 +65,15 @@ export function toRpcError(err) {
 function hostError(name, message) {
   const e = new Error(message);
   e.name = name;
+  return e;
+}
+
+/** `err` from a call that carried a responseConstraint: the constraint's own error when the
+ * browser refused it or could not comply, else `err` itself. */
+function constraintError(err) {
+  if (!CONSTRAINT_NAMES.has(err?.name)) return err;
+  const e = hostError('ResponseConstraintError', String(err?.message ?? err));
+  e.originalName = err.name;
   return e;
 }
 
@@ -71,6 +93,7 @@ export class LLMHost extends EventTarget {
     this.inflight = new Map();   // requestId -> Set<AbortController>
     this._nextSession = 1;
     this._ports = new Set();
+    this._predictable = new Map();   // JSON of expected options -> Promise<boolean>
   }
 
   get api() {
@@ -147,6 +170,21 @@ export class LLMHost extends EventTarget {
     return { signal: controller.signal, done };
   }
 
+  /**
+   * 'most-predictable' for a purpose that wants it, where the browser has samplingMode and
+   * availability() with these options accepts that mode (asked once per option set); else null.
+   */
+  async _samplingModeFor(api, purpose, expected) {
+    if (!PREDICTABLE_PURPOSES.has(purpose) || !('samplingMode' in (api.prototype ?? {}))) return null;
+    const key = JSON.stringify(expected);
+    if (!this._predictable.has(key)) {
+      this._predictable.set(key, Promise.resolve()
+        .then(() => api.availability({ ...expected, samplingMode: PREDICTABLE }))
+        .then((a) => a !== 'unavailable', () => false));
+    }
+    return (await this._predictable.get(key)) ? PREDICTABLE : null;
+  }
+
   _register(session, purpose, requestId) {
     const sessionId = `s${this._nextSession++}`;
     const entry = { session, purpose: purpose ?? null, requestId, overflowed: false };
@@ -159,7 +197,7 @@ export class LLMHost extends EventTarget {
     const type = 'oncontextoverflow' in session || !('onquotaoverflow' in session) ? 'contextoverflow' : 'quotaoverflow';
     session.addEventListener?.(type, onOverflow);
     this.sessions.set(sessionId, entry);
-    return { sessionId, ...usage(session) };
+    return { sessionId, ...usage(session), samplingMode: session.samplingMode ?? null };
   }
 
   // ------------------------------------------------------------ public (also via RPC)
@@ -181,10 +219,23 @@ export class LLMHost extends EventTarget {
         this._emit('downloadprogress', { loaded: e.loaded, requestId: rid }, this._options.onDownloadProgress);
       }),
     };
-    if (expectedInputs) options.expectedInputs = expectedInputs;
-    if (expectedOutputs) options.expectedOutputs = expectedOutputs;
+    const expected = {};
+    if (expectedInputs) expected.expectedInputs = expectedInputs;
+    if (expectedOutputs) expected.expectedOutputs = expectedOutputs;
+    Object.assign(options, expected);
     try {
-      const session = await api.create(options);
+      const samplingMode = await this._samplingModeFor(api, purpose, expected);
+      if (samplingMode) options.samplingMode = samplingMode;
+      let session;
+      try {
+        session = await api.create(options);
+      } catch (err) {
+        // A browser that listed the mode but refuses it at create(): remember, and go on without.
+        if (!samplingMode || !['NotSupportedError', 'TypeError'].includes(err?.name)) throw err;
+        this._predictable.set(JSON.stringify(expected), Promise.resolve(false));
+        delete options.samplingMode;
+        session = await api.create(options);
+      }
       return this._register(session, purpose, rid);
     } finally {
       done();
@@ -234,6 +285,8 @@ export class LLMHost extends EventTarget {
         result = await session.prompt(text, options);
       }
       return { text: result, ...usage(session), overflowed: entry.overflowed };
+    } catch (err) {
+      throw responseConstraint != null ? constraintError(err) : err;
     } finally {
       done();
     }
@@ -256,7 +309,12 @@ export class LLMHost extends EventTarget {
     const fn = session.measureContextUsage ?? session.measureInputUsage;
     if (typeof fn !== 'function') return null;
     const options = responseConstraint != null ? { responseConstraint } : {};
-    const n = await fn.call(session, text, options);
+    let n;
+    try {
+      n = await fn.call(session, text, options);
+    } catch (err) {
+      throw responseConstraint != null ? constraintError(err) : err;
+    }
     return Number.isFinite(n) ? n : null;
   }
 
@@ -288,7 +346,8 @@ export class LLMHost extends EventTarget {
   }
 
   sessionInfo(sessionId = null) {
-    const info = (id, e) => ({ sessionId: id, purpose: e.purpose, ...usage(e.session) });
+    const info = (id, e) => ({ sessionId: id, purpose: e.purpose, ...usage(e.session),
+                               samplingMode: e.session.samplingMode ?? null });
     if (sessionId == null) return [...this.sessions].map(([id, e]) => info(id, e));
     return info(sessionId, this._entry(sessionId));
   }

@@ -39,7 +39,6 @@ import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FAKE_LM_JS = Path(__file__).with_name("fake_language_model.js")
 BLANK_PAGE = "/__e2e__/blank.html"   # an empty page any test can open on the server
 
 
@@ -97,11 +96,10 @@ def install_fake_lm():
     e.g. install(page, availability="downloadable", contextWindow=500,
     responderSource="(input, ctx) => 'hi'", replies=["first", "second"]).
     """
-    from tests.e2e.pages import fake_lm_config_script
+    from tests.e2e.pages import install_fake_lm_scripts
 
     def install(page, **config) -> None:
-        page.add_init_script(script=fake_lm_config_script(config))
-        page.add_init_script(path=str(FAKE_LM_JS))
+        install_fake_lm_scripts(page, config)
     return install
 
 

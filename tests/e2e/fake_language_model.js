@@ -1,38 +1,46 @@
 /*
  * A fake `window.LanguageModel` (Chrome's Prompt API) for end-to-end tests.
  *
- * Install it with Playwright before any page script runs:
+ * Install it with Playwright before any page script runs, after its constraint engine:
  *
  *     page.add_init_script(script="window.__fakeLMConfig = {...}")   # optional
- *
- * (a responder given as source, responderSource, is eval'ed, which the app page's CSP
- * forbids: there, put the function itself in the config as `responder`, as
- * tests/e2e/pages.py's fake_lm_config_script does)
+ *     page.add_init_script(path="tests/e2e/fake_constraints.js")
  *     page.add_init_script(path="tests/e2e/fake_language_model.js")
  *
- * (the `install_fake_lm` fixture in conftest.py does both). The fake follows
- * the current spec and what Chromium 156 exposes to web pages:
+ * (tests/e2e/pages.py's install_fake_lm_scripts does all three; a responder given as
+ * source, responderSource, is eval'ed, which the app page's CSP forbids: there, put the
+ * function itself in the config as `responder`, as pages.fake_lm_config_script does).
+ *
+ * It follows the Prompt API spec, and Chromium 156 where the spec leaves a choice; the
+ * web-platform-tests under tests/wpt hold it to that (tests/e2e/test_wpt_prompt_api.py):
  *
  *   static availability(options)  'available' | 'downloadable' | 'downloading' | 'unavailable'
- *   static create({initialPrompts, monitor, signal, expectedInputs, expectedOutputs, ...})
+ *   static create({initialPrompts, monitor, signal, expectedInputs, expectedOutputs, samplingMode})
  *   session.prompt(input, {responseConstraint, omitResponseConstraintInput, signal})
  *   session.promptStreaming(...)   ReadableStream of *delta* string chunks
  *   session.append(input, {signal}), session.measureContextUsage(input, options)
- *   session.contextUsage, session.contextWindow, 'contextoverflow' + oncontextoverflow
- *   session.clone({signal}), session.destroy()
- * plus, unless config.names === 'current', the legacy aliases inputUsage, inputQuota,
- * measureInputUsage() and 'quotaoverflow' + onquotaoverflow (Chrome keeps them only in
- * extensions; config.names: 'both' (default) | 'current' | 'legacy').
+ *   session.contextUsage, session.contextWindow, session.samplingMode,
+ *   'contextoverflow' + oncontextoverflow, session.clone({signal}), session.destroy()
+ * and, only with config.names 'both' or 'legacy', the names Chrome keeps for extensions:
+ * inputUsage, inputQuota, measureInputUsage() and 'quotaoverflow' + onquotaoverflow.
  *
- * Errors, as Chrome raises them: create() when unavailable -> NotSupportedError; create()
- * when a download is needed and the page never had a user gesture -> NotAllowedError;
- * input too large for the window -> QuotaExceededError with `requested` and `quota`;
- * aborted signal or destroy() during a call -> AbortError (or the signal's reason);
- * any call on a destroyed session -> InvalidStateError; a system message anywhere but
- * first -> TypeError. expectedInputs/expectedOutputs are validated (known types, outputs
- * only text, languages among config.languages, else 'unavailable'), kept in the
- * call log (entry.expectedInputs/expectedOutputs), and, as in Chrome, a console warning
- * says so when availability() or create() names no output language.
+ * Errors, as Chrome raises them:
+ *   - create() when unavailable -> NotSupportedError; in a frame the 'language-model'
+ *     permissions policy does not allow -> NotAllowedError (and availability()
+ *     'unavailable'); when the model is 'downloadable' without transient user activation
+ *     -> NotAllowedError (create() consumes the activation); from a detached frame ->
+ *     InvalidStateError;
+ *   - input too large for the window -> QuotaExceededError with `requested` and `quota`;
+ *   - a call on a destroyed session, in flight or later -> InvalidStateError; an aborted
+ *     signal -> its reason (promptStreaming() throws it at once, as Chrome does);
+ *   - a system message anywhere but first in the session -> TypeError; `prefix` on any
+ *     message but a last assistant one -> SyntaxError; image/audio content the session
+ *     did not declare in expectedInputs, or in an assistant message -> NotSupportedError;
+ *   - responseConstraint: not an object or RegExp -> TypeError; a schema that is
+ *     malformed or uses a keyword the configured browser lacks (config.schemaSupport), or
+ *     a prefix that cannot lead to a compliant reply -> NotSupportedError; a reply (from
+ *     a responder or a script) that breaks the constraint -> SyntaxError, unless
+ *     config.replyCheck is 'off'.
  *
  * Token counting (deterministic, deliberately unlike chars/4 so calibration matters):
  *   - each CJK ideograph, kana or hangul syllable = 1 token;
@@ -40,8 +48,9 @@
  *     = 5, "a" = 1);
  *   - each punctuation or symbol character = 1 token; whitespace is free;
  *   - each message costs 4 more tokens (turn markers); a string input is one user message;
- *   - a responseConstraint (unless omitResponseConstraintInput) adds one message holding
- *     JSON.stringify(schema);
+ *   - a JSON-schema responseConstraint (unless omitResponseConstraintInput) adds one
+ *     message holding JSON.stringify(schema); a RegExp adds nothing (Chrome sends only
+ *     schemas to the model);
  *   - a reply costs what measureContextUsage(reply) would (tokens + 4).
  *   window.__fakeLM.countTokens(text) exposes the per-text part.
  *
@@ -53,6 +62,9 @@
  *   'reject' (the spec's prefill algorithm): reject when usage + input > window with
  *     {requested: usage + input, quota: contextWindow}; nothing is dropped.
  *
+ * What real browsers differ in, as knobs (see DEFAULTS): schemaSupport, contextWindow,
+ * languages, samplingModes (null: a browser without samplingMode), names.
+ *
  * Test control: `window.__fakeLM` (each member is documented where `control` is defined
  * near the end): configure(config), reset(config), setAvailability(a), setResponder(fn),
  * setResponderSource(src), queueReplies(...), clearReplies(), failNext(name, {method,
@@ -63,18 +75,28 @@
 (() => {
   'use strict';
 
+  const constraints = window.__fakeLMConstraints;
+  if (!constraints) throw new Error('fake_language_model.js needs fake_constraints.js installed first');
+
+  // Chrome's sampling modes (its WPT lists seven; the spec's enum has the five without "slightly-").
+  const SAMPLING_MODES = ['most-predictable', 'predictable', 'slightly-predictable', 'balanced',
+    'slightly-creative', 'creative', 'most-creative'];
+
   const DEFAULTS = {
     availability: 'available',   // what availability() reports and create() honours
-    contextWindow: 9216,         // tokens per session
-    names: 'both',               // 'both' | 'current' | 'legacy' attribute/method names
+    contextWindow: 9216,         // tokens per session (Chrome's Gemini Nano on desktop)
+    names: 'current',            // 'current' | 'both' | 'legacy' attribute/method names
     overflowMode: 'evict',       // 'evict' | 'reject'
     latencyMs: 0,                // delay before a reply (prompt and first stream chunk)
     chunkDelayMs: 0,             // delay between streamed chunks
     chunkSize: 0,                // 0: one chunk per word; n: n characters per chunk
     downloadSteps: 4,            // intermediate downloadprogress events when downloading
     downloadStepMs: 5,           // delay between downloadprogress events
-    requireUserActivation: true, // create() needs sticky activation to start a download
+    requireUserActivation: true, // create() needs transient activation while 'downloadable'
     languages: ['en', 'es', 'ja'],  // supported expectedInputs/expectedOutputs languages
+    schemaSupport: 'chrome',     // 'chrome' | 'strict' | 'edge' | 'none' | [keywords]
+    samplingModes: SAMPLING_MODES,  // supported modes; null: no samplingMode in this browser
+    replyCheck: 'strict',        // 'strict': a reply breaking the constraint -> SyntaxError; 'off'
     responderSource: null,       // JS source of a responder function (for init config)
     replies: [],                 // scripted replies consumed before the responder
   };
@@ -117,22 +139,24 @@
   }
 
   function record(method, sessionId, input, options = {}) {
+    const c = options.responseConstraint;
     const entry = {
       method,
       sessionId,
       input: typeof input === 'string' ? input : JSON.stringify(input),
-      hasConstraint: options.responseConstraint != null,
-      constraint: options.responseConstraint ?? null,
+      hasConstraint: c != null,
+      constraint: c instanceof RegExp ? { regex: c.source, flags: c.flags } : c ?? null,
       time: performance.now(),
     };
     state.log.push(entry);
     return entry;
   }
 
-  // availability() and create() entries also keep the declared expectedInputs/Outputs.
-  function recordExpected(entry, options) {
+  // availability() and create() entries also keep the declared options.
+  function recordOptions(entry, options) {
     entry.expectedInputs = options.expectedInputs ?? null;
     entry.expectedOutputs = options.expectedOutputs ?? null;
+    entry.samplingMode = options.samplingMode ?? null;
   }
 
   // ---------------------------------------------------------------- errors
@@ -155,6 +179,8 @@
     return new DOMException(message, name);
   }
 
+  const DESTROYED = 'The model execution session has been destroyed.';
+
   function abortError(message = 'The operation was aborted.') {
     return new DOMException(message, 'AbortError');
   }
@@ -175,13 +201,58 @@
     });
   }
 
+  // ---------------------------------------------------------------- the page's state
+
+  /** A frame whose browsing context is gone (a removed iframe) has no defaultView. */
+  function detached() {
+    return !document.defaultView;
+  }
+
+  /** The 'language-model' permissions policy (default allowlist 'self'). */
+  function policyAllows() {
+    const policy = document.permissionsPolicy || document.featurePolicy;
+    if (!policy || typeof policy.allowsFeature !== 'function') return true;
+    return policy.allowsFeature('language-model');
+  }
+
+  // Transient activation, as create() consumes it: the page's own activation state, less
+  // the gestures a create() already used. (The fake cannot consume the browser's
+  // activation itself; it remembers what it consumed since the last gesture it saw.)
+  const activation = { seen: 0, consumed: -1 };
+  for (const type of ['keydown', 'mousedown', 'pointerdown', 'pointerup', 'touchend']) {
+    window.addEventListener(type, (event) => { if (event.isTrusted) activation.seen += 1; }, true);
+  }
+  function takeActivation() {
+    if (!navigator.userActivation?.isActive || activation.consumed === activation.seen) return false;
+    activation.consumed = activation.seen;
+    return true;
+  }
+
   // ---------------------------------------------------------------- messages
 
   const ROLES = ['system', 'user', 'assistant'];
   const TYPES = ['text', 'image', 'audio', 'tool-call', 'tool-response'];
 
-  /** Canonical form: [{role, content: string, prefix}] (text only; other media become markers). */
-  function canonicalize(input, hasAppendedInput) {
+  const isBufferSource = (v) => v instanceof ArrayBuffer || ArrayBuffer.isView(v);
+  function isImageSource(v) {
+    const kinds = ['HTMLImageElement', 'SVGImageElement', 'HTMLVideoElement', 'HTMLCanvasElement',
+      'ImageBitmap', 'OffscreenCanvas', 'VideoFrame', 'Blob', 'ImageData'];
+    return isBufferSource(v) || kinds.some((k) => typeof window[k] === 'function' && v instanceof window[k]);
+  }
+  const isAudioSource = (v) => isBufferSource(v) || v instanceof Blob
+    || (typeof AudioBuffer === 'function' && v instanceof AudioBuffer);
+
+  /** The content types a session (or a create() call) accepts: text and what it declared. */
+  function expectedTypes(expectedInputs) {
+    return new Set(['text', ...(Array.isArray(expectedInputs) ? expectedInputs.map((e) => e?.type) : [])]);
+  }
+
+  /**
+   * The spec's "validate and canonicalize a prompt": [{role, content: string, prefix}]
+   * (other media become markers such as "[image]"). `hasContext` is whether the session
+   * already holds input (then no system message may come).
+   */
+  function canonicalize(input, hasContext, types) {
     if (typeof input === 'string') return [{ role: 'user', content: input, prefix: false }];
     if (!Array.isArray(input)) return [{ role: 'user', content: String(input), prefix: false }];
     if (input.length === 0) return [{ role: 'user', content: '', prefix: false }];
@@ -195,11 +266,11 @@
         throw new TypeError(`Failed to read the 'role' property: '${role}' is not a valid LanguageModelMessageRole.`);
       }
       if (content === undefined) throw new TypeError("Required member 'content' is undefined.");
-      if (role === 'system' && (hasAppendedInput || index > 0)) {
-        throw new TypeError('A system message must be the first message, and only the first.');
-      }
       if (prefix && (role !== 'assistant' || index !== input.length - 1)) {
-        throw new DOMException('Only the last message may be a prefix, and it must be an assistant message.', 'SyntaxError');
+        throw domError('SyntaxError', 'Only the last message may be a prefix, and it must be an assistant message.');
+      }
+      if (role === 'system' && (hasContext || index > 0)) {
+        throw new TypeError('A system message must be the first message, and only the first.');
       }
       let text = '';
       if (typeof content === 'string') {
@@ -207,20 +278,25 @@
       } else if (Array.isArray(content)) {
         for (const part of content) {
           if (!part || !TYPES.includes(part.type)) throw new TypeError('Invalid message content type.');
+          if (role === 'assistant' && part.type !== 'text') {
+            throw domError('NotSupportedError', 'Assistant messages may only hold text.');
+          }
           if (part.type === 'text') {
             if (typeof part.value !== 'string') throw new TypeError('Text content must be a string.');
             text += part.value;
-          } else if (role === 'assistant') {
-            throw new DOMException('Assistant messages may only hold text.', 'NotSupportedError');
-          } else {
-            text += `[${part.type}]`;
+            continue;
           }
+          if (!types.has(part.type)) {
+            throw domError('NotSupportedError', `The session was not created to take ${part.type} input (expectedInputs).`);
+          }
+          if (part.type === 'image' && !isImageSource(part.value)) throw new TypeError('Image content must be an ImageBitmapSource or a BufferSource.');
+          if (part.type === 'audio' && !isAudioSource(part.value)) throw new TypeError('Audio content must be an AudioBuffer, a BufferSource or a Blob.');
+          text += `[${part.type}]`;
         }
       } else {
         text = String(content);
       }
       messages.push({ role, content: text, prefix: Boolean(prefix) });
-      hasAppendedInput = true;
     });
     return messages;
   }
@@ -229,19 +305,58 @@
     return messages.reduce((n, m) => n + countTokens(m.content) + MESSAGE_OVERHEAD, 0);
   }
 
-  function constraintUsage(options) {
-    if (options.responseConstraint == null || options.omitResponseConstraintInput) return 0;
-    return countTokens(JSON.stringify(options.responseConstraint)) + MESSAGE_OVERHEAD;
+  // ---------------------------------------------------------------- response constraints
+
+  /** The prompt options' constraint, checked as Chrome does before anything is sent. */
+  function parseConstraint(options) {
+    const c = options.responseConstraint;
+    if (c == null) {
+      if (options.omitResponseConstraintInput) throw new TypeError('omitResponseConstraintInput requires a responseConstraint.');
+      return null;
+    }
+    if (c instanceof RegExp) return { regex: c };
+    if (typeof c === 'object' || typeof c === 'function') return { schemaObject: c };
+    throw new TypeError('Constraint type is not supported.');
   }
 
-  function checkPromptOptions(options) {
-    const c = options.responseConstraint;
-    if (options.omitResponseConstraintInput && c == null) {
-      throw new TypeError('omitResponseConstraintInput requires a responseConstraint.');
+  /** The constraint as the model service sees it, or NotSupportedError (as Chrome's engine refuses). */
+  function compileConstraint(constraint) {
+    if (!constraint) return null;
+    const support = state.config.schemaSupport;
+    if (support === 'none') throw domError('NotSupportedError', 'responseConstraint is not supported.');
+    if (constraint.regex) {
+      try {
+        return { regex: constraint.regex, engine: constraints.compileRegex(constraint.regex) };
+      } catch (e) {
+        throw domError('NotSupportedError', `The request is invalid - the regular expression uses ${e.message}.`);
+      }
     }
-    if (c != null && (typeof c !== 'object' || Array.isArray(c))) {
-      throw new TypeError('responseConstraint must be a JSON schema object or a RegExp.');
+    let schema;
+    try {
+      schema = JSON.parse(JSON.stringify(constraint.schemaObject));
+    } catch (e) {
+      throw domError('NotSupportedError', `Response constraint is not a supported JSON schema: ${e.message}`);
     }
+    const keywords = Array.isArray(support) ? support : constraints.KEYWORD_SETS[support];
+    if (!keywords) throw new Error(`fake LanguageModel: unknown schemaSupport ${JSON.stringify(support)}`);
+    const problem = constraints.schemaProblem(schema, keywords);
+    if (problem) throw domError('NotSupportedError', `Response constraint is not a supported JSON schema: ${problem}.`);
+    return { schema };
+  }
+
+  function constraintUsage(constraint, options) {
+    if (!constraint?.schemaObject || options.omitResponseConstraintInput) return 0;
+    try {
+      return countTokens(JSON.stringify(constraint.schemaObject)) + MESSAGE_OVERHEAD;
+    } catch {
+      return 0;   // refused later, with the reason
+    }
+  }
+
+  /** Does `text` (the whole reply, prefix included) satisfy the compiled constraint. */
+  function complies(compiled, text) {
+    if (compiled.regex) return compiled.regex.test(text);
+    try { return constraints.validate(JSON.parse(text), compiled.schema); } catch { return false; }
   }
 
   // ---------------------------------------------------------------- default replies
@@ -268,53 +383,35 @@
     return t.length > n ? `${t.slice(0, n - 1)}…` : t;
   }
 
-  function exampleFor(schema, key, ctx) {
-    if (!schema || typeof schema !== 'object') return null;
-    if (Array.isArray(schema.enum)) {
-      if (key === 'toolName' && schema.enum.includes('none')) return 'none';
-      return schema.enum[0];
-    }
-    if ('const' in schema) return schema.const;
-    const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
-    if (type === 'object' || schema.properties) {
-      const out = {};
-      for (const [name, sub] of Object.entries(schema.properties || {})) out[name] = exampleFor(sub, name, ctx);
-      return out;
-    }
-    if (type === 'array') {
-      const n = schema.minItems || 0;
-      return Array.from({ length: n }, () => exampleFor(schema.items, key, ctx));
-    }
-    if (type === 'integer' || type === 'number') return schema.minimum ?? 0;
-    if (type === 'boolean') return false;
-    if (type === 'null') return null;
-    if (key === 'thought') return `The user said "${clip(ctx.message, 80)}"; I can answer directly.`;
-    if (key === 'finalAnswer' || key === 'answer') return `You said: ${clip(ctx.message, 200)}`;
-    if (key === 'summary') return `Summary: ${clip(ctx.message, 160)}`;
-    const s = '';
-    return schema.minLength ? s.padEnd(schema.minLength, 'x') : s;
-  }
-
   /**
    * Default replies: a step JSON (toolName 'none', finalAnswer echoing the user) for a
-   * schema with a toolName enum, a value satisfying any other JSON schema, a short
-   * "Summary: ..." for summary/compaction prompts, else "You said: ...".
+   * schema with a toolName enum, a value satisfying any other JSON schema, the shortest
+   * text matching a RegExp (after a prefix, its continuation), a short "Summary: ..." for
+   * summary/compaction prompts, else "You said: ...".
    */
-  function defaultResponder(input, { responseConstraint, messages }) {
+  function defaultResponder(input, { responseConstraint, messages, prefix = '' }) {
     const message = userMessage(lastUserText(messages) || input);
-    const ctx = { message };
-    if (responseConstraint instanceof RegExp) return '';
+    if (responseConstraint instanceof RegExp) {
+      return constraints.compileRegex(responseConstraint).complete(prefix) ?? '';
+    }
     if (responseConstraint && typeof responseConstraint === 'object') {
       const props = responseConstraint.properties || {};
+      let value;
       if (props.toolName && Array.isArray(props.toolName.enum)) {
-        return JSON.stringify({
+        value = {
           thought: `The user said "${clip(message, 80)}"; I can answer directly.`,
           toolName: props.toolName.enum.includes('none') ? 'none' : props.toolName.enum[0],
           toolInput: '',
           finalAnswer: `You said: ${clip(message, 200)}`,
+        };
+      } else {
+        value = constraints.example(responseConstraint, {
+          text: (key) => (key === 'finalAnswer' || key === 'answer' ? `You said: ${clip(message, 200)}`
+            : key === 'summary' ? `Summary: ${clip(message, 160)}` : ''),
         });
       }
-      return JSON.stringify(exampleFor(responseConstraint, '', ctx));
+      const text = JSON.stringify(value);
+      return prefix ? constraints.completeJson(prefix, responseConstraint, text) ?? '' : text;
     }
     const whole = String(input);
     if (/summar|compact|condense|compress/i.test(whole)) {
@@ -324,24 +421,38 @@
     return `You said: ${clip(message, 200)}`;
   }
 
-  async function produceReply(session, method, inputText, messages, options) {
+  async function produceReply(session, method, inputText, messages, compiled) {
+    const last = messages[messages.length - 1];
+    const prefix = last?.prefix ? last.content : '';
+    if (prefix && compiled) {
+      const viable = compiled.regex ? compiled.engine.complete(prefix) !== null
+        : constraints.completeJson(prefix, compiled.schema, JSON.stringify(constraints.example(compiled.schema))) !== null;
+      if (!viable) throw domError('NotSupportedError', 'The request is invalid - the prefix cannot lead to a reply the response constraint allows.');
+    }
     const ctx = {
       history: session._history.map(({ role, content }) => ({ role, content })),
       messages: messages.map(({ role, content }) => ({ role, content })),
-      responseConstraint: options.responseConstraint ?? null,
+      responseConstraint: compiled ? (compiled.regex ?? compiled.schema) : null,
+      prefix,
       sessionId: session._fakeId,
       method,
     };
+    let reply;
     if (state.replies.length) {
       const scripted = state.replies.shift();
       if (scripted && typeof scripted === 'object') {
         if (scripted.error) throw domError(scripted.error.name, scripted.error.message || scripted.error.name, scripted.error);
-        return String(scripted.text ?? '');
+        reply = String(scripted.text ?? '');
+      } else {
+        reply = String(scripted);
       }
-      return String(scripted);
+    } else {
+      reply = String(await (state.responder || defaultResponder)(inputText, ctx));
     }
-    const responder = state.responder || defaultResponder;
-    return String(await responder(inputText, ctx));
+    if (compiled && state.config.replyCheck !== 'off' && !complies(compiled, prefix + reply)) {
+      throw domError('SyntaxError', 'The model could not produce a reply that satisfies the response constraint.');
+    }
+    return reply;
   }
 
   // ---------------------------------------------------------------- the fake class
@@ -380,6 +491,16 @@
     return result;
   }
 
+  /** The samplingMode option: TypeError for a value outside the enum, false if this browser lacks it. */
+  function samplingModeSupported(options) {
+    const modes = state.config.samplingModes;
+    if (!modes || options.samplingMode === undefined) return true;
+    if (!SAMPLING_MODES.includes(options.samplingMode)) {
+      throw new TypeError(`The provided value '${options.samplingMode}' is not a valid enum value of type LanguageModelSamplingMode.`);
+    }
+    return modes.includes(options.samplingMode);
+  }
+
   // Chrome warns (on the console) when availability() or create() names no output language.
   const NO_OUTPUT_LANGUAGE = 'No output language was specified in a LanguageModel API request. ' +
     'An output language should be specified to ensure optimal output quality and properly ' +
@@ -392,9 +513,13 @@
     }
     const a = checkExpected(options.expectedInputs, 'expectedInputs');
     const b = checkExpected(options.expectedOutputs, 'expectedOutputs');
-    if (a === 'unavailable' || b === 'unavailable') return 'unavailable';
+    const modeOk = samplingModeSupported(options);
+    if (a === 'unavailable' || b === 'unavailable' || !modeOk) return 'unavailable';
     return state.availability;
   }
+
+  /** Download progress is reported in 1/65536 steps (the spec rounds `loaded`). */
+  const roundProgress = (x) => Math.round(x * 0x10000) / 0x10000;
 
   class LanguageModel extends EventTarget {
     #handlers = { contextoverflow: null, quotaoverflow: null };
@@ -409,6 +534,8 @@
       this._history = init.history;            // all messages, initial first
       this._usage = init.usage;
       this._expected = init.expected;
+      this._samplingMode = init.samplingMode;
+      this._hasContext = init.hasContext;      // input was given: no system message may follow
       this._destroyed = false;
       this._destroyController = new AbortController();
       this._queue = Promise.resolve();
@@ -418,44 +545,53 @@
     // ----- static API
 
     static async availability(options = {}) {
-      recordExpected(record('availability', null, '', {}), options);
+      if (detached()) throw domError('InvalidStateError', 'The execution context is not valid.');
+      recordOptions(record('availability', null, '', {}), options);
+      const result = optionsAvailability(options);
       const failure = takeFailure('availability');
       if (failure) throw failure;
-      return optionsAvailability(options);
+      return policyAllows() ? result : 'unavailable';
     }
 
     static create(options = {}) {
+      if (detached()) return Promise.reject(domError('InvalidStateError', 'The execution context is not valid.'));
       const signal = options.signal;
-      if (signal?.aborted) return Promise.reject(signal.reason ?? abortError());
       let initial;
       let availability;
+      const types = expectedTypes(options.expectedInputs);
       try {
         availability = optionsAvailability(options);
-        initial = options.initialPrompts === undefined ? [] : canonicalize(options.initialPrompts, false);
+        if (!policyAllows()) throw domError('NotAllowedError', 'Access to the feature "language-model" is disallowed by permissions policy.');
+        if (signal?.aborted) throw signal.reason ?? abortError();
+        initial = options.initialPrompts === undefined ? [] : canonicalize(options.initialPrompts, false, types);
       } catch (e) {
         return Promise.reject(e);
       }
-      recordExpected(record('create', null, options.initialPrompts ?? [], {}), options);
+      recordOptions(record('create', null, options.initialPrompts ?? [], {}), options);
       const failure = takeFailure('create');
       if (failure) return Promise.reject(failure);
       if (availability === 'unavailable') {
         return Promise.reject(domError('NotSupportedError', 'Unable to create a text session because the service is not running.'));
       }
       const needsDownload = availability === 'downloadable' || availability === 'downloading';
-      if (needsDownload && state.config.requireUserActivation && !navigator.userActivation?.hasBeenActive) {
-        return Promise.reject(domError('NotAllowedError', 'Requires a user gesture when availability is "downloading" or "downloadable".'));
+      if (availability === 'downloadable') {
+        if (state.config.requireUserActivation && !takeActivation()) {
+          return Promise.reject(domError('NotAllowedError', 'Requires a user gesture when availability is "downloadable".'));
+        }
+        state.availability = 'downloading';   // until it completes; later create() calls need no gesture
       }
       const monitor = new FakeCreateMonitor();
       if (typeof options.monitor === 'function') {
         try { options.monitor(monitor); } catch (e) { return Promise.reject(e); }
       }
+      const samplingMode = state.config.samplingModes ? options.samplingMode ?? 'balanced' : undefined;
       return (async () => {
         // downloadprogress: always 0 and 1 (per the explainer), with steps in between
         // when something had to be downloaded.
         const steps = needsDownload ? state.config.downloadSteps : 0;
         for (let i = 0; i <= steps + 1; i++) {
           await sleep(needsDownload ? state.config.downloadStepMs : 0, signal);
-          const loaded = i === 0 ? 0 : i === steps + 1 ? 1 : i / (steps + 1);
+          const loaded = i === 0 ? 0 : i === steps + 1 ? 1 : roundProgress(i / (steps + 1));
           monitor.dispatchEvent(new ProgressEvent('downloadprogress', { loaded, total: 1, lengthComputable: true }));
         }
         if (needsDownload) state.availability = 'available';
@@ -465,8 +601,9 @@
           throw domError('QuotaExceededError', 'The initial prompts are too large.', { requested: usage, quota: window });
         }
         return new LanguageModel(CONSTRUCT, {
-          contextWindow: window, initial, history: initial.slice(), usage,
+          contextWindow: window, initial, history: initial.slice(), usage, samplingMode,
           expected: { inputs: options.expectedInputs, outputs: options.expectedOutputs },
+          hasContext: initial.length > 0,
         });
       })();
     }
@@ -486,8 +623,18 @@
 
     // ----- helpers
 
-    #ensureAlive() {
-      if (this._destroyed) throw domError('InvalidStateError', 'The model execution session has been destroyed.');
+    /**
+     * What Chrome checks before a call is sent, in its order: an aborted signal (its
+     * reason), a destroyed session (InvalidStateError), then a system message after
+     * other input (TypeError); marks the session as holding input.
+     */
+    #validateInput(input, options, { checkSystem = true } = {}) {
+      if (detached()) throw domError('InvalidStateError', 'The execution context is not valid.');
+      if (options.signal?.aborted) throw options.signal.reason ?? abortError();
+      if (this._destroyed) throw domError('InvalidStateError', DESTROYED);
+      const messages = canonicalize(input, checkSystem && this._hasContext, expectedTypes(this._expected?.inputs));
+      if (checkSystem) this._hasContext = true;
+      return messages;
     }
 
     #signalFor(options) {
@@ -533,77 +680,73 @@
         overflowed = true;
       }
       if (overflowed) {
-        if (hasName('current')) this.dispatchEvent(new Event('contextoverflow'));
         if (hasName('legacy')) this.dispatchEvent(new Event('quotaoverflow'));
+        if (hasName('current')) this.dispatchEvent(new Event('contextoverflow'));
       }
     }
 
     #commit(messages, requested, reply) {
       this.#evictUntil(requested);
+      const last = messages[messages.length - 1];
+      const prefix = last?.prefix ? messages.pop() : null;
       this._history.push(...messages);
       this._usage += requested;
       if (reply !== null) {
-        const replyUsage = countTokens(reply) + MESSAGE_OVERHEAD;
+        const content = (prefix ? prefix.content : '') + reply;
+        const replyUsage = countTokens(reply) + (prefix ? 0 : MESSAGE_OVERHEAD);
         this.#evictUntil(replyUsage);
-        this._history.push({ role: 'assistant', content: reply, prefix: false });
+        this._history.push({ role: 'assistant', content, prefix: false });
         this._usage += replyUsage;
       }
     }
 
-    #prepare(method, input, options) {
-      checkPromptOptions(options);
-      const messages = canonicalize(input, this._usage > 0 || this._history.length > 0);
-      const requested = messagesUsage(messages) + constraintUsage(options);
+    // Everything prompt() and promptStreaming() share up to the queue.
+    #preparePrompt(method, input, options) {
+      const messages = this.#validateInput(input, options);
+      const constraint = parseConstraint(options);
+      const requested = messagesUsage(messages) + constraintUsage(constraint, options);
       const inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
-      return { messages, requested, inputText };
+      return { method, messages, constraint, requested, inputText };
     }
 
-    // ----- prompting
-
-    // What prompt and promptStreaming share: log, scripted failure, reserve, wait, reply.
-    async #generate(method, prepared, signal, options) {
-      const { messages, requested, inputText } = prepared;
+    // What prompt and promptStreaming share in the queue: log, scripted failure, reserve, wait, reply.
+    async #generate(prepared, signal, options) {
+      const { method, messages, constraint, requested, inputText } = prepared;
       // `context`: everything the model has read when it answers (the session's history,
       // initial and appended messages included, then this input).
       record(method, this._fakeId, inputText, options).context =
           [...this._history.map((m) => m.content), inputText].join('\n\n');
       const failure = takeFailure(method);
       if (failure) throw failure;
+      const compiled = compileConstraint(constraint);
       this.#reserve(requested);
       await sleep(state.config.latencyMs, signal);
-      return produceReply(this, method, inputText, messages, options);
+      return produceReply(this, method, inputText, messages, compiled);
     }
 
+    // ----- prompting
+
     prompt(input, options = {}) {
-      try { this.#ensureAlive(); } catch (e) { return Promise.reject(e); }
-      const signal = this.#signalFor(options);
-      if (signal.aborted) return Promise.reject(signal.reason ?? abortError());
       let prepared;
-      try { prepared = this.#prepare('prompt', input, options); } catch (e) { return Promise.reject(e); }
-      const { messages, requested } = prepared;
+      try { prepared = this.#preparePrompt('prompt', input, options); } catch (e) { return Promise.reject(e); }
+      const signal = this.#signalFor(options);
       return this.#enqueue(signal, async () => {
-        const reply = await this.#generate('prompt', prepared, signal, options);
+        const reply = await this.#generate(prepared, signal, options);
         if (signal.aborted) throw signal.reason ?? abortError();
-        this.#commit(messages, requested, reply);
+        this.#commit(prepared.messages, prepared.requested, reply);
         return reply;
       });
     }
 
     promptStreaming(input, options = {}) {
-      this.#ensureAlive();
+      const prepared = this.#preparePrompt('promptStreaming', input, options);   // throws, as Chrome's does
       const signal = this.#signalFor(options);
-      let prepared = null;
-      let early = null;
-      try { prepared = this.#prepare('promptStreaming', input, options); } catch (e) { early = e; }
       const session = this;
       let cancelled = false;
       return new ReadableStream({
         start(controller) {
-          if (early) { controller.error(early); return; }
-          if (signal.aborted) { controller.error(signal.reason ?? abortError()); return; }
-          const { messages, requested } = prepared;
           session.#enqueue(signal, async () => {
-            const reply = await session.#generate('promptStreaming', prepared, signal, options);
+            const reply = await session.#generate(prepared, signal, options);
             const size = state.config.chunkSize;
             const chunks = size > 0
               ? reply.match(new RegExp(`[\\s\\S]{1,${size}}`, 'g')) || []
@@ -614,7 +757,7 @@
               controller.enqueue(chunks[i]);
             }
             if (signal.aborted) throw signal.reason ?? abortError();
-            session.#commit(messages, requested, reply);
+            session.#commit(prepared.messages, prepared.requested, reply);
           }).then(() => { if (!cancelled) controller.close(); },
             (e) => { if (!cancelled) controller.error(e); });
         },
@@ -623,12 +766,11 @@
     }
 
     append(input, options = {}) {
-      try { this.#ensureAlive(); } catch (e) { return Promise.reject(e); }
+      let messages;
+      try { messages = this.#validateInput(input, options); } catch (e) { return Promise.reject(e); }
       const signal = this.#signalFor(options);
-      if (signal.aborted) return Promise.reject(signal.reason ?? abortError());
-      let prepared;
-      try { prepared = this.#prepare('append', input, {}); } catch (e) { return Promise.reject(e); }
-      const { messages, requested, inputText } = prepared;
+      const requested = messagesUsage(messages);
+      const inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
       return this.#enqueue(signal, async () => {
         record('append', this._fakeId, inputText, {});
         const failure = takeFailure('append');
@@ -640,11 +782,19 @@
     }
 
     measureContextUsage(input, options = {}) {
-      try { this.#ensureAlive(); } catch (e) { return Promise.reject(e); }
+      let requested;
+      let inputText;
+      try {
+        // Chrome measures without the session's system-message rule (it does not run its
+        // input validation here); the spec's within-input rules still apply.
+        const messages = this.#validateInput(input, options, { checkSystem: false });
+        requested = messagesUsage(messages) + constraintUsage(parseConstraint(options), options);
+        inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
+      } catch (e) {
+        return Promise.reject(e);
+      }
       const signal = this.#signalFor(options);
-      if (signal.aborted) return Promise.reject(signal.reason ?? abortError());
       return (async () => {
-        const { requested, inputText } = this.#prepare('measureContextUsage', input, options);
         record('measureContextUsage', this._fakeId, inputText, options);
         const failure = takeFailure('measureContextUsage');
         if (failure) throw failure;
@@ -654,9 +804,10 @@
     }
 
     clone(options = {}) {
-      try { this.#ensureAlive(); } catch (e) { return Promise.reject(e); }
+      if (detached()) return Promise.reject(domError('InvalidStateError', 'The execution context is not valid.'));
+      if (this._destroyed) return Promise.reject(domError('InvalidStateError', DESTROYED));
+      if (options.signal?.aborted) return Promise.reject(options.signal.reason ?? abortError());
       const signal = this.#signalFor(options);
-      if (signal.aborted) return Promise.reject(signal.reason ?? abortError());
       return (async () => {
         record('clone', this._fakeId, '', {});
         const failure = takeFailure('clone');
@@ -668,15 +819,18 @@
           history: this._history.map((m) => ({ ...m })),
           usage: this._usage,
           expected: this._expected,
+          samplingMode: this._samplingMode,
+          hasContext: this._hasContext,
         });
       })();
     }
 
     destroy() {
+      if (detached()) throw domError('InvalidStateError', 'The execution context is not valid.');
       if (this._destroyed) return;
       record('destroy', this._fakeId, '', {});
       this._destroyed = true;
-      this._destroyController.abort(abortError('The model execution session has been destroyed.'));
+      this._destroyController.abort(domError('InvalidStateError', DESTROYED));
       state.sessions.delete(this._fakeId);
     }
   }
@@ -709,8 +863,9 @@
       writable: true, configurable: true,
     },
   };
+  const samplingMode = { get() { return this._samplingMode; }, configurable: true };
 
-  /** Apply config.names: define exactly the member names that browser generation has. */
+  /** Apply config.names and config.samplingModes: define exactly the members that browser has. */
   function applyNames() {
     for (const [key, desc] of Object.entries(current)) {
       if (hasName('current')) Object.defineProperty(proto, key, desc);
@@ -720,6 +875,8 @@
       if (hasName('legacy')) Object.defineProperty(proto, key, desc);
       else delete proto[key];
     }
+    if (state.config.samplingModes) Object.defineProperty(proto, 'samplingMode', samplingMode);
+    else delete proto.samplingMode;
   }
 
   // ---------------------------------------------------------------- control object
@@ -730,7 +887,7 @@
     get config() { return { ...state.config, availability: state.availability }; },
     setAvailability(value) { state.availability = value; },
     get availability() { return state.availability; },
-    /** fn(input, {history, messages, responseConstraint, sessionId, method}) -> string | Promise<string>; null restores the default. */
+    /** fn(input, {history, messages, responseConstraint, prefix, sessionId, method}) -> string | Promise<string>; null restores the default. */
     setResponder(fn) { state.responder = typeof fn === 'function' ? fn : null; },
     setResponderSource(source) { state.responder = source ? (0, eval)(`(${source})`) : null; },
     /** Queue replies: strings, {text}, or {error: {name, message, requested, quota}}; used FIFO before the responder. */
@@ -742,16 +899,16 @@
     },
     setLatency(ms) { state.config.latencyMs = ms; },
     setChunkDelay(ms) { state.config.chunkDelayMs = ms; },
-    /** Calls so far: {method, sessionId, input, hasConstraint, constraint, time}. */
+    /** Calls so far: {method, sessionId, input, hasConstraint, constraint, time} (+ expectedInputs/Outputs, samplingMode for availability/create). */
     get calls() { return state.log.slice(); },
     callsOf(method) { return state.log.filter((c) => c.method === method); },
     clearCalls() { state.log.length = 0; },
     countTokens,
     measure(text) { return countTokens(text) + MESSAGE_OVERHEAD; },
-    /** Live (not destroyed) sessions: {sessionId, contextUsage, contextWindow, history}. */
+    /** Live (not destroyed) sessions: {sessionId, contextUsage, contextWindow, samplingMode, history}. */
     sessions() {
       return [...state.sessions.values()].map((s) => ({
-        sessionId: s._fakeId, contextUsage: s._usage, contextWindow: s._window,
+        sessionId: s._fakeId, contextUsage: s._usage, contextWindow: s._window, samplingMode: s._samplingMode ?? null,
         history: s._history.map(({ role, content }) => ({ role, content })),
       }));
     },

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -36,6 +37,38 @@ class Watch:
     def _on_console(self, message) -> None:
         if message.type == "error":
             self.problems.append(f"console.error: {message.text}")
+
+
+FAKE_LM_SCRIPTS = (Path(__file__).with_name("fake_constraints.js"),
+                   Path(__file__).with_name("fake_language_model.js"))
+
+
+def install_fake_lm_scripts(page: Page, config: dict, *,
+                            scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> None:
+    """Put the fake LanguageModel, configured with ``config``, on every document ``page``
+    opens (frames included): its config, then its scripts, as init scripts. The one way
+    the fake is installed (the ``install_fake_lm`` fixture, the WPT runner)."""
+    page.add_init_script(script=fake_lm_config_script(config))
+    for script in scripts:
+        page.add_init_script(path=str(script))
+
+
+# What real browsers differ in, as fake configurations (install_fake_lm(page, **PROFILE)).
+# "chrome" is the fake's defaults: Chrome 156 on desktop (a 9216-token window; English,
+# Spanish and Japanese; llguidance's JSON-schema keywords; the seven sampling modes).
+FAKE_PROFILES: dict[str, dict] = {
+    "chrome": {},
+    # Chrome before samplingMode (its origin trial starts in 148): no attribute, option ignored.
+    "chrome-without-sampling-mode": {"samplingModes": None},
+    # A schema engine that refuses anyOf, oneOf and const (our step schema uses the first two).
+    "strict-schema": {"schemaSupport": "strict"},
+    # Structured output switched off: every responseConstraint is refused.
+    "no-constraints": {"schemaSupport": "none"},
+    # Edge's Prompt API (Phi-4-mini): a guess, not measured: Microsoft documents no window,
+    # language list or schema keywords; plain structure only, English, no samplingMode.
+    "edge": {"schemaSupport": "edge", "languages": ["en"], "contextWindow": 4096,
+             "samplingModes": None},
+}
 
 
 def fake_lm_config_script(config: dict) -> str:
@@ -120,9 +153,12 @@ def compact(page: Page, focus: str = "") -> None:
 
 
 def failed_turn(page: Page, text: str, error: str = "The model crashed.") -> Locator:
-    """Send ``text`` with the model set to fail its next call (an OperationError saying
-    ``error``); the turn's answer, once it shows the error."""
-    page.evaluate("(message) => __fakeLM.failNext('OperationError', {message})", error)
+    """Send ``text`` with the model set to fail the turn's first step prompt (an
+    OperationError saying ``error``); the turn's answer, once it shows the error. (The
+    step prompt, not just the next call: the host may first ask availability() whether
+    the browser offers a sampling mode, and shrugs off a failure there.)"""
+    page.evaluate("(message) => __fakeLM.failNext('OperationError', "
+                  "{message, method: 'promptStreaming'})", error)
     send(page, text)
     failed = answer_to(page, text)
     expect(failed).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)

@@ -128,7 +128,10 @@ def test_boot_then_chat(page: Page, app_server: str, install_fake_lm) -> None:
 
 
 def test_tool_call_shows_a_live_trace(page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=TOOL_RESPONDER)
+    # The first reply is not a step at all, which Chrome's constrained decoding could not
+    # produce: the fake lets it through (replyCheck off) to show the corrective step.
+    watch = open_chat(page, app_server, install_fake_lm, responderSource=TOOL_RESPONDER,
+                      replyCheck="off")
     send(page, "Please calculate (1200/8)+45")
     message = page.locator(ASSISTANT).last
     steps = message.get_by_test_id("trace-step")

@@ -2,12 +2,17 @@
 
 Each test drives the fake directly in the page (no app code) and checks one piece of
 spec behaviour: errors and their names, usage accounting, overflow, clone, destroy,
-abort, streaming deltas, legacy names, download progress and the test controls.
+abort, streaming deltas, legacy names, download progress and user activation, response
+constraints (schema support per browser, RegExp, prefixes, replies that break them),
+sampling modes, browser profiles and the test controls. The spec's own tests run against
+it too: test_wpt_prompt_api.py.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tests.e2e.pages import FAKE_PROFILES
 
 pytestmark = pytest.mark.e2e
 
@@ -185,7 +190,7 @@ def test_clone_copies_history_and_usage_independently(open_page):
     assert r["copyUsage"] > r["baseUsage"]
 
 
-def test_destroy_aborts_pending_calls_then_rejects_with_invalid_state(open_page):
+def test_destroy_rejects_pending_and_later_calls_with_invalid_state(open_page):
     page = open_page(latencyMs=2000)
     r = page.evaluate("""async () => {
         const s = await LanguageModel.create();
@@ -197,7 +202,8 @@ def test_destroy_aborts_pending_calls_then_rejects_with_invalid_state(open_page)
                  measure: await __catch(s.measureContextUsage('x')), clone: await __catch(s.clone()),
                  append: await __catch(s.append('x')), syncStream, live: __fakeLM.sessions().length };
     }""")
-    assert r["pending"]["name"] == "AbortError"
+    assert r["pending"]["name"] == "InvalidStateError"   # as Chrome: not an AbortError
+    assert r["pending"]["isDOMException"]
     for key in ("prompt", "measure", "clone", "append"):
         assert r[key]["name"] == "InvalidStateError", key
     assert r["syncStream"] == "InvalidStateError"
@@ -257,8 +263,22 @@ def test_prompt_streaming_yields_delta_chunks(open_page):
     assert r["history"] == ["go", "alpha beta gamma delta", "go", "alpha beta gamma delta"]
 
 
-def test_legacy_names_equal_current_ones_and_can_be_switched(open_page):
+def test_legacy_names_are_off_by_default(open_page):
     page = open_page()
+    r = page.evaluate("""async () => {
+        const s = await LanguageModel.create();
+        let fired = 0;
+        s.addEventListener('quotaoverflow', () => fired++);
+        return { legacy: ['inputQuota', 'inputUsage', 'measureInputUsage', 'onquotaoverflow'].filter(n => n in s),
+                 current: ['contextWindow', 'contextUsage', 'measureContextUsage', 'oncontextoverflow'].filter(n => n in s),
+                 names: __fakeLM.config.names };
+    }""")
+    assert r == {"legacy": [], "names": "current",
+                 "current": ["contextWindow", "contextUsage", "measureContextUsage", "oncontextoverflow"]}
+
+
+def test_legacy_names_equal_current_ones_and_can_be_switched(open_page):
+    page = open_page(names="both")
     r = page.evaluate("""async () => {
         __fakeLM.configure({ contextWindow: 80 });
         __fakeLM.setResponder(() => 'fine');
@@ -328,7 +348,8 @@ def test_response_constraint_reaches_responder_and_default_replies(open_page):
         const plain = await s.measureContextUsage('x');
         const omitWithout = await __catch(s.prompt('x', { omitResponseConstraintInput: true }));
         let ctx = null;
-        __fakeLM.setResponder(async (input, c) => { ctx = c; return '{}'; });
+        __fakeLM.setResponder(async (input, c) => { ctx = c; return JSON.stringify(
+            { thought: 't', toolName: 'none', toolInput: '', finalAnswer: 'a' }); });
         await s.prompt('again', { responseConstraint: schema });
         const log = __fakeLM.callsOf('prompt');
         return { step, factsReply, summary, withC, omitted, plain, omitWithout,
@@ -374,3 +395,200 @@ def test_controls_fail_next_queue_replies_and_log(open_page):
     assert r["methods"][:2] == ["create", "prompt"]
     assert len(set(r["sessionIds"])) == 1
     assert r["inputs"] == ["a", "b", "c", "d", "User: hello fake"]
+
+
+STEP_SCHEMA = {
+    "type": "object",
+    "properties": {"thought": {"type": "string"},
+                   "toolName": {"type": "string", "enum": ["calculator", "none"]},
+                   "toolInput": {"anyOf": [{"type": "string"}, {"type": "object"}]},
+                   "finalAnswer": {"type": "string"}},
+    "required": ["thought", "toolName", "toolInput", "finalAnswer"],
+    "additionalProperties": False,
+    "anyOf": [{"properties": {"toolName": {"const": "calculator"},
+                              "toolInput": {"type": "object",
+                                            "properties": {"expression": {"type": "string"}},
+                                            "required": ["expression"]}}},
+              {"properties": {"toolName": {"const": "none"}, "toolInput": {"type": "string"}}}],
+}
+
+# ask(schemaSupport) -> how each constraint fares: null (answered) or the error's name and message.
+REFUSALS = """async ([step, support]) => {
+    __fakeLM.configure({ schemaSupport: support });
+    const s = await LanguageModel.create();
+    const ask = (c) => __catch(s.prompt('User: hi', { responseConstraint: c }));
+    const circular = {}; circular.self = circular;
+    return {
+        step: await ask(step),
+        plain: await ask({ type: 'object', properties: { a: { type: 'string' } } }),
+        soup: await ask({ type: 'soup' }),
+        unknownKeyword: await ask({ type: 'string', flavour: 'salty' }),
+        notKeyword: await ask({ type: 'array', uniqueItems: true }),
+        circular: await ask(circular),
+        regex: await ask(/^yes|no$/),
+        lookahead: await ask(/^foo(?!bar)$/),
+        notAnObject: await __catch(async () => s.prompt('hi', { responseConstraint: 'a string' })),
+    };
+}"""
+
+
+def test_schema_support_follows_the_configured_browser(open_page):
+    page = open_page()
+    chrome = page.evaluate(REFUSALS, [STEP_SCHEMA, "chrome"])
+    assert chrome["step"] is None and chrome["plain"] is None and chrome["regex"] is None
+    for key in ("soup", "unknownKeyword", "notKeyword", "circular", "lookahead"):
+        assert chrome[key]["name"] == "NotSupportedError" and chrome[key]["isDOMException"], key
+    assert "uniqueItems" in chrome["notKeyword"]["message"]
+    assert chrome["notAnObject"]["isTypeError"]
+
+    strict = page.evaluate(REFUSALS, [STEP_SCHEMA, "strict"])
+    assert strict["step"]["name"] == "NotSupportedError" and "anyOf" in strict["step"]["message"]
+    assert strict["plain"] is None and strict["regex"] is None
+
+    edge = page.evaluate(REFUSALS, [STEP_SCHEMA, "edge"])
+    assert edge["step"]["name"] == "NotSupportedError" and edge["plain"] is None
+
+    none = page.evaluate(REFUSALS, [STEP_SCHEMA, "none"])
+    assert none["plain"]["name"] == none["regex"]["name"] == "NotSupportedError"
+    assert none["notAnObject"]["isTypeError"]   # still checked first, as Chrome does
+
+
+def test_a_reply_that_breaks_the_constraint_is_a_syntax_error(open_page):
+    page = open_page()
+    r = page.evaluate("""async (step) => {
+        const s = await LanguageModel.create();
+        __fakeLM.queueReplies('not json', '{"thought": "t"}', 'not json');
+        const broken = await __catch(s.prompt('x', { responseConstraint: step }));
+        const partial = await __catch(s.prompt('x', { responseConstraint: step }));
+        const streamed = await __catch(async () => { for await (const _ of s.promptStreaming('x', { responseConstraint: /^\\d+$/ })) {} });
+        const usage = s.contextUsage;
+        __fakeLM.configure({ replyCheck: 'off' });
+        __fakeLM.queueReplies('not json');
+        const passed = await s.prompt('x', { responseConstraint: step });
+        const plain = await s.prompt('anything goes');
+        return { broken, partial, streamed, usage, passed, plain };
+    }""", STEP_SCHEMA)
+    for key in ("broken", "partial", "streamed"):
+        assert r[key]["name"] == "SyntaxError" and r[key]["isDOMException"], key
+    assert r["usage"] == 0   # the refused replies left nothing in the session
+    assert r["passed"] == "not json"
+    assert r["plain"] == "You said: anything goes"
+
+
+def test_regexp_constraints_prefixes_and_their_token_cost(open_page):
+    page = open_page()
+    r = page.evaluate("""async () => {
+        const s = await LanguageModel.create();
+        const date = await s.prompt('When?', { responseConstraint: /^\\d{4}-\\d{2}-\\d{2}$/ });
+        const answer = await s.prompt([{ role: 'user', content: 'Greet me' },
+            { role: 'assistant', content: 'Dear ', prefix: true }], { responseConstraint: /^Dear [A-Z][a-z]+!$/ });
+        const deviating = await __catch(s.prompt([{ role: 'user', content: 'Greet me' },
+            { role: 'assistant', content: 'Hi', prefix: true }], { responseConstraint: /^Dear [A-Z][a-z]+!$/ }));
+        const jsonRest = await s.prompt([{ role: 'user', content: 'Rate it' },
+            { role: 'assistant', content: '{"score": ', prefix: true }],
+            { responseConstraint: { type: 'object', properties: { score: { type: 'integer', minimum: 3 } }, required: ['score'] } });
+        const last = __fakeLM.sessions()[0].history.at(-1);
+        const plain = await s.measureContextUsage('x');
+        const regex = await s.measureContextUsage('x', { responseConstraint: /^a+$/ });
+        const schema = await s.measureContextUsage('x', { responseConstraint: { type: 'string' } });
+        return { date, answer, deviating, jsonRest, last, plain, regex, schema };
+    }""")
+    assert r["date"] == "0000-00-00"
+    assert r["answer"] == "Aa!"   # continues the prefix: "Dear Aa!"
+    assert r["deviating"]["name"] == "NotSupportedError"
+    assert r["jsonRest"] == "3}"
+    assert r["last"] == {"role": "assistant", "content": '{"score": 3}'}   # prefix and reply, one message
+    assert r["regex"] == r["plain"] < r["schema"]   # only a JSON schema is sent to the model
+
+
+def test_download_needs_a_fresh_gesture_and_create_consumes_it(open_page):
+    page = open_page(availability="downloadable", downloadStepMs=50)
+    page.evaluate("""() => {
+        const button = document.createElement('button');
+        button.id = 'twice';
+        button.textContent = 'download';
+        button.onclick = () => {
+            window.firstCreate = __catch(LanguageModel.create());
+            window.during = LanguageModel.availability();   // the download runs now
+            // As if that download were gone: starting another needs another gesture.
+            __fakeLM.setAvailability('downloadable');
+            window.secondCreate = __catch(LanguageModel.create());
+        };
+        document.body.append(button);
+    }""")
+    # page.evaluate runs as a user gesture; opening a window consumes it, as WPT does.
+    no_gesture = page.evaluate("""async () => {
+        window.open('about:blank', '_blank')?.close();
+        return { active: navigator.userActivation.isActive, result: await __catch(LanguageModel.create()) };
+    }""")
+    assert no_gesture["active"] is False
+    assert no_gesture["result"]["name"] == "NotAllowedError"
+    page.click("#twice")
+    r = page.evaluate("""async () => ({ first: await firstCreate, second: await secondCreate,
+                                       during: await during, after: await LanguageModel.availability() })""")
+    assert r["first"] is None
+    assert r["during"] == "downloading"
+    assert r["second"]["name"] == "NotAllowedError"
+    assert r["after"] == "available"
+    downloading = page.evaluate("""async () => {
+        window.open('about:blank', '_blank')?.close();
+        __fakeLM.setAvailability('downloading');
+        return __catch(LanguageModel.create());   // no gesture needed once a download runs
+    }""")
+    assert downloading is None
+
+
+def test_sampling_mode_where_the_browser_has_it_and_not_elsewhere(open_page):
+    page = open_page()
+    r = page.evaluate("""async () => {
+        const s = await LanguageModel.create({ samplingMode: 'most-predictable' });
+        const copy = await s.clone();
+        const plain = await LanguageModel.create();
+        const modes = [s.samplingMode, copy.samplingMode, plain.samplingMode];
+        __fakeLM.configure({ samplingModes: ['balanced'] });
+        const narrow = { availability: await LanguageModel.availability({ samplingMode: 'most-predictable' }),
+                         create: await __catch(LanguageModel.create({ samplingMode: 'most-predictable' })) };
+        const invalid = await __catch(LanguageModel.create({ samplingMode: 'wild' }));
+        __fakeLM.configure({ samplingModes: null });
+        const without = await LanguageModel.create({ samplingMode: 'most-predictable' });
+        return { modes, narrow, invalid,
+                 withoutHas: 'samplingMode' in without, withoutValue: without.samplingMode,
+                 withoutAvailability: await LanguageModel.availability({ samplingMode: 'creative' }),
+                 logged: __fakeLM.callsOf('create').map(c => c.samplingMode) };
+    }""")
+    assert r["modes"] == ["most-predictable", "most-predictable", "balanced"]
+    assert r["narrow"]["availability"] == "unavailable"
+    assert r["narrow"]["create"]["name"] == "NotSupportedError"
+    assert r["invalid"]["isTypeError"]
+    assert r["withoutHas"] is False and r["withoutValue"] is None
+    assert r["withoutAvailability"] == "available"   # an unknown option is ignored
+    assert r["logged"][:2] == ["most-predictable", None]
+
+
+def test_profiles_change_window_languages_and_schema_support(open_page):
+    page = open_page(**FAKE_PROFILES["edge"])
+    r = page.evaluate("""async () => {
+        const english = [{ type: 'text', languages: ['en'] }];
+        const spanish = [{ type: 'text', languages: ['es'] }];
+        const s = await LanguageModel.create({ expectedInputs: english, expectedOutputs: english });
+        return { window: s.contextWindow, english: await LanguageModel.availability({ expectedOutputs: english }),
+                 spanish: await LanguageModel.availability({ expectedOutputs: spanish }),
+                 anyOf: await __catch(s.prompt('x', { responseConstraint: { anyOf: [{ type: 'string' }] } })),
+                 sampling: 'samplingMode' in s };
+    }""")
+    assert r == {**r, "window": 4096, "english": "available", "spanish": "unavailable", "sampling": False}
+    assert r["anyOf"]["name"] == "NotSupportedError"
+
+
+def test_a_system_message_after_input_is_refused_even_while_a_prompt_runs(open_page):
+    page = open_page(latencyMs=200)
+    r = page.evaluate("""async () => {
+        const s = await LanguageModel.create();
+        const first = s.prompt('hello');   // not answered yet
+        const system = await __catch(s.prompt([{ role: 'system', content: 'late' }]));
+        const measured = await s.measureContextUsage([{ role: 'system', content: 'be brief' }]);
+        await first;
+        return { system, measured };
+    }""")
+    assert r["system"]["isTypeError"]
+    assert r["measured"] > 0   # measuring is not adding: the session's rule does not apply

@@ -235,8 +235,10 @@ HOSTILE = step_responder(body=r"""
 
 def test_a_deeply_nested_reply_and_a_gigantic_power_each_cost_one_turn(
         page: Page, app_server: str, install_fake_lm) -> None:
+    # The nested reply breaks the step schema, which Chrome's constrained decoding would
+    # not let through: replyCheck off plays a backend without it.
     watch = open_chat(page, app_server, install_fake_lm, responderSource=HOSTILE,
-                      contextWindow=400_000)
+                      contextWindow=400_000, replyCheck="off")
     started = time.monotonic()
     send(page, "Reply deeply nested, please.")
     deep = page.locator(ASSISTANT).first

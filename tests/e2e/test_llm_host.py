@@ -119,7 +119,8 @@ def test_create_clone_prompt_measure_destroy_round_trip(host_page):
     assert r["constraintSeen"] is True
     assert r["measured"] == 10
     assert r["info"] == {"sessionId": copy["sessionId"], "purpose": "step",
-                         "contextWindow": 9216, "contextUsage": step["contextUsage"]}
+                         "contextWindow": 9216, "contextUsage": step["contextUsage"],
+                         "samplingMode": "most-predictable"}
     assert r["baseInfo"]["contextUsage"] == base["contextUsage"]   # the clone is independent
     assert r["destroyed"] is True and r["again"] is False
     assert r["afterDestroy"]["name"] == "InvalidStateError"
@@ -299,3 +300,87 @@ def test_destroy_all_frees_every_session(host_page):
                  destroyCalls: __fakeLM.callsOf('destroy').length };
     }""")
     assert r == {"before": 3, "n": 3, "after": 0, "fakes": 0, "destroyCalls": 3}
+
+
+def test_a_refused_response_constraint_is_its_own_error(host_page):
+    """NotSupportedError (schema or feature refused), TypeError (not a schema) and
+    SyntaxError (no compliant reply) on a constrained prompt are ResponseConstraintError,
+    never ModelUnavailableError; the same NotSupportedError without a constraint is not."""
+    page, _ = host_page(schemaSupport="strict")
+    r = page.evaluate("""async () => {
+        const s = await value('create', { initialPrompts: [{ role: 'system', content: 'sys' }] });
+        const withAnyOf = { type: 'object', anyOf: [{ properties: { a: { type: 'string' } } }] };
+        const refused = (await rpc('prompt', s.sessionId, 'x', { responseConstraint: withAnyOf })).error;
+        const streamed = (await rpc('prompt', s.sessionId, 'x', { responseConstraint: withAnyOf, stream: true })).error;
+        const notSchema = (await rpc('prompt', s.sessionId, 'x', { responseConstraint: 42 })).error;
+        __fakeLM.queueReplies('not json');
+        const broken = (await rpc('prompt', s.sessionId, 'x', { responseConstraint: { type: 'object' } })).error;
+        const measured = (await rpc('measure', s.sessionId, 'x', { responseConstraint: 'nope' })).error;
+        const fine = await value('prompt', s.sessionId, 'x', { responseConstraint: { type: 'object' } });
+        __fakeLM.failNext('NotSupportedError', { method: 'prompt', message: 'untested language' });
+        const unconstrained = (await rpc('prompt', s.sessionId, 'x')).error;
+        return { refused, streamed, notSchema, broken, measured, fine, unconstrained };
+    }""")
+    for key, original in (("refused", "NotSupportedError"), ("streamed", "NotSupportedError"),
+                          ("notSchema", "TypeError"), ("broken", "SyntaxError"),
+                          ("measured", "TypeError")):
+        assert r[key]["name"] == "ResponseConstraintError", key
+        assert r[key]["originalName"] == original, key
+    assert "anyOf" in r["refused"]["message"]
+    assert r["fine"]["text"] == "{}"
+    assert r["unconstrained"]["name"] == "ModelUnavailableError"
+    assert r["unconstrained"]["originalName"] == "NotSupportedError"
+
+
+def test_a_session_destroyed_mid_prompt_fails_as_chrome_fails_it(host_page):
+    page, _ = host_page(latencyMs=1500)
+    r = page.evaluate("""async () => {
+        const s = await value('create', {});
+        const pending = rpc('prompt', s.sessionId, 'slow', { requestId: 'turn-1' });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const fake = host.sessions.get(s.sessionId).session;
+        fake.destroy();        // destroyed under the host, as Chrome does when the model goes away
+        const inFlight = (await pending).error;
+        const later = (await rpc('prompt', s.sessionId, 'again')).error;
+        const gone = (await rpc('prompt', 'no-such-session', 'x')).error;
+        return { inFlight, later, gone, inflight: host.inflight.size };
+    }""")
+    assert r["inFlight"]["name"] == r["inFlight"]["originalName"] == "InvalidStateError"
+    assert r["later"]["name"] == "InvalidStateError"
+    assert r["gone"]["name"] == "InvalidStateError"
+    assert r["inflight"] == 0
+
+
+SAMPLING = """async () => {
+    const created = {};
+    for (const purpose of ['step', 'facts', 'summary']) {
+        created[purpose] = (await value('create', { initialPrompts: [], purpose,
+            expectedInputs: [{ type: 'text', languages: ['en'] }],
+            expectedOutputs: [{ type: 'text', languages: ['en'] }] })).samplingMode;
+    }
+    return { created, sent: __fakeLM.callsOf('create').map(c => c.samplingMode),
+             probes: __fakeLM.callsOf('availability').map(c => c.samplingMode) };
+}"""
+
+
+def test_steps_and_facts_ask_for_predictable_sampling_where_chrome_offers_it(host_page):
+    page, _ = host_page()
+    r = page.evaluate(SAMPLING)
+    assert r["created"] == {"step": "most-predictable", "facts": "most-predictable",
+                            "summary": "balanced"}
+    assert r["sent"] == ["most-predictable", "most-predictable", None]
+    assert r["probes"] == ["most-predictable"]   # asked once for these options
+
+
+@pytest.mark.parametrize("config", [{"samplingModes": None}, {"samplingModes": ["balanced"]}],
+                         ids=["no-sampling-mode", "mode-not-offered"])
+def test_no_sampling_mode_is_sent_where_the_browser_does_not_offer_it(host_page, config):
+    page, _ = host_page(**config)
+    r = page.evaluate(SAMPLING)
+    assert r["sent"] == [None, None, None]
+    if config["samplingModes"] is None:
+        assert r["created"] == {"step": None, "facts": None, "summary": None}
+        assert r["probes"] == []          # no attribute: not even asked
+    else:
+        assert r["created"] == {"step": "balanced", "facts": "balanced", "summary": "balanced"}
+        assert r["probes"] == ["most-predictable"]   # asked, and availability said no

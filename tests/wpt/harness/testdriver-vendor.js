@@ -1,0 +1,1 @@
+/* Nothing to configure: testdriver.js in this folder drives Playwright directly. */
