@@ -264,8 +264,14 @@ class Agent:
         return await self.sessions.import_bundle(bundle, session_id)
 
     async def close(self, timeout: float | None = None) -> None:
-        """Let background compactions finish (at most ``timeout`` seconds, then they are
-        stopped: the raw turns are archived, nothing is lost), then free the base sessions."""
-        await self.wait_idle(timeout=timeout)
+        """Stop background memory work and free every model session.
+
+        Passes still running are stopped at once (after ``timeout`` seconds if given):
+        every raw turn is archived before a pass starts and a stopped pass commits
+        nothing, so nothing is lost and the stored sessions stay consistent. To let a
+        compaction finish first, call :meth:`wait_idle` (or give a ``timeout``).
+        """
+        if timeout:
+            await self.wait_idle(timeout=timeout)
         await self.memory.close()
         await self.bases.close()
