@@ -5,12 +5,10 @@ The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
 :mod:`py_agent.tool_modules`); test doubles live in :mod:`py_agent.testing`.
 """
 
-from ._loop import StepPolicy
-from ._tool_runner import ToolPolicy
 from .agent import Agent
+from .budget import MemoryPolicy, MemoryPolicyError
 from .events import AgentEvent
 from .kv import InMemoryKeyValueStore, KeyValueStore
-from .memory import MemoryPolicy, MemoryPolicyError
 from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError,
                     ModelNetworkError, ModelSession, ModelTimeoutError, ModelUnavailableError,
                     Purpose, QuotaExceededError)
@@ -22,6 +20,7 @@ from .tool_modules import (LoadedTools, ToolContext, ToolModuleError, collect_to
 from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError,
                     ToolTimeoutError, tool)
 from .transfer import SessionBundle, SessionImportError
+from .turn.policies import StepPolicy, ToolPolicy
 
 __all__ = [
     "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact",

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ._boundary import clean_text, describe
-from ._waiting import Crashed, bounded, contained
+from .boundary import clean_text, describe
 from .events import log
-from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession,
-                    ModelTimeoutError, Purpose, QuotaExceededError, as_model_error)
+from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession, Purpose,
+                    as_model_error)
+from .waiting import Crashed, bounded, contained
 
 # Replies longer than this are cut before anything reads them (the step parser looks
 # at the first 50,000 characters; a summary is far shorter).
@@ -134,22 +134,3 @@ async def create_guarded(model: LanguageModel, initial_prompts: list[Message],
     if session is None:
         raise ModelCallError("the model's create() returned no session")
     return guard(session)
-
-
-def turn_error_text(exc: Exception) -> str:
-    """What the user reads when a turn failed: what happened and what to do."""
-    if isinstance(exc, QuotaExceededError):
-        return ("That is too long for the on-device model's context window. "
-                "Please shorten the message or split it up.")
-    if isinstance(exc, ModelTimeoutError):
-        return (f"The model did not answer in time ({describe(exc)}). Your message is "
-                "saved; please try again.")
-    name = type(exc).__name__
-    if name == "ModelUnavailableError":
-        return ("The on-device model is not available right now, so I can't answer. "
-                "Your message is saved; try again once the model is ready.")
-    if name == "ModelNetworkError":
-        return "The model could not be reached (it may still be downloading). Please try again."
-    if isinstance(exc, (ModelError, ValueError)):
-        return f"Something went wrong while asking the model: {describe(exc)}"
-    return f"Something went wrong in the agent ({name}: {describe(exc)}). Your message is saved."

@@ -1,15 +1,17 @@
-"""The Agent: runs turns, keeps each session's memory, compacts it in the background.
+"""The Agent: a thin facade that builds the parts and offers the public methods.
 
-A turn: archive the user's message as an unfinished turn (so a reload never loses
-it), retrieve tools, clone the prefilled base session, run the ReAct loop, return
-the answer. Then the turn is committed (archive and state in one write) and, if the
-raw turns have outgrown their budget, compaction starts in the background, one at a
-time per session, committing only the turns it summarized. Failed, stopped and
-interrupted turns are kept in the transcript, with the user's message.
+The work is done below it, each layer importing only those under it:
 
-Another tab or process may write the same session: every state write is checked
-against the stored version, and on a conflict the stored state is taken and this
-agent's unsaved turns are re-applied (:mod:`py_agent._sync`).
+- the turn (:mod:`py_agent.turn.runner`): open, retrieve tools, make room, loop,
+  save, schedule memory upkeep;
+- the memory engine (:mod:`py_agent.memory.engine`): background passes that keep
+  each session's summary and key facts, and the live memory sessions;
+- the session table (:mod:`py_agent.sessions`) and the base model sessions
+  (:mod:`py_agent.bases`);
+- the store, the model and the plain data (state, results, events).
+
+Events go up only through the ``emit`` callable each part is handed: the agent's
+:attr:`Agent.on_event`, plus the handler of the turn that caused them.
 """
 
 from __future__ import annotations
@@ -18,57 +20,28 @@ import asyncio
 from collections import Counter
 from typing import AsyncIterator, Iterable
 
-from ._boundary import clean_text, describe
-from ._loop import (COMPACT_TOOL, StepPolicy, TurnAborted, TurnContext, condensed_steps,
-                    model_call, run_turn)
-from ._model_guard import create_guarded, turn_error_text
-from ._sync import rebase, write_turn
-from ._tool_runner import SyncRunner, ToolPolicy
-from ._waiting import bounded
-from ._compaction_prompts import summary_messages
-from ._memory_session import DEFAULT_MAX_LIVE, MemorySessions, TurnSessions
-from .compaction import DESTROY_TIMEOUT_S, Compactor
-from .events import AgentEvent, EventHandler, deliver, log
-from .facts import facts_messages
-from ._prefix import PrefixPlan, PrefixPlanner
-from .memory import Budget, MemoryAccountant, MemoryPolicy
-from .model import LanguageModel, ModelError, ModelSession, Purpose, QuotaExceededError
-from .prompting import NONE_TOOL, SYSTEM_INSTRUCTION, MemoryView, first_prompt
-from .results import CompactionReport, MemoryState, RunResult, StepTrace
-from .retrieval import PreviousTurn, ToolRetriever
+from .bases import BaseSessions
+from .boundary import clean_text
+from .budget import Budget, MemoryAccountant, MemoryPolicy
+from .events import AgentEvent, EventHandler, deliver
+from .memory.engine import MemoryEngine
+from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
+from .memory.steps import base_prompts
+from .model import LanguageModel, Purpose
+from .prefix import PrefixPlan, PrefixPlanner
+from .prompting import SYSTEM_INSTRUCTION
+from .results import CompactionReport, MemoryState, RunResult
+from .retrieval import ToolRetriever
+from .sessions import SessionTable
 from .state import CompressionRecord, SessionState, Turn
-from .store import InMemoryStore, Store, UnknownSessionError
+from .store import InMemoryStore, Store
 from .tokens import TokenCounter
-from .tools import Tool, tool
-from .transfer import SessionBundle, id_candidates, parse_session
-
-# The window assumed for the memory meter before any model session exists: Gemini
-# Nano's, as the Prompt API reports it in Chrome (``contextWindow``/``inputQuota``).
-DEFAULT_CONTEXT_WINDOW = 9216
-# Writes retried after another tab or process wrote the same session first.
-CONFLICT_RETRIES = 5
-
-
-def compact_tool() -> Tool:
-    """The built-in tool through which the model asks for its memory to be compacted."""
-
-    def compact(focus: str = "") -> str:
-        """Compact the conversation memory: summarise older turns to free context room.
-
-        Args:
-            focus: what the summary must be sure to keep.
-
-        Examples:
-            our chat is very long now, please tidy up your memory
-            summarize what we talked about and forget the details
-            make room in the context but remember my allergies
-        """
-        return "scheduled"
-
-    built = tool(compact, keywords=["compact", "compress", "condense", "shorten", "chat history",
-                                    "conversation", "context window", "memory full"])
-    built.metadata["builtin"] = COMPACT_TOOL
-    return built
+from .tools import Tool
+from .transfer import SessionBundle, parse_session
+from .turn.compact_tool import COMPACT_TOOL, compact_tool
+from .turn.policies import StepPolicy, ToolPolicy
+from .turn.runner import TurnRunner, TurnSettings
+from .turn.tool_runner import SyncRunner
 
 
 class Agent:
@@ -90,7 +63,7 @@ class Agent:
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.
         memory_sessions: how many chats keep a model session that has already read
             their memory, so a turn prompts only what is new (0: every turn's prompt
-            carries the whole memory); see :mod:`py_agent._memory_session`.
+            carries the whole memory); see :mod:`py_agent.memory.live`.
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -103,15 +76,9 @@ class Agent:
                  memory_sessions: int = DEFAULT_MAX_LIVE) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
-        self.model = model
         self.store: Store = store if store is not None else InMemoryStore()
+        # The policy asked for; the one in use (self.policy) may be scaled to the window.
         self.requested_policy = memory or MemoryPolicy()
-        # The policy in use: the requested one, or scaled down for a small window.
-        self.policy = self.requested_policy
-        self.tool_policy = tool_policy or ToolPolicy()
-        self.max_steps = max_steps
-        self.step_policy = step_policy or StepPolicy()
-        self.sync_tool_runner = sync_tool_runner
         self.on_event = on_event
         registry = list(tools)
         if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
@@ -119,104 +86,63 @@ class Agent:
         self.tools = registry
         self.retriever = ToolRetriever(registry, top_k=top_k)
         self.system_instruction = system_instruction
-        self.accountant = MemoryAccountant(self.policy, TokenCounter())
+        self.accountant = MemoryAccountant(self.requested_policy, TokenCounter())
         self.model_calls: Counter[str] = Counter()
-        self._bases: dict[Purpose, ModelSession] = {}
-        self._base_lock = asyncio.Lock()
-        self._states: dict[str, SessionState] = {}
-        self._unsaved: dict[str, list[Turn]] = {}
-        # Turn ids whose start was written: an unsaved turn with another id may be
-        # renumbered if another writer took its id (see _sync.rebase).
-        self._reserved: dict[str, set[int]] = {}
-        # Sessions whose stored state could not be read: they run in memory and are
-        # never written, so an unreadable state is not overwritten by a fresh one.
-        self._detached: set[str] = set()
-        self._turn_locks: dict[str, asyncio.Lock] = {}
-        self._state_locks: dict[str, asyncio.Lock] = {}
-        self.compactor = Compactor(self)
-        self.memory_sessions = MemorySessions(
-            self.accountant, self._states.get, max_live=memory_sessions,
-            reserve=lambda: self.policy.reserved_turn_tokens + self.prefix.tools_tokens())
-        self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
-        # The step prefix (and policy) planned for the model's window on the first turn.
-        self.prefix = PrefixPlanner(self.requested_policy, self.accountant.counter,
-                                    system_instruction, registry, top_k)
+        self.sessions = SessionTable(self.store)
+        planner = PrefixPlanner(self.requested_policy, self.accountant.counter,
+                                system_instruction, registry, top_k)
+        self.bases = BaseSessions(model, planner, self.accountant, base_prompts(), self._emit)
+        self.memory = MemoryEngine(self.sessions, self.bases, self.accountant, self._emit,
+                                   calls=self.model_calls, memory_sessions=memory_sessions)
+        self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
+                                     max_steps, sync_tool_runner)
+        self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
+                                self.retriever, self.settings, self._emit, self.model_calls)
 
-    # ----------------------------------------------------------------- helpers
+    async def _emit(self, event: AgentEvent) -> None:
+        await deliver([self.on_event], event)
 
-    def _lock(self, table: dict[str, asyncio.Lock], session_id: str) -> asyncio.Lock:
-        return table.setdefault(session_id, asyncio.Lock())
+    # ------------------------------------------------------------ the parts' state
 
-    async def _emit(self, event: AgentEvent, extra: EventHandler | None = None) -> None:
-        await deliver([self.on_event, extra], event)
+    @property
+    def model(self) -> LanguageModel:
+        return self.bases.model
 
-    async def _base(self, purpose: Purpose) -> ModelSession:
-        """The prefilled base session for ``purpose``, created once and cloned per use."""
-        async with self._base_lock:
-            if purpose not in self._bases:
-                if purpose is Purpose.STEP:
-                    self._bases[purpose] = await self._create_step_base()
-                else:
-                    prompts = (summary_messages() if purpose is Purpose.SUMMARY
-                               else facts_messages())
-                    self._bases[purpose] = await create_guarded(self.model, prompts, purpose)
-            return self._bases[purpose]
+    @model.setter
+    def model(self, model: LanguageModel) -> None:
+        """Answer with another model from the next call on (new base sessions)."""
+        self.bases.use(model)
 
-    def _known_window(self) -> int:
-        window = getattr(self.model, "context_window", None)
-        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-            return DEFAULT_CONTEXT_WINDOW
-        return window
+    @property
+    def policy(self) -> MemoryPolicy:
+        """The memory policy in use: the requested one, or scaled down for a small window."""
+        return self.accountant.policy
 
-    async def _create_step_base(self) -> ModelSession:
-        """The step base session, with the prefix and policy planned for the model's
-        window (see :mod:`py_agent._prefix`); a switch is announced."""
-        base = await self.prefix.create_base(self.model, self._known_window())
-        plan = self.prefix.current
-        self.policy = self.accountant.policy = plan.policy
-        if plan.level != "full" or plan.scaled:
-            await self._emit(AgentEvent("prefix_planned", "", plan.to_dict()))
-        return base
+    @property
+    def tool_policy(self) -> ToolPolicy:
+        return self.settings.tool_policy
+
+    @property
+    def step_policy(self) -> StepPolicy:
+        return self.settings.step_policy
+
+    @property
+    def max_steps(self) -> int:
+        return self.settings.max_steps
+
+    @property
+    def sync_tool_runner(self) -> SyncRunner | None:
+        return self.settings.sync_tool_runner
+
+    @property
+    def memory_sessions(self) -> MemorySessions:
+        """The live memory sessions of the chats (see :mod:`py_agent.memory.live`)."""
+        return self.memory.live
 
     @property
     def prefix_plan(self) -> PrefixPlan | None:
         """The prefix in use, planned for the model's window when the first turn ran."""
-        return self.prefix.current
-
-    async def _clone(self, purpose: Purpose) -> ModelSession:
-        return await (await self._base(purpose)).clone()
-
-    async def _state(self, session_id: str, *, create: bool) -> SessionState:
-        """The session's state, reloaded if another tab or process wrote it since."""
-        state = await self._refresh(session_id)
-        if state is None:
-            if not create:
-                raise UnknownSessionError(session_id)
-            state = self._states[session_id] = SessionState(session_id=session_id)
-        return state
-
-    async def _refresh(self, session_id: str) -> SessionState | None:
-        """Load the stored state and take it if it is newer than the one in memory (with
-        this agent's unsaved turns re-applied). A failed read keeps the one in memory;
-        with none, it raises. Takes no lock: a state only ever moves to a newer version."""
-        cached = self._states.get(session_id)
-        if session_id in self._detached:
-            return cached
-        try:
-            stored = await self.store.load(session_id)
-        except Exception:
-            if cached is None:
-                raise
-            log.warning("could not reload session %s; using the state in memory", session_id)
-            return cached
-        cached = self._states.get(session_id)
-        if stored is not None and (cached is None or stored.version > cached.version):
-            cached = self._states[session_id] = rebase(
-                stored, session_id, self._unsaved.get(session_id, []),
-                self._reserved.get(session_id, set()))
-            # Another writer's turns or compaction: the memory session catches up anew.
-            self.memory_sessions.memory_changed(session_id)
-        return cached
+        return self.bases.plan
 
     # -------------------------------------------------------------------- turns
 
@@ -231,156 +157,8 @@ class Agent:
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
-        async with self._lock(self._turn_locks, session_id):
-            return await self._run_locked(clean_text(prompt).strip(), session_id, on_event,
-                                          abort)
-
-    async def _run_locked(self, message: str, session_id: str, on_event: EventHandler | None,
-                          abort: asyncio.Event | None) -> RunResult:
-        async def emit(event: AgentEvent) -> None:
-            await self._emit(event, on_event)
-
-        try:
-            await self._state(session_id, create=True)
-        except Exception as exc:  # the store could not be read: go on in memory
-            self._detach(session_id)
-            await emit(AgentEvent("storage_error", session_id, {
-                "message": f"Could not read this session from storage ({describe(exc)}). The "
-                           "conversation goes on in memory but is not saved; export it "
-                           "to keep it.", "kind": getattr(exc, "kind", "unknown")}))
-        # The user's message is archived before anything can go wrong, as an unfinished
-        # ("interrupted") turn that the final commit replaces.
-        turn = Turn(id=0, user=message, answer="", status="interrupted")
-        await self._save_turn(session_id, turn, emit, allocate=True)
-        turn_id = turn.id
-        await emit(AgentEvent("turn_started", session_id, {"turn_id": turn_id, "message": message}))
-        offered = self.retriever.retrieve(message,
-                                         previous=_previous_turn(self._states[session_id]))
-        await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
-            {"name": s.tool.name, "score": s.score, "pinned": s.pinned, "why": s.why.to_dict()}
-            for s in offered]}))
-
-        prompt_tokens = 0
-        fixed = first_prompt(message, offered, MemoryView())
-        opener = TurnSessions(self.memory_sessions, session_id, lambda: self._bases[Purpose.STEP],
-                              lambda: self._clone(Purpose.STEP), self.accountant.counter.count(fixed))
-
-        def build_first_prompt(steps: list[StepTrace], tight: bool) -> str:
-            nonlocal prompt_tokens
-            if opener.uses_memory:  # the session has read the memory already
-                prompt_tokens = self.accountant.counter.count(fixed)
-                return fixed
-            base = self._bases[Purpose.STEP]
-            room = (base.context_window - base.context_usage - self.policy.reserved_turn_tokens
-                    - self.accountant.counter.count(fixed))
-            extra = condensed_steps(steps, self.policy.micro_compact_chars) if tight else ""
-            if tight:
-                room = room // 2 - self.accountant.counter.count(extra)
-            view, _ = self.accountant.view(self._states[session_id], max(0, room))
-            text = first_prompt(message, offered, view)
-            if extra:
-                text += "\n\n" + extra
-            prompt_tokens = self.accountant.counter.count(text)
-            return text
-
-        ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
-                          first_prompt=build_first_prompt,
-                          new_session=opener.new_session, emit=emit,
-                          tool_policy=self.tool_policy, max_steps=self.max_steps, abort=abort,
-                          step_policy=self.step_policy, sync_tool_runner=self.sync_tool_runner)
-        tools_offered = [(s.tool.name, s.score) for s in offered]
-
-        def failed(status: str, answer: str, error: str | None = None) -> RunResult:
-            return RunResult(answer=answer, steps=ctx.steps, session_id=session_id,
-                             turn_id=turn_id, status=status,  # type: ignore[arg-type]
-                             error=error, tools_offered=tools_offered)
-
-        try:
-            await bounded(self._base(Purpose.STEP), abort=abort)  # may download: no deadline
-            await self._check_message_fits(message, offered)
-            await self.compactor.make_room(session_id, self.accountant.counter.count(
-                first_prompt(message, offered, MemoryView())))
-            await self._calibrate(build_first_prompt([], False), turn_id, abort)
-            result = await run_turn(ctx)
-            self.model_calls[Purpose.STEP.value] += len(result.steps)
-        except TurnAborted:
-            result = failed("stopped", "")
-        except asyncio.CancelledError:  # the caller gave up on the turn: keep it as stopped
-            turn.status, turn.steps = "stopped", [s.record() for s in ctx.steps]
-            await asyncio.shield(self._save_turn(session_id, turn, emit))
-            raise
-        except Exception as exc:  # model errors, and any bug: the turn fails, saved
-            if not isinstance(exc, (ModelError, ValueError)):
-                log.exception("turn %s of %s failed", turn_id, session_id)
-            result = failed("error", turn_error_text(exc), f"{type(exc).__name__}: {describe(exc)}")
-            await emit(AgentEvent("error", session_id, {"message": result.answer,
-                                                        "kind": type(exc).__name__}))
-        result.prompt_tokens = prompt_tokens
-        await emit(AgentEvent("answer", session_id, {"turn_id": turn_id, "text": result.answer,
-                                                     "status": result.status}))
-        turn.answer, turn.status = result.answer, result.status  # type: ignore[assignment]
-        turn.steps = [s.record() for s in result.steps]
-        result.saved = await self._save_turn(session_id, turn, emit)
-        result.turn_id = turn.id  # renumbered if another tab took the id while storage failed
-        self.memory_sessions.turn_finished(session_id)
-        trigger = "tool" if ctx.compact_requested else "auto"
-        focus = "; ".join(ctx.compact_focus) or None
-        result.compaction_scheduled = self._maybe_schedule(session_id, trigger, focus,
-                                                           force=ctx.compact_requested)
-        return result
-
-    def _detach(self, session_id: str) -> SessionState:
-        self._detached.add(session_id)
-        return self._states.setdefault(session_id, SessionState(session_id=session_id))
-
-    async def _check_message_fits(self, message: str, offered: list) -> None:
-        base = self._bases[Purpose.STEP]
-        need = self.accountant.counter.count(first_prompt(message, offered, MemoryView()))
-        room = base.context_window - base.context_usage - self.policy.reserved_turn_tokens // 2
-        if need > room:
-            raise QuotaExceededError(f"the message is too long for the model ({need} tokens, "
-                                     f"room for about {room})", requested=need, quota=room)
-
-    async def _calibrate(self, text: str, turn_id: int, abort: asyncio.Event | None) -> None:
-        """Teach the token counter from an exact count, often early and then now and then."""
-        counter = self.accountant.counter
-        if counter.samples >= 8 and turn_id % 10:
-            return
-        try:
-            exact = await model_call(self._bases[Purpose.STEP].measure(text), self.step_policy,
-                                     abort, "count tokens")
-        except ModelError:
-            return
-        counter.calibrate(text, exact)
-
-    async def _save_turn(self, session_id: str, turn: Turn, emit, *,
-                         allocate: bool = False) -> bool:
-        """Put the turn into the state in memory, then write archive and state together.
-
-        With ``allocate`` the turn first gets the session's next id. A failed write
-        keeps the turn in memory and in a pending list written with the next commit, so
-        the conversation goes on and nothing is lost. When another tab or process wrote
-        the session first, its state is taken, the unsaved turns re-applied, and the
-        write tried again.
-        """
-        async with self._lock(self._state_locks, session_id):
-            pending = self._unsaved.setdefault(session_id, [])
-            detached = session_id in self._detached
-            problem = await write_turn(None if detached else self.store, self._states,
-                                       session_id, turn, pending,
-                                       self._reserved.setdefault(session_id, set()),
-                                       allocate=allocate, attempts=CONFLICT_RETRIES)
-            if detached:
-                return False
-            if problem is not None:
-                await emit(AgentEvent("storage_error", session_id, {
-                    "message": f"Could not save this turn ({describe(problem)}); it is kept in "
-                               "memory and will be saved with the next one.",
-                    "kind": getattr(problem, "kind", "unknown"), "unsaved": len(pending)}))
-                return False
-        if turn.status != "interrupted":
-            await emit(AgentEvent("turn_saved", session_id, {"turn_id": turn.id, "unsaved": 0}))
-        return True
+        return await self.turns.run(clean_text(prompt).strip(), session_id, on_event=on_event,
+                                    abort=abort)
 
     async def stream(self, prompt: str, session_id: str = "default", *,
                      abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:
@@ -393,30 +171,22 @@ class Agent:
             yield item
         yield task.result()
 
-    # --------------------------------------------------------------- compaction
-
-    def _maybe_schedule(self, session_id: str, trigger: str, focus: str | None, *,
-                        force: bool = False) -> bool:
-        """Start a background compaction if one is due; see :mod:`py_agent.compaction`."""
-        return self.compactor.schedule(session_id, trigger, focus, force=force)
+    # ------------------------------------------------------------------- memory
 
     async def compact(self, session_id: str, focus: str | None = None) -> CompactionReport:
         """Compact now: every turn but the newest ``min_recent_turns`` goes into memory."""
-        await self._state(session_id, create=False)
+        await self.sessions.open(session_id, create=False)
         await self.wait_idle(session_id)
-        await self._base(Purpose.STEP)
-        async with self._lock(self._turn_locks, session_id):
-            return await self.compactor.compact_once(session_id, "manual", focus,
-                                                     everything=True)
+        await self.bases.get(Purpose.STEP)
+        async with self.sessions.turn_lock(session_id):
+            return await self.memory.compact(session_id, "manual", focus, everything=True)
 
     async def wait_idle(self, session_id: str | None = None, timeout: float | None = None) -> bool:
         """Wait for background compactions (of one session, or all) to finish, at most
         ``timeout`` seconds; True if none is running any more. Without a timeout the
         wait is still bounded: every model call of a compaction has its own
         (``MemoryPolicy.summary_timeout_s``, ``facts_timeout_s``)."""
-        return await self.compactor.wait_idle(session_id, timeout)
-
-    # --------------------------------------------------------- sessions, memory
+        return await self.memory.wait_idle(session_id, timeout)
 
     async def memory_state(self, session_id: str) -> MemoryState:
         """What the next prompt of ``session_id`` will carry; raises for unknown sessions.
@@ -425,81 +195,56 @@ class Agent:
         is estimated (see :meth:`estimated_budget`), so the page can show a meter
         right away without creating a session, which could start a model download.
         """
-        state = await self._state(session_id, create=False)
-        base = self._bases.get(Purpose.STEP)
-        if base is not None:
-            budget = self.accountant.budget(state, base.context_window, base.context_usage)
-        else:
-            budget = self.estimated_budget(state)
+        state = await self.sessions.open(session_id, create=False)
+        window = self.bases.window(Purpose.STEP)
+        budget = (self.accountant.budget(state, *window) if window is not None
+                  else self.estimated_budget(state))
         return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
                            facts=list(state.facts), recent_turns=list(state.recent_turns),
                            budget=budget, compactions=state.compactions,
                            failed_compactions=state.failed_compactions,
-                           unsaved_turns=len(self._unsaved.get(session_id, [])),
-                           detached=session_id in self._detached,
-                           compacting=self.compactor.running(session_id),
+                           unsaved_turns=self.sessions.unsaved(session_id),
+                           detached=self.sessions.is_detached(session_id),
+                           compacting=self.memory.running(session_id),
                            degraded=state.degraded,
-                           prefix=(self.prefix.current or self.prefix.estimate(
-                               self._known_window())).to_dict(),
+                           prefix=(self.bases.plan or self.bases.estimate()).to_dict(),
                            consecutive_failures=state.consecutive_failures,
-                           budget_estimated=base is None)
+                           budget_estimated=window is None)
 
     def estimated_budget(self, state: SessionState) -> Budget:
         """The budget as it would be, computed without any model session.
 
         The window is the model's ``context_window`` if it has one as a plain
-        attribute, else :data:`DEFAULT_CONTEXT_WINDOW`; the prefix and policy are
-        planned for it as a session would be, with the agent's token counter.
+        attribute, else :data:`~py_agent.bases.DEFAULT_CONTEXT_WINDOW`; the prefix and
+        policy are planned for it as a session would be, with the agent's token counter.
         """
-        plan = self.prefix.estimate(self._known_window())
+        plan = self.bases.estimate()
         accountant = MemoryAccountant(plan.policy, self.accountant.counter)
         return accountant.budget(state, plan.window, plan.tokens)
 
+    # ----------------------------------------------------------------- sessions
+
     async def transcript(self, session_id: str) -> list[Turn]:
-        """Every raw turn of the session, including any not yet saved (an unsaved copy
-        is newer than an archived one of the same id: that is its start)."""
-        await self._state(session_id, create=False)
-        archived = [] if session_id in self._detached else await self.store.read_archive(session_id)
-        by_id = {t.id: t for t in archived}
-        by_id.update((t.id, t) for t in self._unsaved.get(session_id, []))
-        return sorted(by_id.values(), key=lambda t: t.id)
+        """Every raw turn of the session, including any not yet saved."""
+        return await self.sessions.transcript(session_id)
 
     async def compressions(self, session_id: str) -> list[CompressionRecord]:
-        """The session's compression log (empty for a session that runs detached from
-        storage: its compactions are never written)."""
-        await self._state(session_id, create=False)
-        return [] if session_id in self._detached else await self.store.compressions(session_id)
+        """The session's compression log (empty for a session detached from storage)."""
+        return await self.sessions.compressions(session_id)
 
     async def rename_session(self, session_id: str, title: str) -> None:
-        async with self._lock(self._state_locks, session_id):
-            state = (await self._state(session_id, create=False)).copy()
-            state.title = " ".join(title.split())[:80]
-            await self.store.save(state)
-            self._states[session_id] = state
+        await self.sessions.rename(session_id, title)
 
     async def delete_session(self, session_id: str) -> bool:
-        """Delete a session; a compaction of it still running is stopped first."""
-        await self.compactor.cancel(session_id)
-        self.memory_sessions.invalidate(session_id)
-        async with self._lock(self._state_locks, session_id):
-            self._states.pop(session_id, None)
-            self._unsaved.pop(session_id, None)
-            self._detached.discard(session_id)
-            return await self.store.delete_session(session_id)
-
-    # ------------------------------------------------------- export, import
+        """Delete a session; its background memory work is stopped first, at once."""
+        await self.memory.forget(session_id)
+        return await self.sessions.delete(session_id)
 
     async def export_bundle(self, session_id: str) -> SessionBundle:
-        """A consistent snapshot of a session: state, every raw turn, compression log.
-
-        Turns not saved yet are included, so a session whose storage failed can
-        still be exported. Raises :class:`UnknownSessionError` for unknown sessions.
-        """
-        async with self._lock(self._state_locks, session_id):
-            state = (await self._state(session_id, create=False)).copy()
-            turns = await self.transcript(session_id)
-            records = await self.compressions(session_id)
-        return SessionBundle(state, turns, records)
+        """A consistent snapshot of a session: state, every raw turn, compression log
+        (turns not saved yet included). Raises :class:`UnknownSessionError` for unknown
+        sessions."""
+        return await self.sessions.export(session_id)
 
     async def export_session(self, session_id: str) -> str:
         """The whole session as ``py-agent-session/1`` JSON Lines (see :mod:`py_agent.transfer`)."""
@@ -514,59 +259,19 @@ class Agent:
         return await self.import_bundle(parse_session(text), session_id)
 
     async def import_bundle(self, bundle: SessionBundle, session_id: str | None = None) -> str:
-        """Write ``bundle`` as a new session named ``session_id`` (default: its own id).
-
-        A taken id gets a suffix (``id-2``, ``id-3``, ...). Only the store API is
-        used: the compression log first (invisible without a state), then state and
-        archive in one ``commit_turn``, so ``list_sessions`` shows the session only
-        once it is complete. If a write fails, what was written is deleted again.
-        """
-        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise ValueError("session_id must be a non-empty string")
-        async with self._import_lock:
-            for candidate in id_candidates(session_id or bundle.session_id):
-                if not await self._session_taken(candidate):
-                    break
-            bundle = bundle.with_session_id(candidate)
-            try:
-                for record in bundle.compressions:
-                    await self.store.commit_compaction(None, record)
-                await self.store.commit_turn(bundle.state, list(bundle.turns))
-            except Exception:
-                try:
-                    await self.store.delete_session(candidate)
-                except Exception:
-                    log.exception("could not remove the half-imported session %s", candidate)
-                raise
-        return candidate
-
-    async def _session_taken(self, session_id: str) -> bool:
-        """True if the id has a state, here or stored, or leftover archive or log entries."""
-        if session_id in self._states or await self.store.load(session_id) is not None:
-            return True
-        return bool(await self.store.read_archive(session_id)
-                    or await self.store.compressions(session_id))
+        """Write ``bundle`` as a new session named ``session_id`` (default: its own id; a
+        taken id gets a suffix, ``id-2``...); see :meth:`SessionTable.import_bundle`."""
+        return await self.sessions.import_bundle(bundle, session_id)
 
     async def close(self, timeout: float | None = None) -> None:
-        """Let background compactions finish (at most ``timeout`` seconds, then they are
-        stopped: the raw turns are archived, nothing is lost), then free the base sessions."""
-        if not await self.wait_idle(timeout=timeout):
-            await self.compactor.cancel()
-        await self.memory_sessions.close()
-        for session in self._bases.values():
-            try:
-                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
-            except Exception:
-                log.warning("could not destroy a base session")
-        self._bases.clear()
+        """Stop background memory work and free every model session.
 
-
-def _previous_turn(state: SessionState) -> PreviousTurn | None:
-    """The last raw turn as a weaker second query, so a follow-up finds its tools."""
-    if not state.recent_turns:
-        return None
-    last = state.recent_turns[-1]
-    tools = tuple(dict.fromkeys(s.tool for s in last.steps
-                                if s.tool and s.tool != NONE_TOOL and not s.corrective))
-    return PreviousTurn(last.user, tools)
-
+        Passes still running are stopped at once (after ``timeout`` seconds if given):
+        every raw turn is archived before a pass starts and a stopped pass commits
+        nothing, so nothing is lost and the stored sessions stay consistent. To let a
+        compaction finish first, call :meth:`wait_idle` (or give a ``timeout``).
+        """
+        if timeout:
+            await self.wait_idle(timeout=timeout)
+        await self.memory.close()
+        await self.bases.close()

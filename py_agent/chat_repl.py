@@ -25,7 +25,7 @@ from .openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from .results import RunResult
 from .sqlite_store import SqliteStore
 from .store import StorageError
-from .tools import Tool
+from .tool_files import ToolFileError, load_tool_files
 
 COMPACTION_WAIT_S = 120.0
 HELP = """\
@@ -214,8 +214,6 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
     except StorageError as exc:
         ui.note(f"error: {exc}")
         return 1
-    from .cli import ToolFileError, load_tool_files
-
     try:
         tools = load_tool_files(options.tool_paths, store.key_value_store())
     except ToolFileError as exc:

@@ -20,9 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from .kv import KeyValueStore
-from .tool_modules import ToolContext, load_tool_modules
-from .tools import Tool
+from .tool_files import ToolFileError
 
 API_KEY_VARIABLES = ("PY_AGENT_API_KEY", "OPENAI_API_KEY")
 
@@ -42,23 +40,6 @@ def api_key_from_environment() -> str | None:
         if os.environ.get(name):
             return os.environ[name]
     return None
-
-
-class ToolFileError(Exception):
-    """``--tools`` modules that cannot be loaded; the message says which and why."""
-
-
-def load_tool_files(paths: list[str], kv: KeyValueStore | None = None) -> list[Tool]:
-    """The tools of each ``--tools`` module (a .py file or a package folder), loaded
-    through the same door as the page's (:func:`py_agent.tool_modules.load_tool_modules`).
-
-    ``kv`` is the tools' own key-value store (the chat's SQLite database). In a terminal
-    the user named these modules on purpose, so any that cannot be used is an error.
-    """
-    loaded = load_tool_modules(paths, ToolContext(kv=kv) if kv is not None else None)
-    if loaded.errors:
-        raise ToolFileError("\n".join(f"--tools: {error}" for error in loaded.errors))
-    return loaded.tools
 
 
 def build_parser() -> argparse.ArgumentParser:

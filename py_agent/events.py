@@ -43,6 +43,8 @@ class AgentEvent:
 
 
 EventHandler = Callable[[AgentEvent], Union[None, Awaitable[None]]]
+# How a layer reports upward: the agent hands each part one of these.
+Emit = Callable[[AgentEvent], Awaitable[None]]
 
 
 async def deliver(handlers: list[EventHandler | None], event: AgentEvent) -> None:

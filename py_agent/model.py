@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from ._boundary import describe
+from .boundary import describe
 
 Availability = Literal["available", "downloadable", "downloading", "unavailable"]
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._boundary import MAX_JSON_DEPTH, clean_value, depth_within
+from .boundary import MAX_JSON_DEPTH, clean_value, depth_within
 
 MAX_PARSE_CHARS = 50_000
 MAX_OBJECT_STARTS = 25
@@ -40,7 +40,7 @@ class Step:
 def json_objects(text: str, on_too_deep: list[int] | None = None):
     """Each JSON object embedded in ``text``, in order, trying a bounded number of starts.
 
-    An object nested deeper than :data:`~py_agent._boundary.MAX_JSON_DEPTH` is never
+    An object nested deeper than :data:`~py_agent.boundary.MAX_JSON_DEPTH` is never
     handed to the parser (it would recurse once per level); its start is skipped and,
     if ``on_too_deep`` is given, recorded there.
     """

@@ -42,7 +42,7 @@ _EXAMPLE_TOOL = "- convert_units(value: number, from_unit: string, to_unit: stri
 
 def worked_examples() -> list[list[Message]]:
     """Two worked examples: one tool call then an answer, and one direct answer. A
-    tight window keeps fewer of them (see :mod:`py_agent._prefix`)."""
+    tight window keeps fewer of them (see :mod:`py_agent.prefix`)."""
     step = lambda thought, name, tool_input, answer: json.dumps(  # noqa: E731
         {"thought": thought, "toolName": name, "toolInput": tool_input, "finalAnswer": answer})
     return [[

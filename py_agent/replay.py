@@ -28,35 +28,19 @@ import importlib.util
 import json
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ._compaction_prompts import InvalidSummaryError, fallback_summary, summary_messages
-from ._compaction_steps import bounded_call, extract_facts, outdated, settle_folds, summarize
-from ._fact_rules import carried_by
-from .facts import facts_messages, over_budget
-from .memory import MemoryPolicy
+from .budget import MemoryPolicy
+from .memory.facts import over_budget
+from .memory.steps import (base_prompts, bounded_call, extract_facts, outdated, settle_folds,
+                           summarize)
+from .memory.summary import InvalidSummaryError, fallback_summary
 from .model import LanguageModel, ModelError, ModelSession, Purpose
 from .prompting import render_facts
+from .replay_report import Probe, ReplayedCompaction, ReplayReport, render_markdown
 from .state import CompressionRecord, Fact, now_ms
 from .tokens import TokenCounter
 from .transfer import SessionBundle, parse_session
-
-
-@dataclass
-class Probe:
-    """Something the memory should hold once turn ``turn`` is compacted (None: always)."""
-
-    name: str
-    texts: list[tuple[int | None, list[str] | None]]  # (from turn, probes; None = retracted)
-
-    def wanted(self, through_turn: int) -> list[str] | None:
-        current = None
-        for turn, probes in self.texts:
-            if turn is None or turn <= through_turn:
-                current = probes
-        return current
 
 
 def load_probes(path: str) -> list[Probe]:
@@ -95,50 +79,9 @@ def retained(probes: list[Probe], memory: str, through_turn: int) -> tuple[int, 
     return held, due, missing
 
 
-@dataclass
-class ReplayedCompaction:
-    """One recorded compaction and its replay."""
-
-    recorded: CompressionRecord
-    replayed: CompressionRecord
-    recorded_facts: list[Fact]
-    replayed_facts: list[Fact]
-    recorded_memory: str = ""
-    replayed_memory: str = ""
-    probes_recorded: tuple[int, int, list[str]] = (0, 0, [])
-    probes_replayed: tuple[int, int, list[str]] = (0, 0, [])
-
-    def fact_diff(self) -> dict[str, list[Any]]:
-        """Facts kept (same wording), changed (same category, mostly the same words),
-        lost (only recorded) and new (only replayed)."""
-        old = {f.key(): f for f in self.recorded_facts}
-        new = {f.key(): f for f in self.replayed_facts}
-        kept = [old[k] for k in old if k in new]
-        only_old = [f for k, f in old.items() if k not in new]
-        only_new = [f for k, f in new.items() if k not in old]
-        changed = []
-        for fact in list(only_old):
-            twin = next((n for n in only_new if n.category == fact.category
-                         and carried_by(fact, n.text)), None)
-            if twin is not None:
-                changed.append((fact, twin))
-                only_old.remove(fact)
-                only_new.remove(twin)
-        return {"kept": kept, "changed": changed, "lost": only_old, "new": only_new}
-
-
-@dataclass
-class ReplayReport:
-    source: str
-    model: str
-    chained: bool
-    steps: list[ReplayedCompaction] = field(default_factory=list)
-    seconds: float = 0.0
-
-
 class _Caller:
     """Model calls for the replay: a clone of a prefilled base per call, bounded by the
-    recorded policy's timeout, as the compactor makes them."""
+    recorded policy's timeout, as the memory passes make them."""
 
     def __init__(self, model: LanguageModel) -> None:
         self.model = model
@@ -146,7 +89,7 @@ class _Caller:
 
     async def _base(self, purpose: Purpose) -> ModelSession:
         if purpose not in self.bases:
-            prompts = summary_messages() if purpose is Purpose.SUMMARY else facts_messages()
+            prompts = base_prompts()[purpose]
             self.bases[purpose] = await self.model.create(initial_prompts=prompts,
                                                           purpose=purpose)
         return self.bases[purpose]
@@ -287,8 +230,6 @@ def _model_from(args: argparse.Namespace) -> tuple[LanguageModel, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._replay_report import render_markdown
-
     parser = argparse.ArgumentParser(prog="python -m py_agent.replay",
                                      description="Replay recorded compactions with today's "
                                                  "prompts and write a side-by-side report.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .memory import Budget
+from .budget import Budget
 from .state import CompressionRecord, Fact, StepRecord, Turn
 
 StepKind = Literal["tool", "answer", "corrective", "repeat", "compact", "error"]
@@ -87,7 +87,7 @@ class MemoryState:
     budget_estimated: bool = False  # no model session yet: prefix and window are estimates
     degraded: str = ""  # why memory runs on the fallback without the summarizer, if it does
     consecutive_failures: int = 0
-    prefix: dict[str, Any] | None = None  # the prefix level in use and why (py_agent._prefix)
+    prefix: dict[str, Any] | None = None  # the prefix level in use and why (py_agent.prefix)
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}

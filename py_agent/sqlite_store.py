@@ -24,7 +24,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import StateConflictError, StorageError, check_version
@@ -231,15 +231,17 @@ class SqliteStore:
 
     def key_value_store(self) -> "SqliteKeyValueStore":
         """Tools' JSON values, kept in this database's ``kv`` table."""
-        return SqliteKeyValueStore(self)
+        return SqliteKeyValueStore(self._db, self._transaction)
 
 
 class SqliteKeyValueStore:
     """Async get/put/delete/list-by-prefix of JSON values under string keys, the same
-    protocol as the page's IndexedDB ``kv`` store."""
+    protocol as the page's IndexedDB ``kv`` store. Made by
+    :meth:`SqliteStore.key_value_store`, over its connection and write transactions."""
 
-    def __init__(self, store: SqliteStore) -> None:
-        self._store = store
+    def __init__(self, db: sqlite3.Connection,
+                 transaction: Callable[[], ContextManager[sqlite3.Connection]]) -> None:
+        self._db, self._transaction = db, transaction
 
     @staticmethod
     def _key(key: Any) -> str:
@@ -249,7 +251,7 @@ class SqliteKeyValueStore:
 
     async def get(self, key: str) -> Any | None:
         with _storage_errors("read a value"):
-            row = self._store._db.execute("SELECT value FROM kv WHERE key = ?",
+            row = self._db.execute("SELECT value FROM kv WHERE key = ?",
                                           (self._key(key),)).fetchone()
         return None if row is None else json.loads(row[0])
 
@@ -259,12 +261,12 @@ class SqliteKeyValueStore:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the value cannot be stored as JSON: {exc}") from None
         key = self._key(key)
-        with _storage_errors("store a value"), self._store._transaction() as db:
+        with _storage_errors("store a value"), self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, text))
 
     async def delete(self, key: str) -> bool:
         key = self._key(key)
-        with _storage_errors("delete a value"), self._store._transaction() as db:
+        with _storage_errors("delete a value"), self._transaction() as db:
             return db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
 
     async def list(self, prefix: str = "") -> list[tuple[str, Any]]:
@@ -272,7 +274,7 @@ class SqliteKeyValueStore:
             raise ValueError(f"a prefix must be a string, not {prefix!r}")
         with _storage_errors("list values"):
             # substr, not LIKE: a prefix may hold % or _; BINARY order like IndexedDB's keys
-            rows = self._store._db.execute(
+            rows = self._db.execute(
                 "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
                 (len(prefix), prefix)).fetchall()
         return [(key, json.loads(value)) for key, value in rows]

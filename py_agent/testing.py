@@ -69,12 +69,18 @@ Responder = Callable[[PromptCall], Union[str, Awaitable[str]]]
 class FunctionSession:
     """A session of :class:`FunctionModel`; see that class."""
 
-    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose) -> None:
+    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose, *,
+                 usage: int | None = None) -> None:
+        """``usage``: the tokens a clone's source holds (its messages may have been
+        trimmed on overflow); counted from ``messages`` for a new session."""
         self._model = model
         self.messages = list(messages)
         self.purpose = purpose
-        self.id = model._next_session_id()
+        self.id = model.new_session_id()
         self.destroyed = False
+        if usage is not None:  # a clone: its source was checked
+            self._usage = usage
+            return
         self._usage = sum(model.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
         if self._usage > model.context_window:
             raise QuotaExceededError("initial prompts exceed the context window",
@@ -103,7 +109,7 @@ class FunctionSession:
         call = PromptCall(input=text, messages=list(self.messages),
                           response_constraint=response_constraint, purpose=Purpose(purpose),
                           session_id=self.id, usage_before=self._usage, input_tokens=needed,
-                          seq=self._model._next_seq())
+                          seq=self._model.next_seq())
         self._model.calls.append(call)
         # Always yield, as a real call across the worker bridge does.
         await asyncio.sleep(self._model.latency)
@@ -135,7 +141,7 @@ class FunctionSession:
                                      requested=self._usage + needed, quota=self.context_window)
         self._model.appends.append(AppendCall(input=text, purpose=Purpose(purpose),
                                               session_id=self.id, usage_before=self._usage,
-                                              input_tokens=needed, seq=self._model._next_seq()))
+                                              input_tokens=needed, seq=self._model.next_seq()))
         await asyncio.sleep(self._model.latency)
         self._check_alive()
         self.messages.append({"role": "user", "content": text})
@@ -147,9 +153,7 @@ class FunctionSession:
 
     async def clone(self) -> "FunctionSession":
         self._check_alive()
-        copy = FunctionSession.__new__(FunctionSession)
-        copy._model, copy.messages, copy.purpose = self._model, list(self.messages), self.purpose
-        copy.id, copy.destroyed, copy._usage = self._model._next_session_id(), False, self._usage
+        copy = FunctionSession(self._model, self.messages, self.purpose, usage=self._usage)
         self._model.clones += 1
         return copy
 
@@ -188,11 +192,13 @@ class FunctionModel:
         self._ids = 0
         self._seq = 0
 
-    def _next_seq(self) -> int:
+    def next_seq(self) -> int:
+        """The number of the next prompt or append, in the order the model saw them."""
         self._seq += 1
         return self._seq
 
-    def _next_session_id(self) -> int:
+    def new_session_id(self) -> int:
+        """A number for a new session (created or cloned)."""
         self._ids += 1
         return self._ids
 

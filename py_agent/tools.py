@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Union, get_args, get_origin, get_type_hints
 
-from ._boundary import loads_bounded
+from .boundary import loads_bounded
 
 
 class ToolError(Exception):

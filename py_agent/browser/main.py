@@ -13,14 +13,13 @@ from typing import Any
 
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
-from .._loop import StepPolicy
-from .._tool_runner import ToolPolicy
 from ..agent import Agent
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
 from ..openai_compat import StreamChunk
 from ..rpc import BridgeModel, RpcStore
 from ..tool_modules import ToolContext
+from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings

@@ -366,7 +366,7 @@ async def _case(seed: int, report: FuzzReport) -> None:
 
 async def _check(seed: int, report: FuzzReport, store, agents: list[Agent],
                  sent: list[tuple[Agent, str, Any]]) -> None:
-    from py_agent._boundary import clean_text
+    from py_agent.boundary import clean_text
 
     # Lost and duplicated turns, through each agent that sent something (its unsaved turns
     # count: they are kept in memory, shown and exportable). A saved turn keeps its id; an
@@ -408,7 +408,7 @@ async def _check(seed: int, report: FuzzReport, store, agents: list[Agent],
         raw = {t.id for t in state.recent_turns}
         answered = {t.id for t in await fresh.transcript("fuzz") if t.in_memory}
         missing = answered - raw - compacted
-        if missing and not any(a._unsaved.get("fuzz") for a in agents) and saved:
+        if missing and not any(a.sessions.unsaved("fuzz") for a in agents) and saved:
             report.lost += 1
             report.note(seed, f"answered turns {sorted(missing)} in no memory")
     except Exception as exc:  # noqa: BLE001

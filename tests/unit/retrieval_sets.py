@@ -111,7 +111,7 @@ def everyday_set() -> RetrievalSet | None:
     path = DATA / "everyday_demo.jsonl"
     if not path.exists():
         return None
-    from py_agent.agent import compact_tool
+    from py_agent.turn import compact_tool
     from tests.unit.demo import demo_tools
     queries = [_query_of(row) for row in _jsonl(path)]
     return RetrievalSet("everyday", [*demo_tools(), compact_tool()], queries)

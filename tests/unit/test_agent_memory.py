@@ -257,11 +257,11 @@ def test_the_budget_is_estimated_before_any_model_session_exists(make_agent):
     measured = run(agent.memory_state("s"))
     assert measured.budget is not None and not measured.budget_estimated
     assert measured.to_dict()["budget"]["estimated"] is False
-    assert measured.budget.prefix == agent._bases[Purpose.STEP].context_usage
+    assert measured.budget.prefix == agent.bases.existing(Purpose.STEP).context_usage
 
     reloaded, model2, _ = make_agent(store=store)  # a page reload: no model session yet
     estimate = run(reloaded.memory_state("s"))
-    assert model2.created == 0 and not reloaded._bases  # no session, so no download
+    assert model2.created == 0 and not reloaded.bases.purposes  # no session, so no download
     assert estimate.budget_estimated and estimate.to_dict()["budget"]["estimated"] is True
     assert estimate.budget.context_window == model2.context_window == 9216
     assert abs(estimate.budget.prefix - measured.budget.prefix) < 0.5 * measured.budget.prefix
@@ -270,7 +270,7 @@ def test_the_budget_is_estimated_before_any_model_session_exists(make_agent):
 
 
 def test_the_estimate_falls_back_to_gemini_nanos_window(make_agent):
-    from py_agent.agent import DEFAULT_CONTEXT_WINDOW
+    from py_agent.bases import DEFAULT_CONTEXT_WINDOW
 
     class NoWindow:  # like the browser bridge: the window is known only from a session
         async def availability(self):

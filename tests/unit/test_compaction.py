@@ -3,9 +3,9 @@ import json
 import pytest
 
 from py_agent import Fact, MemoryPolicy, Turn
-from py_agent._compaction_prompts import (InvalidSummaryError, length_hint, summary_prompt,
+from py_agent.memory.summary import (InvalidSummaryError, length_hint, summary_prompt,
                                           validate_summary)
-from py_agent.facts import FactOp, facts_prompt, parse_fact_ops
+from py_agent.memory.facts import FactOp, facts_prompt, parse_fact_ops
 from py_agent.tokens import TokenCounter
 
 POLICY = MemoryPolicy()

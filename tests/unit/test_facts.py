@@ -5,8 +5,8 @@ import json
 import pytest
 
 from py_agent import Fact, MemoryPolicy, SessionState
-from py_agent._fact_rules import carried_by, lowest_first, may_revise, same_subject
-from py_agent.facts import FactOp, consolidate, facts_tokens, over_budget, parse_fact_ops
+from py_agent.memory.fact_rules import carried_by, lowest_first, may_revise, same_subject
+from py_agent.memory.facts import FactOp, consolidate, facts_tokens, over_budget, parse_fact_ops
 from py_agent.state import FactIds
 from py_agent.tokens import TokenCounter
 

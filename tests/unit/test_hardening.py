@@ -10,7 +10,7 @@ import time
 import pytest
 
 from py_agent import Agent, InMemoryStore, StepPolicy, ToolPolicy, tool
-from py_agent._boundary import MAX_JSON_DEPTH, clean_text, depth_within, loads_bounded
+from py_agent.boundary import MAX_JSON_DEPTH, clean_text, depth_within, loads_bounded
 from demo_tools.calculator import calculate
 from py_agent.model import Purpose
 from py_agent.sqlite_store import SqliteStore
@@ -187,8 +187,7 @@ def test_a_reply_that_is_not_text_fails_the_turn_clearly(reply):
     assert result.status == "error" and result.saved
     assert f"replied with {type(reply).__name__}, not text" in result.answer
     assert result.error.startswith("ModelCallError")
-    agent.model = RawModel(step_json(answer="text at last"))
-    agent._bases.clear()
+    agent.model = RawModel(step_json(answer="text at last"))  # new base sessions
     assert run(agent.run("again", session_id="s")).answer == "text at last"
 
 

@@ -212,9 +212,9 @@ def test_a_compaction_rebuilds_in_the_background_and_swaps(make_agent, monkeypat
         for i in range(30):
             await agent.run(f"Message number {i}: {LONG}", session_id="s")
             await agent.wait_idle()
-            if agent.memory_sessions._rebuilding:
+            if agent.memory_sessions.rebuilding:
                 break
-        assert agent.memory_sessions._rebuilding, "no compaction happened"
+        assert agent.memory_sessions.rebuilding, "no compaction happened"
         summary = (await agent.memory_state("s")).summary
         # The rebuild is not ready: the old memory session serves, without the summary.
         await agent.run("While it rebuilds.", session_id="s")
@@ -237,10 +237,17 @@ def test_a_changed_fact_is_never_read_from_an_old_memory_session(make_agent):
     agent, model, _ = make_agent()
     run(agent.run("Hello there.", session_id="s"))
     run(settle(agent))
-    state = agent._states["s"].copy()
-    from py_agent.state import Fact
-    state.facts = [Fact(category="preference", text="The user is vegan now")]
-    agent._states["s"] = state  # what a facts refresh commits
+    from py_agent.state import CompressionRecord, Fact
+
+    def refreshed(current):  # what a facts refresh commits
+        state = current.copy()
+        state.facts = [Fact(category="preference", text="The user is vegan now")]
+        return state
+
+    record = CompressionRecord(session_id="s", started_at=0, duration_ms=0, ok=True,
+                               turn_ids=[], previous_summary="", summary_prompt="", summary="",
+                               kind="facts")
+    run(agent.sessions.commit_compaction("s", record, refreshed))
     run(agent.run("What should I cook?", session_id="s"))
     assert "The user is vegan now" in context_text(first_steps(model)[-1])
 
@@ -263,11 +270,11 @@ def test_a_new_base_session_invalidates_the_memory_session(make_agent):
     agent, model, _ = make_agent()
     run(agent.run("Remember 27.", session_id="s"))
     run(settle(agent))
-    old_base = agent._bases[Purpose.STEP]
-    agent._bases.pop(Purpose.STEP)  # what switching the model does: a new base
+    old_base = agent.bases.existing(Purpose.STEP)
+    agent.model = model  # what switching the model does: new base sessions
     run(agent.run("Which number?", session_id="s"))
     step = first_steps(model)[-1]
-    assert agent._bases[Purpose.STEP] is not old_base
+    assert agent.bases.existing(Purpose.STEP) is not old_base
     assert "Remember 27." in context_text(step)
     assert model.created == 2
 

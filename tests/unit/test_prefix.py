@@ -3,7 +3,7 @@
 import pytest
 
 from py_agent import MemoryPolicy, MemoryPolicyError
-from py_agent._prefix import COMPACT_SYSTEM_INSTRUCTION, plan_prefix, turn_room
+from py_agent.prefix import COMPACT_SYSTEM_INSTRUCTION, plan_prefix, turn_room
 from py_agent.model import Purpose
 from py_agent.testing import context_text
 from py_agent.tokens import TokenCounter

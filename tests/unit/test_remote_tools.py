@@ -80,7 +80,7 @@ def test_calls_run_in_the_worker_and_errors_keep_their_kind(client):
     policy = ToolPolicy(timeout_s=1, max_attempts=2, backoff_s=0.01)
 
     async def calls():
-        from py_agent._tool_runner import run_tool
+        from py_agent.turn.tool_runner import run_tool
         return [await run_tool(slow_power, text, policy, workers.call)
                 for text in ("2**2", "bad", "crash", "again")]
 
@@ -136,14 +136,14 @@ def test_a_tool_worker_that_cannot_start_leaves_the_tools_running_here(client):
     workers = client(boot_error="no nested workers here")
 
     async def call():
-        from py_agent._tool_runner import run_tool
+        from py_agent.turn.tool_runner import run_tool
         return await run_tool(slow_power, "3**2", ToolPolicy(timeout_s=1), workers.call)
 
     outcome = run(call())
     assert outcome.ok and outcome.observation == "3**2 = 4"  # ran in this process instead
 
     async def more_calls():
-        from py_agent._tool_runner import run_tool
+        from py_agent.turn.tool_runner import run_tool
         return [await run_tool(slow_power, f"{n}**2", ToolPolicy(timeout_s=1), workers.call)
                 for n in range(4)]
 
@@ -173,7 +173,7 @@ def test_a_tool_the_worker_does_not_have_runs_here(client):
         return word.upper()
 
     async def call():
-        from py_agent._tool_runner import run_tool
+        from py_agent.turn.tool_runner import run_tool
         return await run_tool(local_only, "hi", ToolPolicy(timeout_s=1), workers.call)
 
     outcome = run(call())
@@ -182,11 +182,11 @@ def test_a_tool_the_worker_does_not_have_runs_here(client):
 
 
 def test_built_in_tools_never_go_to_the_worker(client):
-    from py_agent.agent import compact_tool
+    from py_agent.turn import compact_tool
     workers = client()
 
     async def call():
-        from py_agent._tool_runner import run_tool
+        from py_agent.turn.tool_runner import run_tool
         return await run_tool(compact_tool(), {"focus": "x"}, ToolPolicy(timeout_s=1),
                               workers.call)
 
@@ -212,7 +212,7 @@ def test_on_boot_sees_each_workers_boot_phases_and_its_failure_stops_nothing():
     workers = ToolWorkerClient(spawn, on_boot=on_boot)
 
     async def two_workers():
-        from py_agent._tool_runner import run_tool
+        from py_agent.turn.tool_runner import run_tool
         first = await run_tool(slow_power, "2**2", ToolPolicy(timeout_s=1), workers.call)
         workers.restart("a test")
         second = await run_tool(slow_power, "2**2", ToolPolicy(timeout_s=1), workers.call)

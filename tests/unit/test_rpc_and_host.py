@@ -113,7 +113,7 @@ def test_an_agent_over_the_bridge_runs_and_tracks_context_usage():
     assert prompt_args[2]["stream"] is True and prompt_args[2]["requestId"] == "r1"
     assert len(sessions) == 2  # only the base session and the chat's memory session live
     base = next(iter(sessions.values()))
-    assert agent._bases[Purpose.STEP].context_usage == base.context_usage > 0
+    assert agent.bases.existing(Purpose.STEP).context_usage == base.context_usage > 0
 
 
 def test_bridge_model_declares_english_text_for_availability_and_create():

@@ -4,7 +4,8 @@ import time
 import pytest
 
 from py_agent import RetryableToolError, ToolPolicy, tool
-from py_agent._tool_runner import cap_text, render_output, run_tool
+from py_agent.boundary import cap_text
+from py_agent.turn.tool_runner import render_output, run_tool
 from tests.unit.support import run
 
 POLICY = ToolPolicy(timeout_s=0.2, max_attempts=3, backoff_s=0.01, max_observation_chars=200)

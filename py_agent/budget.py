@@ -1,11 +1,16 @@
-"""Memory policy and the arithmetic of the context budget.
+"""The memory policy and the arithmetic of the context budget.
 
 Everything the model sees must fit its context window: the fixed prefix, the
 memory (summary, key facts, recent raw turns) and room for the turn's own work.
-This module decides how much room the raw turns get, when they have outgrown it
-(compaction is triggered by tokens, never by a count of turns), where the
-boundary between compacted and kept turns falls, and how the memory is shown in
-a prompt (old observations micro-compacted).
+:class:`MemoryPolicy` holds every threshold; :class:`MemoryAccountant` decides how
+much room the raw turns get, when they have outgrown it (compaction is triggered
+by tokens, never by a count of turns), where the boundary between compacted and
+kept turns falls, and how the memory is shown in a prompt (old observations
+micro-compacted).
+
+Plain data and arithmetic, read by every layer that sizes something (the prefix
+plan, the base sessions, the turn, the memory engine, the results); it imports
+nothing of theirs. :mod:`py_agent.memory` re-exports these names.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from typing import Any
 from .prompting import MemoryView, render_facts, render_turn
 from .state import FACT_CATEGORIES, SessionState, Turn
 from .tokens import TokenCounter
-
 
 # The smallest sizes a scaled-down policy keeps (see MemoryPolicy.scaled).
 MIN_RESERVED_TOKENS = 384
@@ -49,7 +53,7 @@ class MemoryPolicy:
             archive keeps the turns that said them); none is dropped unseen.
         max_facts: at most this many key facts; more are folded the same way.
         fact_priority: categories from the most to the least worth keeping as key
-            facts; recency counts too (see :func:`py_agent._fact_rules.priority`).
+            facts; recency counts too (see :func:`py_agent.memory.fact_rules.priority`).
         fact_max_chars: a longer extracted fact is discarded as not a fact.
         extract_facts: run structured key-fact extraction.
         facts_refresh_ratio: read the raw turns for facts once those not read yet
@@ -181,6 +185,11 @@ class MemoryPolicy:
                 f"and summary_max_tokens ({self.summary_max_tokens})")
 
 
+# While the model rests, compact without it once the raw turns fill this share of
+# their budget: past it the next prompt could not carry them all.
+FALLBACK_FILL = 0.9
+
+
 @dataclass
 class Budget:
     """How the window is split for one session at one moment, in tokens."""
@@ -199,6 +208,13 @@ class Budget:
     def due(self) -> bool:
         """True when the raw turns have outgrown the trigger."""
         return self.turns > self.trigger
+
+    def pressing(self, need: int | None = None) -> bool:
+        """With ``need`` more tokens (the next message and its tools; a tenth of the turn
+        budget when unknown) the next prompt could not carry every raw turn."""
+        if need is None:
+            need = int(self.turn_budget * (1 - FALLBACK_FILL))
+        return self.turns + need > self.turn_budget
 
 
 @dataclass

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
-from ._boundary import loads_bounded
-from .memory import MemoryPolicy
-from .model import Message
-from .prompting import render_turn, shorten
-from .state import Fact, FactChange, Turn
-from .tokens import TokenCounter
+from ..boundary import loads_bounded
+from ..budget import MemoryPolicy
+from ..model import Message
+from ..prompting import render_turn, shorten
+from ..state import Fact, FactChange, Turn
+from ..tokens import TokenCounter
 
 SUMMARY_SYSTEM = """\
 You keep the running summary of a conversation between a user and an on-device assistant. \

@@ -15,50 +15,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ._boundary import loads_bounded
-from ._tool_runner import SyncRunner, ToolPolicy, run_tool
-from ._waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
-from .events import AgentEvent
-from .model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
-                    QuotaExceededError, as_model_error)
-from .parsing import StepParseError, parse_step
-from .prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
-                        shorten, step_schema)
-from .results import RunResult, StepTrace
-from .retrieval import ScoredTool
+from ..boundary import loads_bounded
+from ..events import AgentEvent
+from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
+                     QuotaExceededError, as_model_error)
+from ..parsing import StepParseError, parse_step
+from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
+                         shorten, step_schema)
+from ..results import RunResult, StepTrace
+from ..retrieval import ScoredTool
+from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
+from .compact_tool import COMPACT_TOOL
+from .policies import StepPolicy, ToolPolicy
+from .tool_runner import SyncRunner, run_tool
 
 T = TypeVar("T")
-COMPACT_TOOL = "compact"
-
-
-@dataclass(frozen=True)
-class StepPolicy:
-    """Deadlines and retries of the model calls in a turn.
-
-    The default step deadline is sized for Gemini Nano on the slowest machines
-    Chrome runs it on (CPU only): a step clone re-reads at most the memory, tools
-    and message (~3,000 tokens, prefill at ~100 tokens/s ≈ 30 s) and writes a step
-    of up to ~500 tokens (~10 tokens/s ≈ 50 s). A call past the deadline ends the
-    turn as failed (saved, with a clear message); it is not retried.
-
-    Attributes:
-        timeout_s: deadline of one step call (``prompt``), and of the clone and
-            token count around it.
-        retries: further attempts of a step call that failed with a retryable
-            :class:`~py_agent.model.ModelError` (a network error), after
-            ``retry_delay_s``. None by default: backends retry what is worth it
-            themselves (the OpenAI-compatible client retries 429 and 502-504).
-    """
-
-    timeout_s: float = 90.0
-    retries: int = 0
-    retry_delay_s: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not self.timeout_s > 0:
-            raise ValueError("StepPolicy.timeout_s must be positive")
-        if self.retries < 0 or self.retry_delay_s < 0:
-            raise ValueError("StepPolicy.retries and retry_delay_s must not be negative")
 
 
 async def model_call(awaitable: Awaitable[T], policy: StepPolicy, abort: asyncio.Event | None,

@@ -11,7 +11,7 @@ it: the new fact names the one it ``replaces``), or ``retract`` one (the user
 says it no longer holds, or asks to forget it). The reply keeps the plain shape
 ``{"facts": [{"category", "text"}]}``: ``op`` defaults to ``add``, so an
 extractor that knows nothing of operations still works, and obvious same-subject
-conflicts are caught without the model (:mod:`py_agent._fact_rules`). Every
+conflicts are caught without the model (:mod:`py_agent.memory.fact_rules`). Every
 removal comes back as a :class:`~py_agent.state.FactChange` with its reason.
 
 The facts then have a token budget; :func:`over_budget` picks the ones the
@@ -23,15 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ._boundary import loads_bounded
-from ._compaction_prompts import TAG_PATTERN, render_turns_for_summary
-from ._fact_rules import lowest_first, same_subject
-from .memory import MemoryPolicy
-from .model import Message
-from .parsing import json_objects
-from .prompting import render_facts
-from .state import FACT_CATEGORIES, Fact, FactChange, Turn
-from .tokens import TokenCounter
+from ..boundary import loads_bounded
+from ..budget import MemoryPolicy
+from ..model import Message
+from ..parsing import json_objects
+from ..prompting import render_facts
+from ..state import FACT_CATEGORIES, Fact, FactChange, Turn
+from ..tokens import TokenCounter
+from .fact_rules import lowest_first, same_subject
+from .summary import TAG_PATTERN, render_turns_for_summary
 
 FACT_OPS = ("add", "update", "retract")
 

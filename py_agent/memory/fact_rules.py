@@ -1,6 +1,6 @@
 """Deterministic judgements about facts, made without the model.
 
-Three questions the compactor must answer even when the model is small, wrong
+Four questions the memory passes must answer even when the model is small, wrong
 or absent:
 
 - Do two facts speak of the same subject with different values, so the newer
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .state import Fact
+from ..state import Fact
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # Words that mark a change of value rather than a different subject.

@@ -1,13 +1,75 @@
-"""The replay harness's report: recorded and replayed memory side by side, in Markdown."""
+"""What a replay reports: recorded and replayed memory side by side, as data and Markdown.
+
+The replay harness (:mod:`py_agent.replay`) fills these types; this module only
+holds them and renders them, so it never needs the harness.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
+from .memory.fact_rules import carried_by
+from .state import CompressionRecord, Fact
 from .tokens import TokenCounter
 
-if TYPE_CHECKING:
-    from .replay import ReplayedCompaction, ReplayReport
+
+@dataclass
+class Probe:
+    """Something the memory should hold once turn ``turn`` is compacted (None: always)."""
+
+    name: str
+    texts: list[tuple[int | None, list[str] | None]]  # (from turn, probes; None = retracted)
+
+    def wanted(self, through_turn: int) -> list[str] | None:
+        current = None
+        for turn, probes in self.texts:
+            if turn is None or turn <= through_turn:
+                current = probes
+        return current
+
+
+@dataclass
+class ReplayedCompaction:
+    """One recorded compaction and its replay."""
+
+    recorded: CompressionRecord
+    replayed: CompressionRecord
+    recorded_facts: list[Fact]
+    replayed_facts: list[Fact]
+    recorded_memory: str = ""
+    replayed_memory: str = ""
+    probes_recorded: tuple[int, int, list[str]] = (0, 0, [])
+    probes_replayed: tuple[int, int, list[str]] = (0, 0, [])
+
+    def fact_diff(self) -> dict[str, list[Any]]:
+        """Facts kept (same wording), changed (same category, mostly the same words),
+        lost (only recorded) and new (only replayed)."""
+        old = {f.key(): f for f in self.recorded_facts}
+        new = {f.key(): f for f in self.replayed_facts}
+        kept = [old[k] for k in old if k in new]
+        only_old = [f for k, f in old.items() if k not in new]
+        only_new = [f for k, f in new.items() if k not in old]
+        changed = []
+        for fact in list(only_old):
+            twin = next((n for n in only_new if n.category == fact.category
+                         and carried_by(fact, n.text)), None)
+            if twin is not None:
+                changed.append((fact, twin))
+                only_old.remove(fact)
+                only_new.remove(twin)
+        return {"kept": kept, "changed": changed, "lost": only_old, "new": only_new}
+
+
+@dataclass
+class ReplayReport:
+    source: str
+    model: str
+    chained: bool
+    steps: list[ReplayedCompaction] = field(default_factory=list)
+    seconds: float = 0.0
+
+
 
 _COUNTER = TokenCounter()
 
@@ -31,14 +93,14 @@ def _seconds(ms: float) -> str:
     return f"{ms / 1000:.1f} s"
 
 
-def _outcome(step: "ReplayedCompaction", replayed: bool) -> str:
+def _outcome(step: ReplayedCompaction, replayed: bool) -> str:
     record = step.replayed if replayed else step.recorded
     if record.fallback:
         return "fallback (no model summary)"
     return "ok" if record.ok else f"failed: {record.error}"
 
 
-def render_step(number: int, step: "ReplayedCompaction") -> list[str]:
+def render_step(number: int, step: ReplayedCompaction) -> list[str]:
     old, new = step.recorded, step.replayed
     diff = step.fact_diff()
     if old.kind == "facts":
@@ -74,7 +136,7 @@ def render_step(number: int, step: "ReplayedCompaction") -> list[str]:
     return lines
 
 
-def render_markdown(report: "ReplayReport") -> str:
+def render_markdown(report: ReplayReport) -> str:
     steps = report.steps
     mode = "chained" if report.chained else "independent (each from its recorded inputs)"
     lines = [f"# Replay of {report.source or 'a session'}", "",

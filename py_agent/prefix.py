@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from ._model_guard import create_guarded
-
-from .memory import MemoryPolicy, MemoryPolicyError
+from .budget import MemoryPolicy, MemoryPolicyError
 from .model import LanguageModel, Message, ModelSession, Purpose
 from .prompting import SYSTEM_INSTRUCTION, worked_examples
 from .tokens import TokenCounter

@@ -48,12 +48,12 @@ import asyncio
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Callable
 
-from .memory import MemoryAccountant
-from .model import ModelSession, Purpose
-from .prompting import MemoryView, render_facts, render_turn
-from .state import SessionState, Turn
+from ..budget import MemoryAccountant
+from ..model import ModelSession, Purpose
+from ..prompting import MemoryView, render_facts, render_turn
+from ..state import SessionState
 
 log = logging.getLogger("py_agent")
 
@@ -103,7 +103,7 @@ class MemorySessions:
 
     Args:
         accountant: renders the memory view within a room of tokens.
-        state_of: the current state of a chat (the agent's in-memory state).
+        state_of: the current state of a chat (the session table's, in memory).
         reserve: tokens a turn needs beyond the memory (the turn's own work and the
             longest tool list), as a callable since the policy is planned late.
         max_live: how many chats keep a memory session (0: the feature is off).
@@ -128,6 +128,11 @@ class MemorySessions:
     def live(self) -> int:
         """How many memory sessions are alive now."""
         return len(self._live)
+
+    @property
+    def rebuilding(self) -> int:
+        """How many memory sessions are being rebuilt in the background now."""
+        return len(self._rebuilding)
 
     @property
     def enabled(self) -> bool:
@@ -315,33 +320,6 @@ class MemorySessions:
 def _head(state: SessionState) -> str:
     """The part of the memory only a compaction changes: summary and facts."""
     return MemoryView(summary=state.summary, facts=list(state.facts)).render()
-
-
-class TurnSessions:
-    """Opens the sessions of one turn: a clone of the chat's memory session first;
-    after an overflow (or without one), a clone of the plain base, whose prompt then
-    carries the memory as today. ``uses_memory`` says which the current one is."""
-
-    def __init__(self, memory: MemorySessions, session_id: str,
-                 base: Callable[[], ModelSession],
-                 base_clone: Callable[[], Awaitable[ModelSession]], prompt_tokens: int) -> None:
-        self.memory, self.session_id = memory, session_id
-        self.base, self.base_clone, self.prompt_tokens = base, base_clone, prompt_tokens
-        self.uses_memory = False
-        self._opened = 0
-
-    async def new_session(self) -> ModelSession:
-        self._opened += 1
-        if self._opened == 1:
-            clone = await self.memory.clone_for_turn(self.session_id, self.base(),
-                                                     self.prompt_tokens)
-            if clone is not None:
-                self.uses_memory = True
-                return clone
-        elif self.uses_memory:
-            self.memory.invalidate(self.session_id)  # it left too little room: rebuild
-        self.uses_memory = False
-        return await self.base_clone()
 
 
 async def _destroy(session: ModelSession) -> None:

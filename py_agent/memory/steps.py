@@ -1,9 +1,9 @@
-"""The model steps of one compaction, shared by the compactor and the replay harness.
+"""The model steps of one compaction, shared by the memory passes and the replay harness.
 
 Each step fills the :class:`CompressionRecord` with what it sent and what came
 back (prompts, system prompts, replies, timings), then returns its result or
 raises (:class:`~py_agent.model.ModelError` for the call,
-:class:`~py_agent._compaction_prompts.InvalidSummaryError` for a summary that
+:class:`~py_agent.memory.summary.InvalidSummaryError` for a summary that
 cannot be used). How a call is made (clone, timeout, pre-emption) is the
 caller's ``ask``.
 """
@@ -15,19 +15,24 @@ import logging
 import time
 from typing import Awaitable, Callable
 
-from ._compaction_prompts import SUMMARY_SYSTEM, summary_prompt, validate_summary
-from ._fact_rules import carried_by
-from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, Consolidation, consolidate, facts_prompt,
-                    parse_fact_ops)
-from .memory import MemoryPolicy
-from .model import ModelError, ModelSession, Purpose
-from .state import CompressionRecord, Fact, FactChange, FactIds, Turn
-from .tokens import TokenCounter
+from ..budget import MemoryPolicy
+from ..model import Message, ModelError, ModelSession, Purpose
+from ..state import CompressionRecord, Fact, FactChange, FactIds, Turn
+from ..tokens import TokenCounter
+from .fact_rules import carried_by
+from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, Consolidation, consolidate, facts_messages,
+                    facts_prompt, parse_fact_ops)
+from .summary import SUMMARY_SYSTEM, summary_messages, summary_prompt, validate_summary
 
 # ask(purpose, prompt, response schema or None, timeout in s) -> (reply, duration in ms)
 Ask = Callable[[Purpose, str, "dict | None", float], Awaitable[tuple[str, float]]]
 DESTROY_TIMEOUT_S = 5.0
 log = logging.getLogger("py_agent")
+
+
+def base_prompts() -> dict[Purpose, list[Message]]:
+    """The initial prompts of the summarizer's and the fact extractor's base sessions."""
+    return {Purpose.SUMMARY: summary_messages(), Purpose.FACTS: facts_messages()}
 
 
 class CompactionTimeoutError(ModelError):

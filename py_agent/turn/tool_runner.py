@@ -13,11 +13,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ._boundary import cap_text, clean_text, describe
-from ._waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
-from .events import log
-from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
-                    ToolTimeoutError)
+from ..boundary import cap_text, clean_text, describe
+from ..events import log
+from ..tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
+                     ToolTimeoutError)
+from ..waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
+from .policies import ToolPolicy
 
 # Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
 # the agent has a sync_runner (the page's tool worker, py_agent.remote_tools).
@@ -30,30 +31,6 @@ SyncRunner = Callable[[Tool, dict[str, Any], float], Awaitable[Any]]
 
 class SyncRunnerUnavailable(ToolError):
     """A sync runner cannot run tools now; the call runs where the agent runs instead."""
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """How tool calls are guarded. Defaults suit small, local tools.
-
-    A call that passes ``timeout_s`` ends the call with an observation saying so;
-    it is not retried. Only :class:`RetryableToolError` is retried, up to
-    ``max_attempts`` calls with exponential backoff.
-    """
-
-    timeout_s: float = 3.0
-    max_attempts: int = 3
-    backoff_s: float = 0.25
-    backoff_factor: float = 2.0
-    max_observation_chars: int = 1500
-
-    def __post_init__(self) -> None:
-        if self.timeout_s <= 0:
-            raise ValueError("ToolPolicy.timeout_s must be positive")
-        if self.max_attempts < 1:
-            raise ValueError("ToolPolicy.max_attempts must be at least 1")
-        if self.max_observation_chars < 100:
-            raise ValueError("ToolPolicy.max_observation_chars must be at least 100")
 
 
 @dataclass

@@ -1,0 +1,128 @@
+"""The base model sessions: one prefilled session per purpose, created once, cloned per use.
+
+Every model call of an agent starts from a clone of a base session that has read
+a fixed prefix as ``initialPrompts``: the step prefix (system instruction and
+worked examples, planned for the model's window by :mod:`py_agent.prefix`) for
+the turn's steps, the summarizer's and the extractor's instructions for memory
+passes. The prefix is processed once and reused by every clone.
+
+Planning the step prefix may scale the memory policy down to a small window; the
+policy in use is the accountant's, which every layer reads, and a plan other
+than the full prefix is announced with a ``prefix_planned`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Mapping
+
+from ._model_guard import create_guarded
+from .budget import MemoryAccountant
+from .events import AgentEvent, Emit, log
+from .model import LanguageModel, Message, ModelSession, Purpose
+from .prefix import PrefixPlan, PrefixPlanner
+
+# The window assumed before any model session exists: Gemini Nano's, as the Prompt
+# API reports it in Chrome (``contextWindow``/``inputQuota``).
+DEFAULT_CONTEXT_WINDOW = 9216
+# A base session's destroy() is housekeeping: it may not hold up closing.
+DESTROY_TIMEOUT_S = 5.0
+
+
+class BaseSessions:
+    """The base sessions of one model, by purpose; see the module docstring.
+
+    Args:
+        model: the language model; :meth:`use` switches to another.
+        planner: plans the step prefix for the model's window.
+        accountant: holds the memory policy in use, which the plan may scale down.
+        prefixes: the initial prompts of every purpose but the step's (the
+            summarizer's and the fact extractor's instructions).
+        emit: where the ``prefix_planned`` event goes.
+    """
+
+    def __init__(self, model: LanguageModel, planner: PrefixPlanner,
+                 accountant: MemoryAccountant, prefixes: Mapping[Purpose, list[Message]],
+                 emit: Emit) -> None:
+        self.model = model
+        self.planner = planner
+        self.accountant = accountant
+        self.prefixes = dict(prefixes)
+        self.emit = emit
+        self._sessions: dict[Purpose, ModelSession] = {}
+        self._lock = asyncio.Lock()
+
+    def use(self, model: LanguageModel) -> None:
+        """Answer with ``model`` from now on: the next call creates its base sessions
+        (the old ones are dropped, not destroyed: they belong to the old model)."""
+        self.model = model
+        self._sessions.clear()
+
+    async def get(self, purpose: Purpose) -> ModelSession:
+        """The base session for ``purpose``, created on first use."""
+        async with self._lock:
+            if purpose not in self._sessions:
+                if purpose is Purpose.STEP:
+                    self._sessions[purpose] = await self._create_step_base()
+                else:
+                    self._sessions[purpose] = await create_guarded(
+                        self.model, self.prefixes[purpose], purpose)
+            return self._sessions[purpose]
+
+    async def clone(self, purpose: Purpose) -> ModelSession:
+        return await (await self.get(purpose)).clone()
+
+    def existing(self, purpose: Purpose) -> ModelSession | None:
+        """The base session for ``purpose`` if one was made; never creates one (creating
+        a session can start a model download)."""
+        return self._sessions.get(purpose)
+
+    @property
+    def purposes(self) -> list[Purpose]:
+        """The purposes that have a base session now."""
+        return list(self._sessions)
+
+    def window(self, purpose: Purpose) -> tuple[int, int] | None:
+        """``(context_window, context_usage)`` of the existing base session for
+        ``purpose``: the window and what its prefix takes; None before there is one."""
+        base = self._sessions.get(purpose)
+        return None if base is None else (base.context_window, base.context_usage)
+
+    def known_window(self) -> int:
+        """The model's window if it says so as a plain attribute, else Gemini Nano's."""
+        window = getattr(self.model, "context_window", None)
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            return DEFAULT_CONTEXT_WINDOW
+        return window
+
+    @property
+    def plan(self) -> PrefixPlan | None:
+        """The step prefix in use, planned for the model's window when it was made."""
+        return self.planner.current
+
+    def estimate(self) -> PrefixPlan:
+        """The step prefix as it would be planned now, without any model session."""
+        return self.planner.estimate(self.known_window())
+
+    def tools_tokens(self) -> int:
+        """The longest tool list a turn could be offered, in tokens."""
+        return self.planner.tools_tokens()
+
+    async def _create_step_base(self) -> ModelSession:
+        """The step base session, with the prefix and policy planned for the model's
+        window (see :mod:`py_agent.prefix`); a switch is announced."""
+        base = await self.planner.create_base(self.model, self.known_window())
+        plan = self.planner.current
+        self.accountant.policy = plan.policy
+        if plan.level != "full" or plan.scaled:
+            await self.emit(AgentEvent("prefix_planned", "", plan.to_dict()))
+        return base
+
+    async def close(self) -> None:
+        """Destroy every base session (each bounded; a failure only leaks it)."""
+        for session in self._sessions.values():
+            try:
+                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
+            except Exception:
+                log.warning("could not destroy a base session")
+        self._sessions.clear()

@@ -1,0 +1,58 @@
+"""The first prompt of a turn: memory, offered tools and the message, within the room left.
+
+Later prompts of a turn carry only the new observation (:mod:`py_agent.turn.loop`);
+the first one carries what the model needs to start. It is built from data only:
+the message, the offered tools, the memory (or None when the model session has
+read it already, see :mod:`py_agent.memory.live`) and the free room of the step
+base session. The memory is shown as :meth:`MemoryAccountant.view` renders it:
+old observations cut, and, if compaction lags behind, the oldest raw turns left
+out of this one prompt rather than overflow the window.
+
+When a turn's own work outgrew the window, the loop starts over on a fresh clone
+with a ``tight`` prompt: half the room for the memory, and the steps taken so far
+condensed below the message.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..budget import MemoryAccountant
+from ..prompting import MemoryView, first_prompt
+from ..results import StepTrace
+from ..retrieval import ScoredTool
+from ..state import SessionState
+from .loop import condensed_steps
+
+
+def without_memory(message: str, offered: list[ScoredTool]) -> str:
+    """The first prompt with no memory in it: what a turn needs at the very least."""
+    return first_prompt(message, offered, MemoryView())
+
+
+def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionState | None,
+                       free_tokens: int, accountant: MemoryAccountant,
+                       steps: Iterable[StepTrace] = (), *, tight: bool = False) -> str:
+    """The first prompt of a turn.
+
+    Args:
+        message: the user's message.
+        offered: the tools retrieved for it.
+        memory: the session's state (summary, key facts, raw turns) to show; None when
+            the model session has read the memory already (then only tools and message).
+        free_tokens: the step base session's window less what its prefix takes.
+        accountant: counts tokens and renders the memory within a room.
+        steps: the steps taken so far, shown condensed when ``tight``.
+        tight: the turn's work overflowed once: give the memory half the room.
+    """
+    counter, policy = accountant.counter, accountant.policy
+    fixed = without_memory(message, offered)
+    if memory is None:
+        return fixed
+    room = free_tokens - policy.reserved_turn_tokens - counter.count(fixed)
+    extra = condensed_steps(list(steps), policy.micro_compact_chars) if tight else ""
+    if tight:
+        room = room // 2 - counter.count(extra)
+    view, _ = accountant.view(memory, max(0, room))
+    text = first_prompt(message, offered, view)
+    return text + "\n\n" + extra if extra else text

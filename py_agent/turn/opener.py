@@ -1,0 +1,42 @@
+"""Which model session a turn's steps run on: the chat's memory session, or the base.
+
+A turn first asks for a clone of its chat's memory session (one that has read
+the prefix and the memory, :mod:`py_agent.memory.live`), so its first prompt
+carries only tools and message. If there is none, or the clone overflowed, the
+turn runs on a clone of the plain step base and its first prompt carries the
+memory (:mod:`py_agent.turn.first_prompt`).
+"""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+from ..memory.live import MemorySessions
+from ..model import ModelSession
+
+
+class TurnSessions:
+    """Opens the sessions of one turn: a clone of the chat's memory session first;
+    after an overflow (or without one), a clone of the plain base, whose prompt then
+    carries the memory as today. ``uses_memory`` says which the current one is."""
+
+    def __init__(self, memory: MemorySessions, session_id: str,
+                 base: Callable[[], ModelSession],
+                 base_clone: Callable[[], Awaitable[ModelSession]], prompt_tokens: int) -> None:
+        self.memory, self.session_id = memory, session_id
+        self.base, self.base_clone, self.prompt_tokens = base, base_clone, prompt_tokens
+        self.uses_memory = False
+        self._opened = 0
+
+    async def new_session(self) -> ModelSession:
+        self._opened += 1
+        if self._opened == 1:
+            clone = await self.memory.clone_for_turn(self.session_id, self.base(),
+                                                     self.prompt_tokens)
+            if clone is not None:
+                self.uses_memory = True
+                return clone
+        elif self.uses_memory:
+            self.memory.invalidate(self.session_id)  # it left too little room: rebuild
+        self.uses_memory = False
+        return await self.base_clone()

@@ -1,0 +1,247 @@
+"""One turn, top to bottom: open it, retrieve tools, make room, loop, save, schedule memory.
+
+1. **Open**: read the session (a session whose storage cannot be read goes on in
+   memory, detached), and archive the user's message at once as an unfinished
+   ("interrupted") turn that the final save replaces, so a reload never loses it.
+2. **Retrieve** the tools for the message (the previous turn helps a follow-up).
+3. **Make room**: the step base session exists, the message fits the model, and
+   the raw turns fit beside it (:meth:`~py_agent.memory.engine.MemoryEngine.make_room`).
+4. **Loop** (:mod:`py_agent.turn.loop`) on a clone of the chat's memory session or
+   of the base (:mod:`py_agent.turn.opener`), starting from the first prompt
+   (:mod:`py_agent.turn.first_prompt`).
+5. **Save** the turn, whatever happened: answered, "incomplete" (the step cap),
+   "error" (with a message saying why), or "stopped"; a failed write keeps it in
+   memory, written with the next one.
+6. **Schedule** memory upkeep in the background.
+
+Events go to the agent's ``emit`` and the caller's own handler; nothing here
+reads or writes the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+
+from ..bases import BaseSessions
+from ..boundary import describe
+from ..events import AgentEvent, Emit, EventHandler, deliver, log
+from ..budget import MemoryAccountant
+from ..memory.engine import MemoryEngine
+from ..model import ModelError, ModelTimeoutError, Purpose, QuotaExceededError
+from ..prompting import NONE_TOOL
+from ..results import RunResult, StepTrace
+from ..retrieval import PreviousTurn, ScoredTool, ToolRetriever
+from ..sessions import SessionTable
+from ..state import SessionState, Turn
+from ..waiting import TurnAborted, bounded
+from .first_prompt import build_first_prompt, without_memory
+from .loop import TurnContext, model_call, run_turn
+from .opener import TurnSessions
+from .policies import StepPolicy, ToolPolicy
+from .tool_runner import SyncRunner
+
+
+@dataclass
+class TurnSettings:
+    """The knobs of every turn (see :class:`~py_agent.Agent` for each)."""
+
+    tool_policy: ToolPolicy
+    step_policy: StepPolicy
+    max_steps: int
+    sync_tool_runner: SyncRunner | None = None
+
+
+class TurnRunner:
+    """Runs the turns of an agent's sessions, one at a time per session.
+
+    Args:
+        sessions: the session table (turns are saved through it).
+        bases: the base model sessions (the step base is cloned for each turn).
+        memory: the memory engine (room before the loop, upkeep after it).
+        accountant: counts tokens and renders the memory.
+        retriever: picks the tools offered for a message.
+        settings: policies and the step cap.
+        emit: the agent's own event handler.
+        calls: model calls counted by purpose.
+    """
+
+    def __init__(self, sessions: SessionTable, bases: BaseSessions, memory: MemoryEngine,
+                 accountant: MemoryAccountant, retriever: ToolRetriever,
+                 settings: TurnSettings, emit: Emit, calls: Counter[str]) -> None:
+        self.sessions, self.bases, self.memory = sessions, bases, memory
+        self.accountant, self.retriever, self.settings = accountant, retriever, settings
+        self.emit, self.calls = emit, calls
+
+    async def run(self, message: str, session_id: str, *, on_event: EventHandler | None = None,
+                  abort: asyncio.Event | None = None) -> RunResult:
+        """Answer ``message`` (already cleaned) in ``session_id``; never raises for model,
+        tool or storage trouble (see the module docstring)."""
+        async with self.sessions.turn_lock(session_id):
+            return await self._run(message, session_id, on_event, abort)
+
+    async def _run(self, message: str, session_id: str, on_event: EventHandler | None,
+                   abort: asyncio.Event | None) -> RunResult:
+        async def emit(event: AgentEvent) -> None:
+            await self.emit(event)
+            await deliver([on_event], event)
+
+        turn = await self._open(session_id, message, emit)
+        turn_id = turn.id
+        offered = await self._retrieve(session_id, message, emit)
+        fixed = without_memory(message, offered)  # the least the first prompt carries
+        count = self.accountant.counter.count
+        opener = TurnSessions(self.memory.live, session_id,
+                              lambda: self.bases.existing(Purpose.STEP),
+                              lambda: self.bases.clone(Purpose.STEP), count(fixed))
+        prompt_tokens = 0
+
+        def first_prompt(steps: list[StepTrace], tight: bool) -> str:
+            nonlocal prompt_tokens
+            window, used = self.bases.window(Purpose.STEP)
+            memory = None if opener.uses_memory else self.sessions.state(session_id)
+            text = build_first_prompt(message, offered, memory, window - used,
+                                      self.accountant, steps, tight=tight)
+            prompt_tokens = self.accountant.counter.count(text)
+            return text
+
+        settings = self.settings
+        ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
+                          first_prompt=first_prompt, new_session=opener.new_session, emit=emit,
+                          tool_policy=settings.tool_policy, max_steps=settings.max_steps,
+                          abort=abort, step_policy=settings.step_policy,
+                          sync_tool_runner=settings.sync_tool_runner)
+        tools_offered = [(s.tool.name, s.score) for s in offered]
+
+        def failed(status: str, answer: str, error: str | None = None) -> RunResult:
+            return RunResult(answer=answer, steps=ctx.steps, session_id=session_id,
+                             turn_id=turn_id, status=status,  # type: ignore[arg-type]
+                             error=error, tools_offered=tools_offered)
+
+        try:
+            await bounded(self.bases.get(Purpose.STEP), abort=abort)  # may download: no deadline
+            self._check_message_fits(count(fixed))
+            await self.memory.make_room(session_id, count(fixed))
+            await self._calibrate(first_prompt([], False), turn_id, abort)
+            result = await run_turn(ctx)
+            self.calls[Purpose.STEP.value] += len(result.steps)
+        except TurnAborted:
+            result = failed("stopped", "")
+        except asyncio.CancelledError:  # the caller gave up on the turn: keep it as stopped
+            turn.status, turn.steps = "stopped", [s.record() for s in ctx.steps]
+            await asyncio.shield(self._save(session_id, turn, emit))
+            raise
+        except Exception as exc:  # model errors, and any bug: the turn fails, saved
+            if not isinstance(exc, (ModelError, ValueError)):
+                log.exception("turn %s of %s failed", turn_id, session_id)
+            result = failed("error", turn_error_text(exc), f"{type(exc).__name__}: {describe(exc)}")
+            await emit(AgentEvent("error", session_id, {"message": result.answer,
+                                                        "kind": type(exc).__name__}))
+        result.prompt_tokens = prompt_tokens
+        await emit(AgentEvent("answer", session_id, {"turn_id": turn_id, "text": result.answer,
+                                                     "status": result.status}))
+        turn.answer, turn.status = result.answer, result.status  # type: ignore[assignment]
+        turn.steps = [s.record() for s in result.steps]
+        result.saved = await self._save(session_id, turn, emit)
+        result.turn_id = turn.id  # renumbered if another tab took the id while storage failed
+        self.memory.live.turn_finished(session_id)
+        focus = "; ".join(ctx.compact_focus) or None
+        result.compaction_scheduled = self.memory.schedule(
+            session_id, "tool" if ctx.compact_requested else "auto", focus,
+            force=ctx.compact_requested)
+        return result
+
+    # ------------------------------------------------------------ the steps
+
+    async def _open(self, session_id: str, message: str, emit: Emit) -> Turn:
+        """Read the session, archive the user's message as an unfinished turn, announce it."""
+        try:
+            await self.sessions.open(session_id, create=True)
+        except Exception as exc:  # the store could not be read: go on in memory
+            self.sessions.detach(session_id)
+            await emit(AgentEvent("storage_error", session_id, {
+                "message": f"Could not read this session from storage ({describe(exc)}). The "
+                           "conversation goes on in memory but is not saved; export it "
+                           "to keep it.", "kind": getattr(exc, "kind", "unknown")}))
+        # Replaced by the final save; until then a reload shows the message as interrupted.
+        turn = Turn(id=0, user=message, answer="", status="interrupted")
+        await self._save(session_id, turn, emit, allocate=True)
+        await emit(AgentEvent("turn_started", session_id, {"turn_id": turn.id,
+                                                           "message": message}))
+        return turn
+
+    async def _retrieve(self, session_id: str, message: str, emit: Emit) -> list[ScoredTool]:
+        offered = self.retriever.retrieve(
+            message, previous=previous_turn(self.sessions.state(session_id)))
+        await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
+            {"name": s.tool.name, "score": s.score, "pinned": s.pinned, "why": s.why.to_dict()}
+            for s in offered]}))
+        return offered
+
+    def _check_message_fits(self, need: int) -> None:
+        """Fail the turn clearly if the message and its tools alone overflow the window."""
+        window, used = self.bases.window(Purpose.STEP)
+        room = window - used - self.accountant.policy.reserved_turn_tokens // 2
+        if need > room:
+            raise QuotaExceededError(f"the message is too long for the model ({need} tokens, "
+                                     f"room for about {room})", requested=need, quota=room)
+
+    async def _calibrate(self, text: str, turn_id: int, abort: asyncio.Event | None) -> None:
+        """Teach the token counter from an exact count, often early and then now and then."""
+        counter = self.accountant.counter
+        if counter.samples >= 8 and turn_id % 10:
+            return
+        try:
+            exact = await model_call(self.bases.existing(Purpose.STEP).measure(text),
+                                     self.settings.step_policy, abort, "count tokens")
+        except ModelError:
+            return
+        counter.calibrate(text, exact)
+
+    async def _save(self, session_id: str, turn: Turn, emit: Emit, *,
+                    allocate: bool = False) -> bool:
+        """Save the turn through the session table (``allocate``: give it the next id);
+        True once written. A failed write is announced; the turn is kept in memory."""
+        problem = await self.sessions.save_turn(session_id, turn, allocate=allocate)
+        if self.sessions.is_detached(session_id):
+            return False
+        if problem is not None:
+            await emit(AgentEvent("storage_error", session_id, {
+                "message": f"Could not save this turn ({describe(problem)}); it is kept in "
+                           "memory and will be saved with the next one.",
+                "kind": getattr(problem, "kind", "unknown"),
+                "unsaved": self.sessions.unsaved(session_id)}))
+            return False
+        if turn.status != "interrupted":
+            await emit(AgentEvent("turn_saved", session_id, {"turn_id": turn.id, "unsaved": 0}))
+        return True
+
+
+def previous_turn(state: SessionState | None) -> PreviousTurn | None:
+    """The last raw turn as a weaker second query, so a follow-up finds its tools."""
+    if state is None or not state.recent_turns:
+        return None
+    last = state.recent_turns[-1]
+    tools = tuple(dict.fromkeys(s.tool for s in last.steps
+                                if s.tool and s.tool != NONE_TOOL and not s.corrective))
+    return PreviousTurn(last.user, tools)
+
+
+def turn_error_text(exc: Exception) -> str:
+    """What the user reads when a turn failed: what happened and what to do."""
+    if isinstance(exc, QuotaExceededError):
+        return ("That is too long for the on-device model's context window. "
+                "Please shorten the message or split it up.")
+    if isinstance(exc, ModelTimeoutError):
+        return (f"The model did not answer in time ({describe(exc)}). Your message is "
+                "saved; please try again.")
+    name = type(exc).__name__
+    if name == "ModelUnavailableError":
+        return ("The on-device model is not available right now, so I can't answer. "
+                "Your message is saved; try again once the model is ready.")
+    if name == "ModelNetworkError":
+        return "The model could not be reached (it may still be downloading). Please try again."
+    if isinstance(exc, (ModelError, ValueError)):
+        return f"Something went wrong while asking the model: {describe(exc)}"
+    return f"Something went wrong in the agent ({name}: {describe(exc)}). Your message is saved."
