@@ -79,7 +79,7 @@ export function parseLegacyTurn(item, id, createdAt) {
   return turn;
 }
 
-// Same rule as py_agent._sync.title_from.
+// Same rule as py_agent.sessions.title_from.
 function titleFrom(message) {
   const text = message.split(/\s+/).filter(Boolean).join(' ');
   return text.length <= 60 ? text : `${text.slice(0, 57).trimEnd()}…`;

@@ -37,7 +37,7 @@ def new_session_id():
 
 def title_from(message):
     """The title the agent will give a session from its first message: the page's one
-    copy of py_agent/_sync.py's title_from (keep the two in step)."""
+    copy of py_agent/sessions.py's title_from (keep the two in step)."""
     text = " ".join(str(message).split())
     return text if len(text) <= 60 else text[:57].rstrip() + "…"
 

@@ -10,7 +10,7 @@ from pyscript import document
 from ui.dom import clear, format_input, make, missing, part, plural, seconds
 
 # Why a corrective step was needed, from the observation the agent sent back
-# (py_agent/_loop.py and py_agent/parsing.py word them; first match wins).
+# (py_agent/turn/loop.py and py_agent/parsing.py word them; first match wins).
 REASONS = (
     ("not valid JSON", "invalid JSON"),
     ("with no JSON step", "invalid JSON"),
