@@ -244,7 +244,8 @@ class RpcStore(StorageClient):
 
     async def list_sessions(self) -> list[SessionInfo]:
         return [SessionInfo(str(i["session_id"]), str(i.get("title", "")),
-                            float(i.get("updated_at", 0)), int(i.get("turns", 0)))
+                            float(i.get("updated_at", 0)), int(i.get("turns", 0)),
+                            i.get("private") is True)
                 for i in self._json(await self._call("listSessions"))]
 
     async def delete_session(self, session_id: str) -> bool:

@@ -215,10 +215,11 @@ class SqliteStore:
         with _storage_errors("list the sessions"):
             rows = self._db.execute(
                 "SELECT s.session_id, s.title, s.updated_at,"
-                " (SELECT COUNT(*) FROM archive a WHERE a.session_id = s.session_id)"
+                " (SELECT COUNT(*) FROM archive a WHERE a.session_id = s.session_id),"
+                " json_extract(s.state, '$.private')"
                 " FROM sessions s ORDER BY s.updated_at DESC, s.session_id").fetchall()
-        return [SessionInfo(sid, title, float(updated), int(turns))
-                for sid, title, updated, turns in rows]
+        return [SessionInfo(sid, title, float(updated), int(turns), private == 1)
+                for sid, title, updated, turns, private in rows]
 
     async def delete_session(self, session_id: str) -> bool:
         _check_session_id(session_id)

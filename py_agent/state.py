@@ -192,6 +192,9 @@ class SessionState:
     facts_through: int = 0
     consecutive_failures: int = 0
     degraded: str = ""
+    # A private session is the user's own: nothing from it enters the cross-session
+    # user profile or another session's recall.
+    private: bool = False
 
     def __post_init__(self) -> None:
         self.assign_fact_ids()
@@ -218,7 +221,7 @@ class SessionState:
                 "created_at": self.created_at, "updated_at": self.updated_at,
                 "next_fact_id": self.next_fact_id, "facts_through": self.facts_through,
                 "consecutive_failures": self.consecutive_failures, "degraded": self.degraded,
-                "version": self.version}
+                "private": self.private, "version": self.version}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SessionState":
@@ -236,6 +239,7 @@ class SessionState:
                    else _extracted_before(data),
                    consecutive_failures=int(data.get("consecutive_failures", 0)),
                    degraded=str(data.get("degraded", "")),
+                   private=data.get("private") is True,
                    version=int(data.get("version") or 0))
 
 
@@ -316,3 +320,4 @@ class SessionInfo:
     title: str
     updated_at: float
     turns: int
+    private: bool = False

@@ -181,7 +181,7 @@ class InMemoryStore(FailNextWrite):
 
     async def list_sessions(self) -> list[SessionInfo]:
         infos = [SessionInfo(s.session_id, s.title, s.updated_at,
-                             len(self._archives.get(s.session_id, [])))
+                             len(self._archives.get(s.session_id, [])), s.private)
                  for s in self._states.values()]
         return sorted(infos, key=lambda i: i.updated_at, reverse=True)
 

@@ -395,7 +395,8 @@ export class IdbStore {
       request.onsuccess = () => {
         for (const state of request.result) {
           const row = { session_id: state.session_id, title: state.title ?? '',
-                        updated_at: state.updated_at ?? 0, turns: 0 };
+                        updated_at: state.updated_at ?? 0, turns: 0,
+                        private: state.private === true };
           rows.push(row);
           byArchive.count(state.session_id).onsuccess = (event) => { row.turns = event.target.result; };
         }

@@ -229,14 +229,15 @@ def test_list_sessions_newest_first_with_archive_counts(store_page):
         await store.commitTurn(a, t3);
         await store.commitTurn(b, t1);
         await store.save(c);
-    }""", [dumps_state(state("a", updated_at=100.0)), dumps_state(state("b", updated_at=300.0)),
+    }""", [dumps_state(state("a", updated_at=100.0)),
+           dumps_state(state("b", updated_at=300.0, private=True)),
            dumps_state(state("c", title="", updated_at=200.0)),
            dumps_turns([turn(1), turn(2), turn(3)]), dumps_turns([turn(1)])])
     rows = json.loads(store_page.evaluate("async () => (await IdbStore.open()).listSessions()"))
     assert rows == [
-        {"session_id": "b", "title": "Title b", "updated_at": 300.0, "turns": 1},
-        {"session_id": "c", "title": "", "updated_at": 200.0, "turns": 0},
-        {"session_id": "a", "title": "Title a", "updated_at": 100.0, "turns": 3},
+        {"session_id": "b", "title": "Title b", "updated_at": 300.0, "turns": 1, "private": True},
+        {"session_id": "c", "title": "", "updated_at": 200.0, "turns": 0, "private": False},
+        {"session_id": "a", "title": "Title a", "updated_at": 100.0, "turns": 3, "private": False},
     ]
 
 

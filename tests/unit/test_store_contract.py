@@ -122,6 +122,15 @@ def test_sessions_are_listed_newest_first_with_their_turn_counts(store):
         ("new", "New", 2), ("middle", "Middle", 0), ("old", "Old", 1)]
 
 
+def test_a_private_session_is_kept_and_listed_as_private(store):
+    run(store.commit_turn(state("mine", private=True), [turn(1)]))
+    run(store.save(state("shared")))
+    assert run(store.load("mine")).private is True
+    assert run(store.load("shared")).private is False
+    listed = {i.session_id: i.private for i in run(store.list_sessions())}
+    assert listed == {"mine": True, "shared": False}
+
+
 def test_delete_removes_state_archive_and_log_of_that_session_only(store):
     for sid in ("a", "b"):
         run(store.commit_turn(state(sid), [turn(1)]))
