@@ -40,11 +40,10 @@ from typing import Callable
 from py_agent.tool_modules import ToolModuleError, check_module_path, script_dependencies
 
 from .common import PrepareError, say, write_atomically
+from .paths import CACHE, ROOT, VENDOR
 
-ROOT = Path(__file__).resolve().parents[1]
-VENDOR = ROOT / "web" / "vendor"
 DEMO_TOOLS = ROOT / "demo_tools"
-CHECKS = ROOT / ".cache" / "tool-checks"   # verdicts by content hash (not served)
+CHECKS = CACHE / "tool-checks"   # verdicts by content hash (not served)
 CHECK_TIMEOUT_S = 30
 PIP_TIMEOUT_S = 300
 KEEP_RECENT_S = 24 * 3600    # content-addressed folders younger than this are never pruned
