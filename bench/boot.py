@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         scenarios.append("ours-micropip")
     samples = {(s, mode): [] for s in scenarios for mode in ("cold", "warm")}
     with tempfile.TemporaryDirectory(prefix="py-agent-bench-pages-") as pages:
-        write_bare_pages(Path(pages), manifest["pyodide"]["indexURL"])
+        write_bare_pages(Path(pages), "/" + manifest["pyodide"]["indexURL"])   # site-relative
         server = make_server("127.0.0.1", 0, mounts={"/bench/": Path(pages)}, quiet=True)
         # The same app, offering no snapshot of its own (browsers make theirs).
         unserved = make_server("127.0.0.1", 0, quiet=True, served_snapshot=False)

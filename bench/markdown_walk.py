@@ -133,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
 
     manifest = prepare()
     with tempfile.TemporaryDirectory(prefix="py-agent-walk-") as folder:
-        Path(folder, "walk.html").write_text(PAGE % {"core": manifest["pyscript"]["core"]})
+        # The manifest's URLs are relative to the site's root; this page is under /bench/.
+        Path(folder, "walk.html").write_text(PAGE % {"core": "/" + manifest["pyscript"]["core"]})
         Path(folder, "walk.py").write_text(WALK_PY)
         Path(folder, "walk.json").write_text(json.dumps(
-            {"interpreter": manifest["micropython"]["module"]}))
+            {"interpreter": "/" + manifest["micropython"]["module"]}))
         server = make_server("127.0.0.1", 0, mounts={"/bench/": Path(folder)}, quiet=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:

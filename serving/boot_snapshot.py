@@ -118,7 +118,7 @@ class SnapshotMaker:
             packed = gzip.compress(heap.read_bytes(), compresslevel=6, mtime=0)
         target = SNAPSHOTS / f"{key}.bin.gz"
         write_atomically(target, packed)
-        entry = {"url": "/" + target.relative_to(WEB).as_posix(), "sha256": report["sha256"],
+        entry = {"url": target.relative_to(WEB).as_posix(), "sha256": report["sha256"],
                  "bytes": report["bytes"], "gzipped": len(packed), "parts": report["parts"],
                  "imported": report.get("imported", []), "skipped": report.get("skipped", {}),
                  "warmed": report.get("warmed", 0)}

@@ -37,8 +37,9 @@ def write_manifest(manifest: dict) -> None:
 
 
 def url_of(path: Path) -> str:
-    """The URL the page fetches a file of web/ at."""
-    return "/" + path.relative_to(WEB).as_posix()
+    """The URL of a file of web/ in the manifest: relative to the site's root (the worker
+    resolves it there), so that a site works at any path."""
+    return path.relative_to(WEB).as_posix()
 
 
 def page_runtime(manifest: dict) -> PageRuntime:

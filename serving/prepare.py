@@ -41,15 +41,16 @@ OTHER_VENDOR_ENTRIES = {"wheels", "tools", "deps", "snapshots", "manifest.json"}
 
 def check_page_references(names: dict[str, str]) -> None:
     """index.html and web/ui.json (the PyScript config) name the versioned PyScript and
-    MicroPython paths, and ui.json does not list the bundled UI modules; say so if they do not
-    match (they are static files, edited by hand)."""
+    MicroPython paths (relative ones: the page works at any path), and ui.json does not list
+    the bundled UI modules; say so if they do not match (they are static files, edited by
+    hand)."""
     index, config_file = WEB / "index.html", WEB / "ui.json"
     if not index.exists() or not config_file.exists():
         return
     html, config_text = index.read_text(), config_file.read_text()
     for prefix, text, where in (("pyscript", html, "web/index.html"),
                                 ("micropython", config_text, "web/ui.json")):
-        wanted = f"/vendor/{names[prefix]}/"
+        wanted = f"vendor/{names[prefix]}/"
         if wanted not in text:
             raise PrepareError(f"{where} does not load {wanted}: update its "
                                f"{prefix} paths to the versions pinned in package-lock.json.")
@@ -91,11 +92,11 @@ def prepare(tools: Iterable[Path] = (), *, snapshot: bool = True) -> dict:
         "format": MANIFEST_FORMAT,
         "runtimes": versions,
         "pyodide": {"version": versions["pyodide"], "python": python,
-                    "indexURL": f"/vendor/{names['pyodide']}/"},
+                    "indexURL": f"vendor/{names['pyodide']}/"},
         "pyscript": {"version": versions["@pyscript/core"],
-                     "core": f"/vendor/{names['pyscript']}/core.js"},
+                     "core": f"vendor/{names['pyscript']}/core.js"},
         "micropython": {"version": versions["@micropython/micropython-webassembly-pyscript"],
-                        "module": f"/vendor/{names['micropython']}/micropython.mjs"},
+                        "module": f"vendor/{names['micropython']}/micropython.mjs"},
         "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
