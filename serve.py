@@ -8,10 +8,12 @@
     python serve.py --model-url http://localhost:11434/v1 --model gemma3:4b
                                      # an OpenAI-compatible server too (serving/model_server.py)
     python serve.py --prepare-only   # set everything up, serve nothing (tests, CI)
+    python serve.py --build site     # a static site in site/ for any web server, any path
+                                     # (serving/static_build.py; docs/publish.md)
 
 This file is only the command line. The work is done in ``serving/``: preparation of
-``web/vendor/`` (serving/prepare.py, idempotent and offline once done) and the
-development server with the app's headers (serving/http_server.py).
+``web/vendor/`` (serving/prepare.py, idempotent and offline once done), the development
+server with the app's headers (serving/http_server.py), and the static build.
 
 Any CPython >= 3.11 runs it, nothing installed: py_agent (which checks the tool modules)
 imports its few pure-Python dependencies from the wheels preparation vendors for the page
@@ -51,6 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "CORS; always so when PY_AGENT_API_KEY or OPENAI_API_KEY is set")
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare web/vendor and exit without serving")
+    parser.add_argument("--build", metavar="DIR",
+                        help="write the app as a static site into DIR (new, empty or an "
+                             "earlier build) instead of serving it: any web server can host "
+                             "it, at any path, without special headers (docs/publish.md); "
+                             "--tools, --site and --model-url go into it")
+    parser.add_argument("--cross-origin-isolation", action="store_true",
+                        help="with --build: make the site cross-origin isolated from the "
+                             "second visit on (its service worker adds COOP/COEP), for "
+                             "features that need SharedArrayBuffer; nothing does today")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     return parser
 
@@ -84,8 +95,16 @@ def main(argv: list[str] | None = None) -> int:
             raise PrepareError(f"--site {args.site}: no such folder")
         if (args.model or args.context_window or args.model_proxy) and not args.model_url:
             raise PrepareError("--model, --context-window and --model-proxy go with --model-url")
+        if args.cross_origin_isolation and not args.build:
+            raise PrepareError("--cross-origin-isolation goes with --build (serve.py's own "
+                               "server always isolates the page)")
+        if args.build and args.prepare_only:
+            raise PrepareError("--build and --prepare-only: choose one")
         model_server = model_server_from_args(args.model_url, args.model, args.context_window,
                                               proxy=args.model_proxy) if args.model_url else None
+        if args.build:
+            return build(Path(args.build), tools, site, model_server,
+                         args.cross_origin_isolation)
         prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
@@ -113,6 +132,24 @@ def main(argv: list[str] | None = None) -> int:
         say("stopped")
     finally:
         server.server_close()
+    return 0
+
+
+def build(folder: Path, tools: list[Path], site: Path | None, model_server, isolation: bool) -> int:
+    """--build: write the static site and say where it is and how to try it."""
+    from serving.common import say
+    from serving.static_build import build_site
+
+    report = build_site(folder, tools=tools, site=site, model_server=model_server,
+                        isolation=isolation)
+    say(f"built {report.folder}: {report.files} files, {report.bytes / 1e6:.1f} MB "
+        f"({report.kept_bytes / 1e6:.1f} MB kept by browsers for offline visits) in "
+        f"{report.seconds:.1f} s")
+    if model_server is not None:
+        say(f"the page reaches {model_server.base_url} directly: that server must allow the "
+            "site's origin (CORS)")
+    say(f"try it: python -m http.server --directory {folder} 8080, then open "
+        "http://localhost:8080/ (docs/publish.md says how to put it online)")
     return 0
 
 

@@ -4,7 +4,8 @@ Only the standard library. ``/`` is ``web/`` (with ``--site`` in front of it);
 ``/worker/`` is the repository's ``worker/``; nothing else is reachable
 (``/favicon.ico`` is an empty 204), except ``/model/`` when the model server is proxied.
 ``/vendor/manifest.json`` is this server's own manifest (serving/manifest.py) and
-``/ui-bundle.json`` the UI modules as they are now (serving/ui_bundle.py). Every response
+``/ui-bundle.json`` the UI modules as they are now (serving/ui_bundle.py), and any
+``service_worker.js`` one that retires a static build's (serving/offline/). Every response
 carries the cross-origin isolation headers and a Content-Security-Policy that allows only
 this origin, and the model server's when the worker reaches it directly (see ``CSP_PAGE``
 and ``CSP`` in serving/headers.py for why each source is there).
@@ -28,6 +29,7 @@ from .headers import (CACHE_IMMUTABLE, CACHE_REVALIDATE, CSP, CSP_PAGE, MIME_TYP
 from .manifest import SiteManifest, read_manifest
 from .model_server import ModelServer, proxy_request
 from .paths import WEB, WORKER
+from .static_build import RETIRE_SERVICE_WORKER, SERVICE_WORKER
 
 DEFAULT_MOUNTS = {"/worker/": WORKER, "/": WEB}
 
@@ -72,6 +74,9 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         if urllib.parse.urlsplit(self.path).path == ui_bundle.URL:
             return self.send_body(ui_bundle.ui_bundle(WEB / "ui"), MIME_TYPES[".json"])
         local = self.translate_path(self.path)
+        if urllib.parse.urlsplit(self.path).path.endswith("/" + SERVICE_WORKER) and \
+                not os.path.isfile(local):
+            return self.send_body(RETIRE_SERVICE_WORKER.read_bytes(), MIME_TYPES[".js"])
         if urllib.parse.urlsplit(self.path).path == "/favicon.ico" and \
                 not os.path.isfile(local):
             # Browsers ask for it for any page without an icon: no icon, and no error.
@@ -83,6 +88,11 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
             # The page asks for a directory only as "/"; anything else is a miss.
             self.send_error(404, "Not found")
             return None
+        if self.cache_control() == CACHE_REVALIDATE:
+            # A revalidation gets the file whole: "not modified since" compares dates, and
+            # a browser's copy from another server on this origin (say a static build tried
+            # on the same port) can be newer than the file here and still not be it.
+            del self.headers["If-Modified-Since"]
         return super().send_head()
 
     def send_body(self, body: bytes, content_type: str):
