@@ -29,6 +29,15 @@ REASONS = {
                "device's requirements or a policy stand in the way (see below)."),
 }
 
+# The same, in a few words, for the status line.
+SHORT_REASONS = {
+    "unsupported": "this browser has no Prompt API (LanguageModel)",
+    "frame": "this page runs in a frame from another site that did not allow it",
+    "policy": "this page's permissions policy does not allow it",
+    "options": "it cannot take text in and out here",
+    "device": "Chrome reports it as unavailable on this device",
+}
+
 LANGUAGE_NAMES = {"en": "English", "es": "Spanish", "ja": "Japanese", "de": "German",
                   "fr": "French"}
 
@@ -54,6 +63,11 @@ def is_edge():
     brands = [] if missing(data) else [str(data.brands[i].brand)
                                        for i in range(data.brands.length)]
     return "Microsoft Edge" in brands or " Edg/" in str(navigator.userAgent)
+
+
+def short_reason(reason):
+    """The reason in a few words, or "" for none known."""
+    return SHORT_REASONS.get(reason or "", "")
 
 
 def show_reason(using_prompt_api):

@@ -11,7 +11,7 @@
 from ui.app import PROMPT_API, UNAVAILABLE, emit, no_model, on, other_backend, state
 from ui.dom import by_id
 from ui.model_choice import backend_clause
-from ui.model_reason import reason_text
+from ui.model_reason import short_reason
 
 status = by_id("status")
 error_box = by_id("boot-error")
@@ -21,8 +21,10 @@ storage_warning = by_id("storage-warning")
 # The agent stepped down to a simpler response constraint: what the status line says
 # about it, and whether it has been shown once the turn that found out had ended.
 _constraint_note = {"text": "", "shown": False}
-CONSTRAINT_WHAT = {"step": ("the step's JSON schema", "steps now ask for"),
-                   "facts": ("the fact schema", "fact extraction now asks for")}
+CONSTRAINT_WHAT = {"step": ("the step's JSON schema", "steps"),
+                   "facts": ("the fact schema", "fact extraction")}
+CONSTRAINT_NOW = {"names": "asks for a tool-name enum", "object": "asks for any JSON object",
+                  "none": "asks with no constraint and reads the reply as text"}
 
 
 def set_status(kind, text):
@@ -42,11 +44,11 @@ def model_clause():
     if model is None:
         return "Checking Chrome's built-in model…"
     if model == UNAVAILABLE:
-        why = reason_text(state["model_reason"], state.get("model_languages")) or "%s." % (
-            state["model_reason"] or "Chrome reports the model as unavailable on this device")
-        return ("but Chrome's built-in model is not available here, so the agent cannot "
-                "answer. %s See below how to turn it on, or how to use a model server you "
-                "run (Ollama, llama.cpp, vLLM) instead." % why)
+        why = short_reason(state["model_reason"]) or state["model_reason"] or \
+            "Chrome reports it as unavailable on this device"
+        return ("but Chrome's built-in model is not available here (%s), so the agent "
+                "cannot answer. See below how to turn it on, or how to use a model server "
+                "you run (Ollama, llama.cpp, vLLM) instead." % why)
     if state["download"] is not None:
         return ("Downloading the on-device model (first use only); a message sent now "
                 "is answered once it is ready.")
@@ -86,13 +88,15 @@ def on_constraint_event(event):
     if event.get("type") != "constraint_level":
         return
     data = event.get("data") or {}
-    what, now = CONSTRAINT_WHAT.get(data.get("purpose"), ("a JSON schema", "calls now ask for"))
+    what, who = CONSTRAINT_WHAT.get(data.get("purpose"), ("a JSON schema", "the agent"))
+    level = data.get("level")
+    now = CONSTRAINT_NOW.get(level) or "asks for %s" % (data.get("label") or level)
     refused = [r for r in data.get("refused") or [] if r.get("lasting")]
-    said = (refused[0].get("error") or "") if refused else ""
-    if len(said) > 160:
-        said = said[:159] + "…"
-    _constraint_note["text"] = "The model would not take %s%s: %s %s." % (
-        what, " (%s)" % said if said else "", now, data.get("label") or data.get("level"))
+    said = ((refused[0].get("error") or "") if refused else "").rstrip(".")
+    if len(said) > 140:
+        said = said[:139] + "…"
+    _constraint_note["text"] = "The model would not take %s%s, so %s now %s." % (
+        what, " (%s)" % said if said else "", who, now)
     _constraint_note["shown"] = False
     status.setAttribute("data-constraint", "%s:%s" % (data.get("purpose"), data.get("level")))
     render_status()
