@@ -6,6 +6,9 @@ worked examples, planned for the model's window by :mod:`py_agent.prefix`) for
 the turn's steps, the summarizer's and the extractor's instructions for memory
 passes. The prefix is processed once and reused by every clone.
 
+The response constraints each model accepts are learnt here too, per model
+(:attr:`BaseSessions.ladder`), as every purpose's calls find them out.
+
 Planning the step prefix may scale the memory policy down to a small window; the
 policy in use is the accountant's, which every layer reads, and a plan other
 than the full prefix is announced with a ``prefix_planned`` event.
@@ -18,6 +21,7 @@ from typing import Mapping
 
 from ._model_guard import create_guarded
 from .budget import MemoryAccountant
+from .constraints import ConstraintLadder, ModelConstraints
 from .events import AgentEvent, Emit, log
 from .model import LanguageModel, Message, ModelSession, Purpose
 from .prefix import PrefixPlan, PrefixPlanner
@@ -51,12 +55,18 @@ class BaseSessions:
         self.emit = emit
         self._sessions: dict[Purpose, ModelSession] = {}
         self._lock = asyncio.Lock()
+        self.ladder = ConstraintLadder()
 
     def use(self, model: LanguageModel) -> None:
         """Answer with ``model`` from now on: the next call creates its base sessions
         (the old ones are dropped, not destroyed: they belong to the old model)."""
         self.model = model
         self._sessions.clear()
+
+    def constraints(self) -> ModelConstraints:
+        """The response constraints the model in use accepted so far (see
+        :mod:`py_agent.constraints`); kept per model, so a switch back finds them."""
+        return self.ladder.of(self.model)
 
     async def get(self, purpose: Purpose) -> ModelSession:
         """The base session for ``purpose``, created on first use."""

@@ -14,7 +14,7 @@ log = logging.getLogger("py_agent")
 EventType = Literal[
     "turn_started",        # {turn_id, message}
     "tools_retrieved",     # {tools: [{name, score, pinned}]}
-    "step_started",        # {index}
+    "step_started",        # {index, constraint}
     "thought",             # {index, text}
     "action",              # {index, tool, input}
     "observation",         # {index, tool, text, ok, kind, duration_ms}
@@ -25,6 +25,7 @@ EventType = Literal[
     "memory_updated",      # {summary, facts, recent_turns, compactions, degraded, record}
     "compaction_failed",   # {error, trigger, degraded, facts, record}
     "prefix_planned",      # {level, tokens, window, scaled, reason, ...}; session_id ""
+    "constraint_level",    # {purpose, level, label, refused: [{level, error, lasting}], index?}
     "error",               # {message, kind}
 ]
 

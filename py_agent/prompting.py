@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from .constraints import PLAIN_OBJECT, ConstraintLevel
 from .model import Message
 from .retrieval import ScoredTool
 from .state import Fact, Turn
@@ -104,6 +105,35 @@ def step_schema(tools: Iterable[Tool | str] | Mapping[str, Tool]) -> dict[str, A
                                     "toolInput": {"type": "string"}}})
     schema["anyOf"] = branches
     return schema
+
+
+def tool_names_schema(names: Iterable[str]) -> dict[str, Any]:
+    """A step whose ``toolName`` is one of ``names`` (and none), its arguments free: the
+    ``names`` level, for a model that refuses ``anyOf`` or ``const`` (nothing here uses
+    either; ``toolInput`` takes a string or an object through a list of types)."""
+    return {
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string"},
+            "toolName": {"type": "string", "enum": list(dict.fromkeys([*names, NONE_TOOL]))},
+            "toolInput": {"type": ["string", "object"]},
+            "finalAnswer": {"type": "string"},
+        },
+        "required": ["thought", "toolName", "toolInput", "finalAnswer"],
+        "additionalProperties": False,
+    }
+
+
+def step_constraint(level: ConstraintLevel, tools: Mapping[str, Tool]) -> dict[str, Any] | None:
+    """The step's response constraint at ``level`` of the ladder (:mod:`py_agent.constraints`):
+    per-tool schemas, a tool-name enum, any JSON object, or None (no constraint)."""
+    if level is ConstraintLevel.FULL:
+        return step_schema(tools)
+    if level is ConstraintLevel.NAMES:
+        return tool_names_schema(tools)
+    if level is ConstraintLevel.OBJECT:
+        return dict(PLAIN_OBJECT)
+    return None
 
 
 def _input_schema(t: Tool) -> dict[str, Any]:

@@ -26,6 +26,7 @@ class StepTrace:
     model_ms: float = 0.0
     tool_ms: float = 0.0
     raw: str = ""
+    constraint: str = ""  # the response-constraint level the reply was asked under
 
     @property
     def corrective(self) -> bool:
@@ -39,7 +40,8 @@ class StepTrace:
         return {"index": self.index, "kind": self.kind, "thought": self.thought,
                 "tool": self.tool, "tool_input": self.tool_input,
                 "observation": self.observation, "ok": self.ok,
-                "model_ms": round(self.model_ms, 1), "tool_ms": round(self.tool_ms, 1)}
+                "model_ms": round(self.model_ms, 1), "tool_ms": round(self.tool_ms, 1),
+                "constraint": self.constraint}
 
 
 @dataclass

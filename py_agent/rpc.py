@@ -101,7 +101,12 @@ class BridgeSession:
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         request_id = self._model.next_request_id()
+        # The schema is not added to the model's input (omitResponseConstraintInput): the
+        # instructions and examples already show the reply's shape, the schema would cost
+        # its tokens on every step (docs/prompt-api.md has the measurement), and Chrome's
+        # measureContextUsage() never counts it, so what is sent is what measure() counts.
         options = {"responseConstraint": response_constraint, "purpose": Purpose(purpose).value,
+                   "omitResponseConstraintInput": response_constraint is not None,
                    "requestId": request_id,
                    "stream": Purpose(purpose) in self._model.stream_purposes,
                    "conversationId": self._model.conversation_id}

@@ -6,6 +6,11 @@ tokens (with a counter deliberately unlike py_agent's estimate, as a real
 tokenizer would be), refuse input that does not fit the window with
 :class:`~py_agent.model.QuotaExceededError`, clone and destroy. Every call is
 recorded so tests can assert on prompt sizes and on what compaction cost.
+
+Like browsers, it can refuse response constraints it does not support
+(``constraint_check``: :func:`refusing_keywords`, :func:`refusing_every_constraint`)
+with :class:`~py_agent.model.ResponseConstraintError`, as Chrome's
+``NotSupportedError`` arrives.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
-from .model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
+from .model import (Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError,
+                    ResponseConstraintError)
 from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
@@ -64,6 +70,44 @@ class AppendCall:
 
 
 Responder = Callable[[PromptCall], Union[str, Awaitable[str]]]
+# constraint_check(schema) -> why the model refuses it, or None if it takes it.
+ConstraintCheck = Callable[[dict[str, Any]], Union[str, None]]
+
+# Where a JSON schema holds further schemas: under these keys, one or a list of them.
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def _keywords(schema: Any) -> set[str]:
+    """Every keyword used anywhere in ``schema`` (property names are not keywords)."""
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for key, value in schema.items():
+        if key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            for sub in value:
+                found |= _keywords(sub)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                found |= _keywords(sub)
+        elif key in ("items", "additionalProperties", "not"):
+            found |= _keywords(value)
+    return found
+
+
+def refusing_keywords(*keywords: str) -> ConstraintCheck:
+    """A schema engine that refuses any schema using one of ``keywords`` (the e2e fake's
+    strict profile refuses ``anyOf``, ``oneOf`` and ``const``)."""
+    def check(schema: dict[str, Any]) -> str | None:
+        used = sorted(_keywords(schema) & set(keywords))
+        return f'the schema uses "{used[0]}", which this model does not support' if used \
+            else None
+    return check
+
+
+def refusing_every_constraint() -> ConstraintCheck:
+    """Structured output switched off: every response constraint is refused."""
+    return lambda schema: "responseConstraint is not supported"
 
 
 class FunctionSession:
@@ -101,6 +145,13 @@ class FunctionSession:
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         self._check_alive()
+        check = self._model.constraint_check
+        refusal = None if response_constraint is None or check is None \
+            else check(response_constraint)
+        if refusal:  # before anything is read, as Chrome checks the constraint first
+            self._model.refusals.append((Purpose(purpose), response_constraint, refusal))
+            raise ResponseConstraintError(f"NotSupportedError: {refusal}",
+                                          original_name="NotSupportedError")
         needed = self._model.count(text) + MESSAGE_OVERHEAD
         if self._usage + needed > self.context_window:
             self._model.quota_errors += 1
@@ -172,12 +223,18 @@ class FunctionModel:
         availability: what ``availability()`` reports; ``create`` fails unless "available".
         measure_supported: whether ``measure`` returns exact counts or None.
         latency: seconds each prompt takes, to test stopping a turn mid-call.
+        constraint_check: which response constraints the model refuses (see
+            :data:`ConstraintCheck`); a refused prompt raises
+            :class:`~py_agent.model.ResponseConstraintError` and is listed in ``refusals``
+            as ``(purpose, constraint, reason)``, not in ``calls``. None takes any.
     """
 
     def __init__(self, fn: Responder, *, context_window: int = 9216,
                  availability: Availability = "available", measure_supported: bool = True,
-                 latency: float = 0.0) -> None:
+                 latency: float = 0.0, constraint_check: ConstraintCheck | None = None) -> None:
         self.fn = fn
+        self.constraint_check = constraint_check
+        self.refusals: list[tuple[Purpose, dict[str, Any], str]] = []
         self.context_window = context_window
         self._availability: Availability = availability
         self.measure_supported = measure_supported

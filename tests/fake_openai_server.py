@@ -7,7 +7,8 @@ chunk with ``finish_reason``, a usage chunk with empty ``choices`` when
 ``stream_options.include_usage`` is set, then ``data: [DONE]``), ``GET /v1/models``,
 error bodies in OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``)
 with their statuses (401 without the right key, 404 ``model_not_found``, 400
-``context_length_exceeded``, 400 for ``response_format`` when told not to support it,
+``context_length_exceeded``, 400 for ``response_format`` when told not to support it
+(a type, or schemas using a keyword),
 429 with ``Retry-After``, 500/503), and optional llama.cpp (``/props``, ``/tokenize``),
 vLLM (``max_model_len``) and Ollama (``/api/show``, ``/api/ps``) extras. CORS as
 llama.cpp and vLLM do it by default (any origin, preflights answered), or
@@ -130,7 +131,7 @@ class FakeServer:
                  api_key: str | None = None, context_window: int | None = None,
                  flavor: str = "openai",
                  response_formats: tuple[str, ...] = ("json_schema", "json_object"),
-                 refusal_status: int = 400,
+                 refusal_status: int = 400, refused_keywords: tuple[str, ...] = (),
                  stream_options: bool = True, cors: bool = True, host: str = "127.0.0.1",
                  port: int = 0) -> None:
         self.responder = responder
@@ -140,6 +141,8 @@ class FakeServer:
         self.flavor = flavor  # "openai", "llama.cpp", "vllm", "ollama"
         self.response_formats = response_formats  # the response_format types it accepts
         self.refusal_status = refusal_status  # llama-cpp-python refuses json_schema with a 500
+        # JSON-schema keywords its grammar converter refuses (400), in any response_format
+        self.refused_keywords = refused_keywords
         self.stream_options = stream_options
         self.cors = cors
         self.requests: list[dict[str, Any]] = []
@@ -311,6 +314,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(Fail(fake.refusal_status, f"response_format.type: input should be one of "
                                                  f"{', '.join(fake.response_formats) or 'text'}, "
                                                  f"not {kind!r}", param="response_format"))
+            return
+        used = [k for k in fake.refused_keywords if f'"{k}"' in json.dumps(request.schema or {})]
+        if kind and used:
+            self._fail(Fail(400, f"response_format: the JSON schema uses {used[0]!r}, which "
+                                 "this server's grammar does not support",
+                            param="response_format"))
             return
         if "stream_options" in body and not fake.stream_options:
             self._fail(Fail(400, "Unrecognized request argument supplied: stream_options"))

@@ -11,13 +11,23 @@
  *   from the worker, relayed as a 'chunk' event (a model the worker streams itself):
  *            {type: 'llm-event', event: 'chunk', requestId, purpose, conversationId, chunk, text, offset}
  *
- *   availability([options])          -> {availability, reason}; reason 'unsupported' when the API is absent
+ *   availability([options])          -> {availability, reason, languages?}: the reason it can tell,
+ *        for a model that cannot answer here: 'unsupported' (no LanguageModel), 'frame' (a
+ *        cross-origin frame whose embedder did not allow="language-model"), 'policy' (the
+ *        page's permissions policy disallows "language-model"), 'options' (unavailable for
+ *        these expectedInputs/expectedOutputs, available without them), 'device' (unavailable
+ *        whatever is asked); for one that can: 'language' (these languages are not supported,
+ *        but the model is without naming any: the availability is then that one, `languages`
+ *        the refused ones, and create() leaves them out from now on), 'downloadable' (Chrome
+ *        downloads it only from a user gesture), 'downloading', else null.
  *   create({initialPrompts, purpose, expectedInputs?, expectedOutputs?, requestId?})
- *                                    -> {sessionId, contextWindow, contextUsage, samplingMode}
+ *                                    -> {sessionId, contextWindow, contextUsage, samplingMode, languagesDropped}
  *        purpose 'step' and 'facts' sessions are created with samplingMode 'most-predictable'
  *        where the browser has samplingMode and availability() accepts that mode for the
  *        same options; other purposes, and other browsers, get the browser's default
- *        (samplingMode null in the reply).
+ *        (samplingMode null in the reply). Languages the browser does not support are left
+ *        out (as availability() found, or after create() refused them with NotSupportedError):
+ *        a refused option never costs the agent its model.
  *   clone(sessionId, [{requestId}])  -> {sessionId, contextWindow, contextUsage}
  *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?, conversationId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
@@ -94,6 +104,7 @@ export class LLMHost extends EventTarget {
     this._nextSession = 1;
     this._ports = new Set();
     this._predictable = new Map();   // JSON of expected options -> Promise<boolean>
+    this._dropLanguages = false;     // the browser refused the languages asked for
   }
 
   get api() {
@@ -205,7 +216,32 @@ export class LLMHost extends EventTarget {
   async availability(options = {}) {
     const api = this.api;
     if (!api || typeof api.availability !== 'function') return { availability: 'unavailable', reason: 'unsupported' };
-    return { availability: await api.availability(options), reason: null };
+    const availability = await api.availability(options);
+    if (availability !== 'unavailable') {
+      return { availability, reason: ['downloadable', 'downloading'].includes(availability) ? availability : null };
+    }
+    return this._whyUnavailable(api, options);
+  }
+
+  /** Why the model is unavailable with `options`: the first of a blocked frame or page, a
+   * language, other options, the device; asking availability() again with less. */
+  async _whyUnavailable(api, options) {
+    const blocked = policyBlock();
+    if (blocked) return { availability: 'unavailable', reason: blocked };
+    const unavailable = (reason) => ({ availability: 'unavailable', reason });
+    const languages = declaredLanguages(options);
+    const ask = (opts) => Promise.resolve(api.availability(opts)).catch(() => 'unavailable');
+    if (languages.length) {
+      const without = await ask(withoutLanguages(options));
+      if (without !== 'unavailable') {
+        this._dropLanguages = true;
+        return { availability: without, reason: 'language', languages };
+      }
+    }
+    if (options.expectedInputs || options.expectedOutputs) {
+      if (await ask({}) !== 'unavailable') return unavailable('options');
+    }
+    return unavailable('device');
   }
 
   async create({ initialPrompts = [], purpose = null, expectedInputs, expectedOutputs, requestId } = {}, rpcId = null) {
@@ -219,9 +255,11 @@ export class LLMHost extends EventTarget {
         this._emit('downloadprogress', { loaded: e.loaded, requestId: rid }, this._options.onDownloadProgress);
       }),
     };
-    const expected = {};
+    let expected = {};
     if (expectedInputs) expected.expectedInputs = expectedInputs;
     if (expectedOutputs) expected.expectedOutputs = expectedOutputs;
+    const languagesDropped = this._dropLanguages && declaredLanguages(expected).length > 0;
+    if (languagesDropped) expected = withoutLanguages(expected);
     Object.assign(options, expected);
     try {
       const samplingMode = await this._samplingModeFor(api, purpose, expected);
@@ -230,13 +268,21 @@ export class LLMHost extends EventTarget {
       try {
         session = await api.create(options);
       } catch (err) {
-        // A browser that listed the mode but refuses it at create(): remember, and go on without.
-        if (!samplingMode || !['NotSupportedError', 'TypeError'].includes(err?.name)) throw err;
-        this._predictable.set(JSON.stringify(expected), Promise.resolve(false));
-        delete options.samplingMode;
+        const refused = ['NotSupportedError', 'TypeError'].includes(err?.name);
+        if (refused && samplingMode) {
+          // A browser that listed the mode but refuses it at create(): remember, and go on without.
+          this._predictable.set(JSON.stringify(expected), Promise.resolve(false));
+          delete options.samplingMode;
+        } else if (err?.name === 'NotSupportedError' && declaredLanguages(expected).length) {
+          // Languages this browser does not support: asked without them from now on.
+          this._dropLanguages = true;
+          return this.create({ initialPrompts, purpose, expectedInputs, expectedOutputs, requestId: rid });
+        } else {
+          throw err;
+        }
         session = await api.create(options);
       }
-      return this._register(session, purpose, rid);
+      return { ...this._register(session, purpose, rid), languagesDropped: this._dropLanguages };
     } finally {
       done();
     }
@@ -351,6 +397,46 @@ export class LLMHost extends EventTarget {
     if (sessionId == null) return [...this.sessions].map(([id, e]) => info(id, e));
     return info(sessionId, this._entry(sessionId));
   }
+}
+
+/** 'frame' or 'policy' when the "language-model" permissions policy disallows the Prompt
+ * API here (a browser that does not know the feature says nothing), else null. */
+function policyBlock() {
+  const policy = globalThis.document?.permissionsPolicy ?? globalThis.document?.featurePolicy;
+  if (!policy || typeof policy.allowsFeature !== 'function') return null;
+  const known = typeof policy.features !== 'function' || policy.features().includes('language-model');
+  if (!known || policy.allowsFeature('language-model')) return null;
+  return inCrossOriginFrame() ? 'frame' : 'policy';
+}
+
+function inCrossOriginFrame() {
+  try {
+    return window.top !== window && window.top.location.origin !== window.location.origin;
+  } catch {
+    return true;   // the top window's location cannot even be read: another origin
+  }
+}
+
+/** The languages `options` declares for its text input and output. */
+function declaredLanguages(options) {
+  const found = new Set();
+  for (const key of ['expectedInputs', 'expectedOutputs']) {
+    for (const entry of Array.isArray(options?.[key]) ? options[key] : []) {
+      for (const language of Array.isArray(entry?.languages) ? entry.languages : []) found.add(language);
+    }
+  }
+  return [...found];
+}
+
+/** `options` with the same expected types but no languages named. */
+function withoutLanguages(options) {
+  const out = { ...options };
+  for (const key of ['expectedInputs', 'expectedOutputs']) {
+    if (Array.isArray(options[key])) {
+      out[key] = options[key].map(({ languages: _languages, ...rest }) => rest);
+    }
+  }
+  return out;
 }
 
 function usage(session) {

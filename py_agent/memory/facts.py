@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from ..boundary import loads_bounded
 from ..budget import MemoryPolicy
+from ..constraints import PLAIN_OBJECT, ConstraintLevel
 from ..model import Message
 from ..parsing import json_objects
 from ..prompting import render_facts
@@ -73,6 +74,17 @@ FACTS_SCHEMA: dict[str, Any] = {
     "required": ["facts"],
     "additionalProperties": False,
 }
+
+
+def facts_constraint(level: ConstraintLevel) -> dict[str, Any] | None:
+    """The extractor's response constraint at ``level`` of the ladder
+    (:mod:`py_agent.constraints`): the fact schema, any JSON object, or None. The prompt
+    spells out the reply's shape either way, and :func:`parse_fact_ops` reads it."""
+    if level is ConstraintLevel.FULL:
+        return FACTS_SCHEMA
+    if level is ConstraintLevel.OBJECT:
+        return dict(PLAIN_OBJECT)
+    return None
 
 
 def render_known(facts: list[Fact]) -> str:

@@ -38,6 +38,7 @@ from typing import Callable
 
 from ..bases import BaseSessions
 from ..budget import Budget, MemoryAccountant, MemoryPolicy
+from ..constraints import LevelChange
 from ..events import AgentEvent, Emit, log
 from ..model import ModelError, Purpose
 from ..results import CompactionReport
@@ -239,10 +240,13 @@ class Passes:
         unread = await self._unread(session_id, work)
         if not unread:
             return
+        async def announce(change: LevelChange) -> None:
+            await self.emit(AgentEvent("constraint_level", session_id, change.to_dict()))
+
         try:
             result, work.next_fact_id = await extract_facts(
                 self._asker(session_id), record, work.facts, unread, self.policy,
-                work.next_fact_id)
+                work.next_fact_id, constraints=self.bases.constraints(), announce=announce)
         except CompactionPreemptedError as exc:
             record.facts_error = str(exc)
             return

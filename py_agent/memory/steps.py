@@ -16,11 +16,12 @@ import time
 from typing import Awaitable, Callable
 
 from ..budget import MemoryPolicy
+from ..constraints import Announce, ModelConstraints
 from ..model import Message, ModelError, ModelSession, Purpose
 from ..state import CompressionRecord, Fact, FactChange, FactIds, Turn
 from ..tokens import TokenCounter
 from .fact_rules import carried_by
-from .facts import (FACTS_SCHEMA, FACTS_SYSTEM, Consolidation, consolidate, facts_messages,
+from .facts import (FACTS_SYSTEM, Consolidation, consolidate, facts_constraint, facts_messages,
                     facts_prompt, parse_fact_ops)
 from .summary import SUMMARY_SYSTEM, summary_messages, summary_prompt, validate_summary
 
@@ -83,16 +84,23 @@ async def bounded_call(base: Callable[[], Awaitable[ModelSession]], purpose: Pur
 
 
 async def extract_facts(ask: Ask, record: CompressionRecord, known: list[Fact],
-                        turns: list[Turn], policy: MemoryPolicy,
-                        next_fact_id: int) -> tuple[Consolidation, int]:
+                        turns: list[Turn], policy: MemoryPolicy, next_fact_id: int, *,
+                        constraints: ModelConstraints | None = None,
+                        announce: Announce | None = None) -> tuple[Consolidation, int]:
     """Facts from ``turns``, consolidated with ``known``; returns them and the next
-    free fact number."""
+    free fact number. The reply is asked under the richest constraint the model takes
+    (``constraints``: what it accepted so far; a model that refuses one is asked again
+    one level down, and ``announce`` hears of a lasting change)."""
     record.facts_turn_ids = [t.id for t in turns]
     record.facts_prompt = facts_prompt(known, turns, policy)
     record.facts_system = FACTS_SYSTEM
-    record.model_calls += 1
-    record.facts_reply, record.facts_ms = await ask(Purpose.FACTS, record.facts_prompt,
-                                                    FACTS_SCHEMA, policy.facts_timeout_s)
+
+    async def call(schema: dict | None) -> tuple[str, float]:
+        record.model_calls += 1
+        return await ask(Purpose.FACTS, record.facts_prompt, schema, policy.facts_timeout_s)
+
+    (record.facts_reply, record.facts_ms), _ = await (constraints or ModelConstraints()).ask(
+        Purpose.FACTS, facts_constraint, call, announce)
     ids = FactIds(next_fact_id, {f.id for f in known})
     result = consolidate(known, parse_fact_ops(record.facts_reply, policy), turns[-1].id, ids)
     record.facts_added = result.added

@@ -19,8 +19,9 @@ by ``response_format`` with the offered tools as an enum. We chose it over the A
    with tool support and server flags (llama.cpp ``--jinja``; vLLM
    ``--enable-auto-tool-choice --tool-call-parser …``; Ollama refuses models not
    tagged for tools). ``response_format`` with a JSON schema is served by
-   llama.cpp, vLLM, Ollama and LM Studio alike, and where it is not, the step is
-   still parsed and corrected from plain text as with Gemini Nano.
+   llama.cpp, vLLM, Ollama and LM Studio alike, and where a server refuses a schema
+   the agent asks for a simpler one, down to none: the step is then parsed and
+   corrected from plain text, as with any model (:mod:`py_agent.constraints`).
 3. **Constrained decoding covers the whole step**: the tool name is an enum of the
    offered tools, so an unknown tool cannot be produced; vLLM's auto tool choice
    parses free model output and fails in ways we would have to correct anyway.
@@ -34,9 +35,9 @@ read as the equivalent step.
 from .client import ChatClient, Timeouts, normalize_base_url
 from .discovery import ServerFacts
 from .errors import (AuthenticationError, BadRequestError, ContextLengthError,
-                     MalformedReplyError, ModelNotFoundError, RateLimitError, ServerError,
-                     ServerFailureError, ServerTimeoutError, ServerUnreachableError,
-                     UnsupportedFeatureError)
+                     MalformedReplyError, ModelNotFoundError, RateLimitError,
+                     ResponseFormatRefusedError, ServerError, ServerFailureError,
+                     ServerTimeoutError, ServerUnreachableError, UnsupportedFeatureError)
 from .model import DEFAULT_CONTEXT_WINDOW, OpenAIModel, OpenAISession, StreamChunk
 from .transport import HttpRequest, HttpResponse, HttpTransport
 
@@ -53,7 +54,7 @@ __all__ = [
     "AuthenticationError", "BadRequestError", "ChatClient", "ContextLengthError",
     "DEFAULT_CONTEXT_WINDOW", "HttpRequest", "HttpResponse", "HttpTransport",
     "MalformedReplyError", "ModelNotFoundError", "OpenAIModel", "OpenAISession",
-    "RateLimitError", "ServerError", "ServerFacts", "ServerFailureError", "ServerTimeoutError",
+    "RateLimitError", "ResponseFormatRefusedError", "ServerError", "ServerFacts", "ServerFailureError", "ServerTimeoutError",
     "ServerUnreachableError", "StdlibTransport", "StreamChunk", "Timeouts",
     "UnsupportedFeatureError", "normalize_base_url",
 ]

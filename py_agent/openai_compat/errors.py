@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ..model import ModelError, ModelNetworkError, ModelUnavailableError, QuotaExceededError
+from ..model import (ModelError, ModelNetworkError, ModelUnavailableError, QuotaExceededError,
+                     ResponseConstraintError)
 
 
 class ServerError(ModelError):
@@ -79,6 +80,17 @@ class BadRequestError(ServerError):
 
 class UnsupportedFeatureError(BadRequestError):
     """The server refused a feature (``response_format``, ``stream_options``) by name."""
+
+
+class ResponseFormatRefusedError(UnsupportedFeatureError, ResponseConstraintError):
+    """The server refused the response's JSON schema in every ``response_format`` it
+    was offered in: to the agent, a refused response constraint like Chrome's
+    ``NotSupportedError``, so it asks again under a simpler schema, or none
+    (:mod:`py_agent.constraints`)."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        UnsupportedFeatureError.__init__(self, message, **kwargs)
+        self.original_name = None
 
 
 class ContextLengthError(ServerError, QuotaExceededError):

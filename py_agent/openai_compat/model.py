@@ -26,8 +26,8 @@ from ..model import Availability, Message, ModelUnavailableError, Purpose, Quota
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
-from .errors import (BadRequestError, ModelNotFoundError, ServerError, ServerFailureError,
-                     unsupported_feature)
+from .errors import (BadRequestError, ModelNotFoundError, ResponseFormatRefusedError, ServerError,
+                     ServerFailureError, unsupported_feature)
 from .transport import HttpTransport
 from .wire import SCHEMA_MODES, Reply, chat_body
 
@@ -135,10 +135,12 @@ class OpenAIModel:
         context_window: tokens per conversation; asked from the server when None
             (see :mod:`.discovery`), else :data:`DEFAULT_CONTEXT_WINDOW`.
         max_tokens: the longest reply asked for (less when the window is nearly full).
-        structured_output: how the step's JSON schema goes as ``response_format``: None
-            tries ``json_schema``, then llama-cpp-python's ``json_object`` + schema, then
-            nothing, stepping down for good each time the server refuses one;
-            ``"json_schema"`` or ``"json_object"`` uses only that; False never sends one.
+        structured_output: how a call's JSON schema goes as ``response_format``: None
+            tries ``json_schema``, then llama-cpp-python's ``json_object`` + schema,
+            keeping the first the server takes; ``"json_schema"`` or ``"json_object"``
+            uses only that; False never sends one. A schema refused in every form is a
+            :class:`~py_agent.model.ResponseConstraintError`, and the agent asks again
+            under a simpler one, or none (:mod:`py_agent.constraints`).
         stream: stream replies (server-sent events); ``on_chunk`` sees each piece.
         options: extra body fields for every request (``temperature``, ``seed``...).
         transport: how HTTP is spoken: :class:`StdlibTransport` in CPython, ``fetch``
@@ -246,17 +248,20 @@ class OpenAIModel:
 
     async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
                        purpose: Purpose, *, max_tokens: int) -> Reply:
-        """One completion, stepping down from a ``response_format`` or ``stream_options``
-        the server refuses (for good); streamed pieces go to ``on_chunk``."""
+        """One completion; streamed pieces go to ``on_chunk``. A refused ``stream_options``
+        is dropped for good. A refused ``response_format`` is tried in the next form
+        (kept for good once one takes the schema); a schema refused in every form raises
+        :class:`ResponseFormatRefusedError`, a refused response constraint, and the
+        forms stay as they were: it was the schema, not the form, that failed."""
         request_id = f"o{next(self._ids)}"
+        mode = self.schema_mode if schema is not None else None
         while True:
-            mode = self.schema_mode if schema is not None else None
             body = chat_body(self.name, messages, stream=self.stream, schema=schema if mode else None,
                              schema_name=purpose.value, max_tokens=max_tokens,
                              include_usage=self.include_usage, schema_mode=mode or SCHEMA_MODES[0],
                              options=self.options)
             try:
-                return await self.client.complete(body, self._chunk_sink(purpose, request_id))
+                reply = await self.client.complete(body, self._chunk_sink(purpose, request_id))
             except ModelNotFoundError as exc:
                 served = ", ".join(self.facts.models) if self.facts and self.facts.models else ""
                 if served:
@@ -268,14 +273,23 @@ class OpenAIModel:
                 feature = unsupported_feature(exc.detail, exc.code)
                 if "stream_options" in body and feature == "stream_options":
                     self.include_usage = False
-                elif mode and self.schema_fallback and (feature == "response_format" or (
+                elif mode and (feature == "response_format" or (
                         isinstance(exc, BadRequestError) and feature is None)):
-                    self.schema_mode = self._next_schema_mode(mode)
-                    log.warning("%s refused response_format %s (%s); now using %s",
-                                self.base_url, mode, exc.detail or exc,
-                                self.schema_mode or "plain text, parsed and corrected")
+                    lower = self._next_schema_mode(mode) if self.schema_fallback else None
+                    if lower is None:
+                        raise ResponseFormatRefusedError(
+                            f"The model server at {self.base_url} refused the response's JSON "
+                            f"schema ({exc.status}): {exc.detail or exc}", status=exc.status,
+                            code=exc.code, detail=exc.detail) from exc
+                    log.warning("%s refused response_format %s (%s); trying %s",
+                                self.base_url, mode, exc.detail or exc, lower)
+                    mode = lower
                 else:
                     raise
+            else:
+                if mode is not None and mode != self.schema_mode:
+                    self.schema_mode = mode  # this form works where the first did not
+                return reply
 
     @staticmethod
     def _next_schema_mode(mode: str) -> str | None:

@@ -3,6 +3,8 @@
 One clone of the prefilled base session per turn: the first prompt carries
 memory, tools and the message; each later prompt only the new observation.
 Every unusable reply becomes a corrective observation, never an exception.
+Each step asks for the richest response constraint the model accepts and steps
+down when one is refused (:mod:`py_agent.constraints`); the level is in the trace.
 Every model call has a deadline (:class:`StepPolicy`) besides the stop button;
 what the model raises arrives here as a :class:`~py_agent.model.ModelError`.
 """
@@ -16,12 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
 from ..boundary import loads_bounded
+from ..constraints import ConstraintLevel, LevelChange, ModelConstraints
 from ..events import AgentEvent
 from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
                      QuotaExceededError, as_model_error)
 from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
-                         shorten, step_schema)
+                         shorten, step_constraint)
 from ..results import RunResult, StepTrace
 from ..retrieval import ScoredTool
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
@@ -83,6 +86,8 @@ class TurnContext:
     abort: asyncio.Event | None = None
     step_policy: StepPolicy = field(default_factory=StepPolicy)
     sync_tool_runner: SyncRunner | None = None
+    # The response constraints the model accepted so far (py_agent.constraints).
+    constraints: ModelConstraints = field(default_factory=ModelConstraints)
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
     # The steps so far, kept here so that a stopped or failed turn still has them.
@@ -92,7 +97,6 @@ class TurnContext:
 async def run_turn(ctx: TurnContext) -> RunResult:
     """Run the loop until an answer, the step cap, an abort or an unrecoverable error."""
     by_name = {s.tool.name: s.tool for s in ctx.tools}
-    schema = step_schema(by_name)
     result = RunResult(answer="", steps=ctx.steps, session_id=ctx.session_id,
                        turn_id=ctx.turn_id,
                        tools_offered=[(s.tool.name, s.score) for s in ctx.tools])
@@ -107,10 +111,11 @@ async def run_turn(ctx: TurnContext) -> RunResult:
         prompt = ctx.first_prompt(result.steps, False)
         while len(result.steps) < ctx.max_steps:
             index = len(result.steps) + 1
-            await emit("step_started", index=index)
+            await emit("step_started", index=index,
+                       constraint=ctx.constraints.level(Purpose.STEP).value)
             started = time.perf_counter()
             try:
-                raw = await _prompt_step(session, prompt, schema, ctx)
+                raw, level = await _prompt_step(session, prompt, by_name, index, ctx)
             except QuotaExceededError:
                 if recovered:
                     raise
@@ -123,7 +128,8 @@ async def run_turn(ctx: TurnContext) -> RunResult:
                 prompt = ctx.first_prompt(result.steps, True)
                 continue
             model_ms = (time.perf_counter() - started) * 1000
-            step = StepTrace(index=index, kind="corrective", model_ms=model_ms, raw=raw)
+            step = StepTrace(index=index, kind="corrective", model_ms=model_ms, raw=raw,
+                             constraint=level.value)
             result.steps.append(step)
             prompt = await _handle_reply(ctx, step, raw, by_name, seen, emit)
             if step.kind == "answer":
@@ -138,18 +144,30 @@ async def run_turn(ctx: TurnContext) -> RunResult:
     return result
 
 
-async def _prompt_step(session: ModelSession, prompt: str, schema: dict, ctx: TurnContext) -> str:
-    """One step call, retried after a retryable model error (not after a timeout)."""
+async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index: int,
+                       ctx: TurnContext) -> tuple[str, ConstraintLevel]:
+    """One step call under the richest response constraint the model takes (a refused
+    one is asked again a level down: :mod:`py_agent.constraints`); each call is retried
+    after a retryable model error (not after a timeout). The reply and its level."""
     policy = ctx.step_policy
-    for attempt in range(policy.retries + 1):
-        try:
-            return await model_call(session.prompt(prompt, response_constraint=schema,
-                                                   purpose=Purpose.STEP), policy, ctx.abort)
-        except ModelError as exc:
-            if not exc.retryable or attempt == policy.retries:
-                raise
-        await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.abort)
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    async def call(constraint: dict[str, Any] | None) -> str:
+        for attempt in range(policy.retries + 1):
+            try:
+                return await model_call(session.prompt(prompt, response_constraint=constraint,
+                                                       purpose=Purpose.STEP), policy, ctx.abort)
+            except ModelError as exc:
+                if not exc.retryable or attempt == policy.retries:
+                    raise
+            await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.abort)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def announce(change: LevelChange) -> None:
+        await ctx.emit(AgentEvent("constraint_level", ctx.session_id,
+                                  {**change.to_dict(), "index": index}))
+
+    return await ctx.constraints.ask(Purpose.STEP, lambda level: step_constraint(level, by_name),
+                                     call, announce)
 
 
 def _gave_up(steps: list[StepTrace], max_steps: int) -> str:

@@ -111,7 +111,8 @@ class TurnRunner:
                           first_prompt=first_prompt, new_session=opener.new_session, emit=emit,
                           tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                           abort=abort, step_policy=settings.step_policy,
-                          sync_tool_runner=settings.sync_tool_runner)
+                          sync_tool_runner=settings.sync_tool_runner,
+                          constraints=self.bases.constraints())
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:

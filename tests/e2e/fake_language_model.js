@@ -146,6 +146,7 @@
       input: typeof input === 'string' ? input : JSON.stringify(input),
       hasConstraint: c != null,
       constraint: c instanceof RegExp ? { regex: c.source, flags: c.flags } : c ?? null,
+      omitConstraintInput: options.omitResponseConstraintInput === true,
       time: performance.now(),
     };
     state.log.push(entry);

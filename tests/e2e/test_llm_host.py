@@ -213,7 +213,7 @@ def test_unavailable_and_other_errors_are_mapped(host_page):
         const unknown = (await rpc('teleport')).error;
         return { availability, create, notAllowed, network, other, unknown };
     }""")
-    assert r["availability"] == {"availability": "unavailable", "reason": None}
+    assert r["availability"] == {"availability": "unavailable", "reason": "device"}
     assert r["create"]["name"] == "ModelUnavailableError"
     assert r["create"]["originalName"] == "NotSupportedError"
     assert r["notAllowed"]["name"] == "ModelUnavailableError"
@@ -384,3 +384,68 @@ def test_no_sampling_mode_is_sent_where_the_browser_does_not_offer_it(host_page,
     else:
         assert r["created"] == {"step": "balanced", "facts": "balanced", "summary": "balanced"}
         assert r["probes"] == ["most-predictable"]   # asked, and availability said no
+
+
+EXPECTED_EN = {"expectedInputs": [{"type": "text", "languages": ["en"]}],
+               "expectedOutputs": [{"type": "text", "languages": ["en"]}]}
+
+
+@pytest.mark.parametrize("config, options, reply", [
+    ({"availability": "unavailable"}, EXPECTED_EN, {"availability": "unavailable",
+                                                    "reason": "device"}),
+    ({"availability": "downloadable"}, EXPECTED_EN, {"availability": "downloadable",
+                                                     "reason": "downloadable"}),
+    ({"availability": "downloading"}, EXPECTED_EN, {"availability": "downloading",
+                                                    "reason": "downloading"}),
+    ({}, {"expectedOutputs": [{"type": "image"}]}, {"availability": "unavailable",
+                                                    "reason": "options"}),
+    ({"languages": ["es", "ja"]}, EXPECTED_EN, {"availability": "available",
+                                                "reason": "language", "languages": ["en"]}),
+], ids=["device", "downloadable", "downloading", "options", "language"])
+def test_availability_names_the_reason_it_can_tell(host_page, config, options, reply):
+    page, _ = host_page(**config)
+    assert page.evaluate("(options) => value('availability', options)", options) == reply
+
+
+def test_languages_the_browser_refuses_are_left_out_and_the_model_answers(host_page):
+    """A refused option must not end the turn: create() asks again without the languages
+    (remembered, so later sessions are created without them at once)."""
+    page, _ = host_page(languages=["es", "ja"])
+    r = page.evaluate("""async (expected) => {
+        const first = await value('create', { initialPrompts: [], purpose: 'step', ...expected });
+        const reply = await value('prompt', first.sessionId, 'hi');
+        const second = await value('create', { initialPrompts: [], purpose: 'summary', ...expected });
+        return { first, second, reply: reply.text,
+                 creates: __fakeLM.callsOf('create').map((c) => JSON.stringify(c.expectedInputs)) };
+    }""", EXPECTED_EN)
+    assert r["first"]["languagesDropped"] and r["second"]["languagesDropped"]
+    assert r["reply"]
+    # The first create was refused with the languages; every later one went without them.
+    assert ['"languages"' in c for c in r["creates"]] == [True, False, False]
+
+
+def test_a_frame_the_policy_blocks_is_named(host_page, static_server):
+    """A cross-origin frame without allow="language-model": the host in that frame says
+    'frame' (the fake, like Chrome, reports the model unavailable there)."""
+    page, _ = host_page()
+    other = static_server.replace("127.0.0.1", "localhost")
+
+    def embeddable(route) -> None:   # a cross-origin frame in a page that requires CORP
+        response = route.fetch()
+        route.fulfill(response=response, headers={**response.headers,
+                                                  "cross-origin-resource-policy": "cross-origin"})
+
+    page.route(other + "/**", embeddable)
+    page.evaluate("""(src) => new Promise((resolve) => {
+        const frame = document.createElement('iframe');
+        frame.src = src; frame.onload = resolve; document.body.append(frame);
+    })""", other + "/__e2e__/blank.html")
+    frame = page.frames[1]
+    r = frame.evaluate("""async () => {
+        const { LLMHost } = await import('/web/llm_host.js');
+        const host = new LLMHost();
+        return { availability: await host.availability({}),
+                 allowed: document.featurePolicy.allowsFeature('language-model') };
+    }""")
+    assert r == {"availability": {"availability": "unavailable", "reason": "frame"},
+                 "allowed": False}

@@ -11,7 +11,7 @@ import pytest
 
 from py_agent import Agent, InMemoryStore, QuotaExceededError
 from demo_tools import calculate
-from py_agent.model import Purpose
+from py_agent.model import Purpose, ResponseConstraintError
 from py_agent.openai_compat import (AuthenticationError, BadRequestError, ContextLengthError, MalformedReplyError,
                                     ModelNotFoundError, OpenAIModel, RateLimitError,
                                     ServerFailureError, ServerTimeoutError, ServerUnreachableError,
@@ -105,8 +105,8 @@ def test_the_step_schema_goes_as_response_format(server):
 
 
 @pytest.mark.parametrize("accepted,status,sent", [
-    ((), 400, ["json_schema", "json_object", None, None]),
     (("json_object",), 500, ["json_schema", "json_object", "json_object"]),  # llama-cpp-python
+    (("json_object",), 400, ["json_schema", "json_object", "json_object"]),
 ])
 def test_a_refused_response_format_steps_down_for_good(accepted, status, sent):
     with FakeServer(agent_responder, response_formats=accepted, refusal_status=status) as server:
@@ -117,9 +117,23 @@ def test_a_refused_response_format_steps_down_for_good(accepted, status, sent):
         bodies = server.chat_requests()
     assert json.loads(first)["finalAnswer"] == "You said: hi"
     assert [(b.get("response_format") or {}).get("type") for b in bodies] == sent
-    if "json_object" in accepted:
-        assert bodies[-1]["response_format"]["schema"] == schema
+    assert bodies[-1]["response_format"]["schema"] == schema
     assert model.describe()["structured_output"] == sent[-1]
+
+
+def test_a_schema_refused_in_every_form_is_the_agents_to_simplify():
+    """Neither form taken: a refused response constraint (the agent's ladder asks again
+    under a simpler schema, or none); the forms are kept for that next schema."""
+    with FakeServer(agent_responder, response_formats=()) as server:
+        model = model_for(server, context_window=4000)
+        with pytest.raises(ResponseConstraintError):
+            run(one_prompt(model, "User: hi", step_schema(["calculate"])))
+        plain = run(one_prompt(model, "User: hi"))
+        bodies = server.chat_requests()
+    assert json.loads(plain)["finalAnswer"] == "You said: hi"
+    assert [(b.get("response_format") or {}).get("type") for b in bodies] == \
+        ["json_schema", "json_object", None]
+    assert model.describe()["structured_output"] == "json_schema"
 
 
 def test_a_configured_mode_does_not_step_down():

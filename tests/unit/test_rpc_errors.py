@@ -1,12 +1,13 @@
 """Errors as Chrome raises them, named as the LLM host names them (web/llm_host.js), end a
 turn the way tests/e2e/test_prompt_api_errors.py sees it in the page: a refused response
-constraint is its own error, a session destroyed mid-prompt reads as a model that went
+constraint is its own error (the step is asked again under a simpler one), a session destroyed mid-prompt reads as a model that went
 away, a quota error or context overflow that recovery cannot fix reads as "too long",
 and a stopped turn aborts its call on the host."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -123,12 +124,19 @@ def test_the_hosts_error_names_become_typed_errors(error, cls):
         assert (exc.requested, exc.quota) == (9500, 9216)
 
 
-def test_a_refused_step_constraint_fails_the_turn_as_its_own_error():
-    result, _ = turn([{"error": CONSTRAINT_REFUSED}])
-    assert result.status == "error"
-    assert result.answer.startswith(CALL_FAILED) and "anyOf" in result.answer
+def test_a_refused_step_constraint_is_asked_again_under_a_simpler_one():
+    """Chrome refusing the step schema is not a missing model: the step is asked again
+    under the tool-name enum (py_agent/constraints.py), and the turn answers."""
+    result, host = turn([{"error": CONSTRAINT_REFUSED}])
+    assert result.status == "answered" and result.answer == "You said: hello"
     assert WENT_AWAY not in result.answer
-    assert result.error.startswith("ResponseConstraintError")
+    prompts = [args[2] for method, args in host.log
+               if method == "prompt" and args[2]["purpose"] == "step"]
+    assert ["anyOf" in json.dumps(p["responseConstraint"]) for p in prompts] == [True, False]
+    assert "none" in prompts[1]["responseConstraint"]["properties"]["toolName"]["enum"]
+    assert [s.constraint for s in result.steps] == ["names"]
+    # The schema is left out of the model's input: what is sent is what measure() counts.
+    assert all(p["omitResponseConstraintInput"] is True for p in prompts)
 
 
 def test_a_session_destroyed_mid_prompt_reads_as_a_model_that_went_away():

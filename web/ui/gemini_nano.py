@@ -8,6 +8,7 @@ from ui.app import UNAVAILABLE, can_send, on, other_backend, state
 from ui.dom import by_id, from_js, keep, listen, to_js
 from ui.link import llm_host
 from ui.model_choice import backend_badge
+from ui.model_reason import show_reason
 from ui.status import render_status
 
 # What the page's own availability() and create() declare, as the worker's BridgeModel
@@ -50,6 +51,7 @@ def _on_availability(result):
         availability = "downloading"   # ours, under way
     state["model"] = availability
     state["model_reason"] = info.get("reason")
+    state["model_languages"] = info.get("languages")
     show_model_state()
 
 
@@ -77,6 +79,7 @@ def show_model_state():
     guide.hidden = model != UNAVAILABLE or other
     model_badge.textContent = backend_badge() if other else BADGE.get(model, "Model: %s" % model)
     model_badge.setAttribute("data-model", state["backend"] if other else model or "unknown")
+    show_reason(not other)
     render_download()
     # Chrome may be fetching the model for another page: look again now and then.
     if model == "downloading" and state["download"] is None and _download["poll"] is None:
@@ -99,8 +102,14 @@ def render_download():
         download_note.textContent = ("Chrome is downloading Gemini Nano to this device. "
                                      "Send a message to follow its progress here.")
     else:
+        # Chrome starts a download only from a user gesture: say that this is the wait.
         download_note.textContent = ("Gemini Nano (a few GB) downloads once, the first time "
-                                     "you send a message. You can start it now instead.")
+                                     "you send a message: Chrome starts a download only "
+                                     "after a click or key press here. You can start it "
+                                     "now instead.")
+    download_box.setAttribute("data-reason", "" if download_box.hidden else
+                              "downloading" if running or model == "downloading"
+                              else "needs-click")
 
 
 def on_download_progress(event):

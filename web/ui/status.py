@@ -1,6 +1,9 @@
 # The status line (what the agent is doing, or why it cannot), errors from the worker or
 # the page, and the warnings about this browser's storage.
 #
+# A model that refuses a response constraint makes the agent ask for a simpler one; the
+# status line says so once (after the turn that found out, until the next one starts).
+#
 # ``update_controls`` is the one place that decides what can be used now; each part of
 # the page listens to the "controls" hook to enable or disable its own buttons.
 # (The boot's progress bar is ui/boot_progress.py's; Chrome's model and its download are
@@ -8,11 +11,20 @@
 from ui.app import PROMPT_API, UNAVAILABLE, emit, no_model, on, other_backend, state
 from ui.dom import by_id
 from ui.model_choice import backend_clause
+from ui.model_reason import short_reason
 
 status = by_id("status")
 error_box = by_id("boot-error")
 error_details = by_id("error-details")
 storage_warning = by_id("storage-warning")
+
+# The agent stepped down to a simpler response constraint: what the status line says
+# about it, and whether it has been shown once the turn that found out had ended.
+_constraint_note = {"text": "", "shown": False}
+CONSTRAINT_WHAT = {"step": ("the step's JSON schema", "steps"),
+                   "facts": ("the fact schema", "fact extraction")}
+CONSTRAINT_NOW = {"names": "asks for a tool-name enum", "object": "asks for any JSON object",
+                  "none": "asks with no constraint and reads the reply as text"}
 
 
 def set_status(kind, text):
@@ -32,10 +44,8 @@ def model_clause():
     if model is None:
         return "Checking Chrome's built-in model…"
     if model == UNAVAILABLE:
-        if state["model_reason"] == "unsupported":
-            why = "this browser has no Prompt API (LanguageModel)"
-        else:
-            why = state["model_reason"] or "Chrome reports the model as unavailable on this device"
+        why = short_reason(state["model_reason"]) or state["model_reason"] or \
+            "Chrome reports it as unavailable on this device"
         return ("but Chrome's built-in model is not available here (%s), so the agent "
                 "cannot answer. See below how to turn it on, or how to use a model server "
                 "you run (Ollama, llama.cpp, vLLM) instead." % why)
@@ -59,9 +69,43 @@ def render_status():
     update_controls()
 
 
+def constraint_clause():
+    """The note about a simpler response constraint, once: shown while no turn runs,
+    dropped when the next turn starts."""
+    note = _constraint_note
+    if not note["text"]:
+        return ""
+    if state["turn"] is not None:
+        if note["shown"]:
+            note["text"], note["shown"] = "", False
+        return ""
+    note["shown"] = True
+    return " " + note["text"]
+
+
+def on_constraint_event(event):
+    """``constraint_level``: the model refused a response constraint; say which, once."""
+    if event.get("type") != "constraint_level":
+        return
+    data = event.get("data") or {}
+    what, who = CONSTRAINT_WHAT.get(data.get("purpose"), ("a JSON schema", "the agent"))
+    level = data.get("level")
+    now = CONSTRAINT_NOW.get(level) or "asks for %s" % (data.get("label") or level)
+    refused = [r for r in data.get("refused") or [] if r.get("lasting")]
+    said = ((refused[0].get("error") or "") if refused else "").rstrip(".")
+    if len(said) > 140:
+        said = said[:139] + "…"
+    _constraint_note["text"] = "The model would not take %s%s, so %s now %s." % (
+        what, " (%s)" % said if said else "", who, now)
+    _constraint_note["shown"] = False
+    status.setAttribute("data-constraint", "%s:%s" % (data.get("purpose"), data.get("level")))
+    render_status()
+
+
 def _render_ready_status():
     turn = state["turn"]
     if turn is not None:
+        constraint_clause()   # a new turn: the note has been read
         text = turn.phase
         if state["download"] is not None:
             text += " Downloading the on-device model (first use only)…"
@@ -75,6 +119,7 @@ def _render_ready_status():
             text = "%s, %s" % (head, model_clause())
         else:
             text = "%s. %s" % (state["note"] or head, model_clause())
+        text += constraint_clause()
         degraded = (state["memory"] or {}).get("degraded")
         if degraded:
             text += " Memory is degraded (the summarizer is not working): see Memory."
@@ -148,5 +193,6 @@ def start(runtime):
     """Say that the agent is starting, and listen for errors and storage trouble."""
     on("worker_error", show_error)
     on("agent_event", on_storage_event)
+    on("agent_event", on_constraint_event)
     set_status("booting", "Starting the agent worker (UI: %s)…" % runtime)
     update_controls()

@@ -1,8 +1,9 @@
 # The live trace under each answer: which tools the retriever offered (with their
 # scores, and why: the signals that chose each and the words and example that matched),
 # then one entry per step of the ReAct loop (thought, tool and input,
-# observation, timings, and a badge on corrective steps), filled in from the turn's
-# events as they arrive and completed from the final result.
+# observation, timings, a badge on corrective steps, and the response constraint its
+# reply was asked under), filled in from the turn's events as they arrive and completed
+# from the final result.
 #
 # All model and tool text goes in through textContent (ui.dom.make / set_part).
 from pyscript import document
@@ -21,6 +22,11 @@ REASONS = (
     ('toolName was "none"', "missing answer"),
     ("You already called", "repeated action"),
 )
+
+
+# The response-constraint levels of a step (py_agent/constraints.py), as the trace names them.
+CONSTRAINTS = {"full": "per-tool schemas", "names": "tool-name enum",
+               "object": "plain JSON object", "none": "no constraint (parsed as text)"}
 
 
 def add_trace(message, open_trace=True):
@@ -46,6 +52,8 @@ def trace_step(message, index, kind="pending"):
     badge = make("span", "step-badge", attrs={"data-testid": "step-badge"}, parent=head)
     badge.hidden = True
     make("span", "step-timing", parent=head)
+    make("span", "step-constraint", attrs={"data-testid": "step-constraint"},
+         parent=head).hidden = True
     make("p", "thought", attrs={"data-part": "thought"}, parent=node).hidden = True
     action = make("p", "action", attrs={"data-part": "action"}, parent=node)
     action.hidden = True
@@ -106,6 +114,17 @@ def set_observation(step, text, ok, kind, duration_ms, tool=""):
     set_badge(step, kind, text)
     if duration_ms:
         set_timing(step, "tool %s" % seconds(duration_ms))
+
+
+def set_constraint(step, level):
+    """The response constraint the step's reply was asked under (a refused one is asked
+    again a level down, so a step may show one level, then a lower one)."""
+    if not level:
+        return
+    node = part(step, ".step-constraint")
+    node.textContent = "JSON: " + CONSTRAINTS.get(level, level)
+    node.hidden = False
+    step.setAttribute("data-constraint", level)
 
 
 def set_timing(step, text):
@@ -200,6 +219,9 @@ def summarize_trace(message, steps):
     corrective = len([s for s in steps if s.get("kind") in ("corrective", "repeat")])
     if corrective:
         text += " · %d corrected" % corrective
+    level = steps[-1].get("constraint") if steps else ""
+    if level and level != "full":   # the model refused the full step schema
+        text += " · JSON: " + CONSTRAINTS.get(level, level)
     part(message, ".trace-summary").textContent = text
     return tools
 
@@ -228,6 +250,7 @@ def finish_trace(message, steps, offered=None):
         if step.get("tool_ms"):
             timing.append("tool %s" % seconds(step["tool_ms"]))
         set_timing(node, " · ".join(timing))
+        set_constraint(node, step.get("constraint"))
         if kind == "answer":
             node.setAttribute("data-tool", "none")
     tools = summarize_trace(message, steps)

@@ -111,8 +111,14 @@ class RunningTurn:
             self.step = index
             step = trace.trace_step(message, index)
             step.setAttribute("data-state", "running")
+            trace.set_constraint(step, data.get("constraint"))
             self.phase = "Thinking… (step %d)" % index
             render_status()
+        elif kind == "constraint_level":
+            if data.get("purpose") != "step":
+                return False
+            trace.set_constraint(trace.trace_step(message, data.get("index", self.step)),
+                                 data.get("level"))
         elif kind == "thought":
             step = trace.trace_step(message, data.get("index", self.step))
             trace.set_part(step, ".thought", data.get("text") or "")
