@@ -36,6 +36,10 @@ def model_clause():
             why = "this browser has no Prompt API (LanguageModel)"
         else:
             why = state["model_reason"] or "Chrome reports the model as unavailable on this device"
+        if state["page_models"]:
+            return ("but Chrome's built-in model is not available here (%s). Run a small "
+                    "model in this page instead (below), or see how to turn Chrome's on."
+                    % why)
         return ("but Chrome's built-in model is not available here (%s), so the agent "
                 "cannot answer. See below how to turn it on, or how to use a model server "
                 "you run (Ollama, llama.cpp, vLLM) instead." % why)
