@@ -3,18 +3,19 @@ tests of the model menu, the download and the chat with no fake at all.
 
 The models are real GGUF files that tests/tiny_gguf.py writes (random weights):
 
-- ``tiny.gguf``: prefers the agent's ``none`` tool, so a turn ends with an answer in a
+- ``tiny.gguf``: where the step schema lets it name a tool it names ``none`` (every
+  other tool name starts with a token it dislikes), so a turn ends with an answer in a
   step or two (what the chat tests need);
 - ``chatty.gguf``: never closes a JSON string, so a step runs until its window is full
   (what the Stop test needs);
 - ``bad_template.gguf``: a chat template llama.cpp cannot use;
-- ``not_a_model.gguf``: an HTML page under a model's name;
 - ``slow.gguf`` and ``truncated.gguf``: the tiny model, served 16 KB every 50 ms, or cut
   off half-way (while ``site.cut`` is set);
 
 plus, on another origin (another port), with or without CORS headers: the tiny model
-(``/cors/tiny.gguf``, ``/nocors/tiny.gguf``), a 404 (``/cors/missing.gguf``) and a model
-whose server announces 40 GB (``/cors/huge.gguf``).
+(``/cors/tiny.gguf``, ``/nocors/tiny.gguf``), an HTML page (``/cors/not_a_model.gguf``),
+a 404 (``/cors/missing.gguf``) and a model whose server announces 40 GB
+(``/cors/huge.gguf``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def write_models(folder: Path) -> dict[str, Path]:
     """The test models (see the module docstring), written once into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     models = {
-        "tiny.gguf": dict(preference={"none": 2.0}),
+        "tiny.gguf": dict(preference={"none": 2.0}, others=-3.0),
         "chatty.gguf": dict(preference={'"': -8.0, "}": -8.0}, name="tiny-chatty-llama"),
         "bad_template.gguf": dict(chat_template="{{ raise_exception('No conversation, sorry.') }}"),
     }
@@ -51,8 +52,6 @@ def write_models(folder: Path) -> dict[str, Path]:
         paths[name] = write_tiny_gguf(folder / name, context_length=WINDOW, **options)
     for copy in ("slow.gguf", "truncated.gguf"):
         paths[copy] = Path(shutil.copy(paths["tiny.gguf"], folder / copy))
-    paths["not_a_model.gguf"] = folder / "not_a_model.gguf"
-    paths["not_a_model.gguf"].write_bytes(b"<!doctype html><title>Oops</title>" + b" " * 4000)
     return paths
 
 
@@ -109,6 +108,8 @@ def start_other_origin(tiny: Path, hits: collections.Counter):
             hits[f"other{self.path}"] += 1
             if self.path == "/cors/tiny.gguf" or self.path == "/nocors/tiny.gguf":
                 return _send_file(self, data)
+            if self.path == "/cors/not_a_model.gguf":
+                return _send_file(self, b"<!doctype html><title>Oops</title>" + b" " * 4000)
             if self.path == "/cors/huge.gguf":
                 return _send_file(self, b"", length=HUGE) if self.command == "HEAD" else \
                     _send_file(self, data, length=HUGE, cut=True)

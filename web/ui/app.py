@@ -12,6 +12,7 @@ state = {
     "server": None,         # the model server answering instead (ui/model_choice.py)
     "page_models": [],      # the in-page models the site offers, each {url, name, size, kept}
     "page_model": None,     # the one in use: "loading", "ready" or "failed" (ui/page_models.py)
+    "page_model_loading": None,   # the URL of an in-page model being loaded, if any
     "session": None,        # the session shown
     "sessions": [],         # rows of the session list, newest first
     "turn": None,           # the running turn (a ui.turn_view.RunningTurn)

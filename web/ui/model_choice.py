@@ -158,7 +158,7 @@ def render_choice():
 
 
 def _on_controls():
-    choice.disabled = running() or not state["booted"] or state["page_model"] == "loading"
+    choice.disabled = running() or not state["booted"] or state["page_model_loading"] is not None
     if _seen["nano"] != state["model"] and not choice_row.hidden:
         render_choice()   # Chrome said whether it has its model: list it or not
 

@@ -30,7 +30,8 @@ offer = by_id("page-model-offer")
 offer_buttons = by_id("page-model-offer-buttons")
 
 # The load under way: the model's URL and name, and whether the worker should switch to it
-# once loaded (a choice) or already uses it (the saved choice, at start).
+# once loaded (a choice) or already uses it (the saved choice, at start). (Its URL is
+# also state["page_model_loading"], for the other parts.)
 _load = {"url": None, "name": "", "switch": False}
 
 
@@ -114,6 +115,7 @@ def start_load(url, switch):
         show_note("This page could not start its in-page model (see the browser console).")
         return
     _load.update(url=url, name=name_of(url), switch=switch)
+    state["page_model_loading"] = url
     if not switch:
         state["page_model"] = "loading"
     show_note("")
@@ -188,6 +190,7 @@ _load_failed_proxy = keep(_on_load_failed)
 
 def _finish_load():
     _load.update(url=None, name="", switch=False)
+    state["page_model_loading"] = None
     progress_row.hidden = True
     render_box()
     render_offer()
