@@ -43,7 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import serve  # noqa: E402
+from serving.http_server import make_server  # noqa: E402
+from serving.prepare import prepare  # noqa: E402
 
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -195,16 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    manifest = serve.prepare()
+    manifest = prepare()
     scenarios = ["bare", "worker", "ours", "ours-snapshot", "ours-http", "ours-browser"]
     if args.micropip:
         scenarios.append("ours-micropip")
     samples = {(s, mode): [] for s in scenarios for mode in ("cold", "warm")}
     with tempfile.TemporaryDirectory(prefix="py-agent-bench-pages-") as pages:
-        write_bare_pages(Path(pages), manifest["pyodide"]["indexURL"])
-        server = serve.make_server("127.0.0.1", 0, mounts={"/bench/": Path(pages)}, quiet=True)
+        write_bare_pages(Path(pages), "/" + manifest["pyodide"]["indexURL"])   # site-relative
+        server = make_server("127.0.0.1", 0, mounts={"/bench/": Path(pages)}, quiet=True)
         # The same app, offering no snapshot of its own (browsers make theirs).
-        unserved = serve.make_server("127.0.0.1", 0, quiet=True, served_snapshot=False)
+        unserved = make_server("127.0.0.1", 0, quiet=True, served_snapshot=False)
         for running in (server, unserved):
             threading.Thread(target=running.serve_forever, daemon=True).start()
         print(f"[bench] server {server.url}, Pyodide {manifest['pyodide']['version']}, "

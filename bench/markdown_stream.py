@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import threading
@@ -35,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import serve  # noqa: E402
+from serving.http_server import make_server  # noqa: E402
+from serving.prepare import prepare  # noqa: E402
 from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
 from tests.e2e.pages import fake_lm_config_script, step_responder  # noqa: E402
 
@@ -109,16 +111,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    serve.prepare()
+    prepare()
     answers = {"sections": long_answer(args.size), "nested list": nested_list(args.size)}
     samples: dict[tuple[str, str], list[dict]] = {}
-    server = serve.make_server("127.0.0.1", 0, quiet=True)
+    server = make_server("127.0.0.1", 0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     started = time.monotonic()
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=serve.shutil.which("chromium"), headless=True,
+                executable_path=shutil.which("chromium"), headless=True,
                 args=CHROMIUM_FLAGS)
             for run in range(args.runs):
                 for name, answer in answers.items():

@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import serve  # noqa: E402
+from serving.http_server import make_server  # noqa: E402
+from serving.prepare import prepare  # noqa: E402
 from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>walk</title><link rel="icon" href="data:,">
@@ -130,13 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    manifest = serve.prepare()
+    manifest = prepare()
     with tempfile.TemporaryDirectory(prefix="py-agent-walk-") as folder:
-        Path(folder, "walk.html").write_text(PAGE % {"core": manifest["pyscript"]["core"]})
+        # The manifest's URLs are relative to the site's root; this page is under /bench/.
+        Path(folder, "walk.html").write_text(PAGE % {"core": "/" + manifest["pyscript"]["core"]})
         Path(folder, "walk.py").write_text(WALK_PY)
         Path(folder, "walk.json").write_text(json.dumps(
-            {"interpreter": manifest["micropython"]["module"]}))
-        server = serve.make_server("127.0.0.1", 0, mounts={"/bench/": Path(folder)}, quiet=True)
+            {"interpreter": "/" + manifest["micropython"]["module"]}))
+        server = make_server("127.0.0.1", 0, mounts={"/bench/": Path(folder)}, quiet=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             with sync_playwright() as playwright:

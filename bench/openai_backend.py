@@ -65,15 +65,13 @@ def bench_sse(parser: str) -> None:
 
 def proxy_for(url: str) -> str:
     """serve.py's request handler relaying to ``url`` (/model/), on a free port; its base."""
-    import importlib.util
     import threading
-    spec = importlib.util.spec_from_file_location("serve", Path(__file__).parents[1] / "serve.py")
-    serve = importlib.util.module_from_spec(spec)
-    sys.modules["serve"] = serve
-    spec.loader.exec_module(serve)
-    handler = type("Handler", (serve.AppRequestHandler,), {
-        "quiet": True, "model_server": serve.model_server_from_args(url, proxy=True, environ={})})
-    server = serve.AppServer(("127.0.0.1", 0), handler)
+
+    from serving.http_server import AppRequestHandler, AppServer
+    from serving.model_server import model_server_from_args
+    handler = type("Handler", (AppRequestHandler,), {
+        "quiet": True, "model_server": model_server_from_args(url, proxy=True, environ={})})
+    server = AppServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server.url + "/model/v1"
 

@@ -36,7 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path, load_serve_module  # noqa: E402
+from serving.http_server import make_server  # noqa: E402
+from serving.prepare import prepare  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 
 PROMPTS = [
     "Write a short note about the tides and the moon, for a child.",
@@ -130,7 +132,7 @@ def serve(gguf: Path, scratch: Path):
         else shutil.copy(gguf, models / gguf.name)
     (scratch / "bench").mkdir()
     (scratch / "bench" / "blank.html").write_text(BLANK)
-    server = load_serve_module().make_server(
+    server = make_server(
         "127.0.0.1", 0, quiet=True, tool_worker=False,
         mounts={"/models/": models, "/bench/": scratch / "bench"})
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -182,8 +184,8 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     gguf = (args.gguf or gemma_gguf()).resolve()
-    serve_module = load_serve_module()
-    manifest = serve_module.prepare()["page_model"]
+    # The manifest's URLs are relative to the site's root.
+    manifest = {key: "/" + url for key, url in prepare()["page_model"].items()}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-page-model-") as scratch_dir:
         scratch = Path(scratch_dir)

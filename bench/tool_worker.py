@@ -34,7 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import serve  # noqa: E402
+from serving.http_server import make_server  # noqa: E402
+from serving.prepare import prepare  # noqa: E402
 from tests.e2e.pages import ask_worker, tool_call_responder  # noqa: E402
 
 FAKE_LM_JS = ROOT / "tests" / "e2e" / "fake_language_model.js"
@@ -95,8 +96,8 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    serve.prepare()
-    server = serve.make_server("127.0.0.1", 0, quiet=True)
+    prepare()
+    server = make_server("127.0.0.1", 0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     results = {}
     try:

@@ -1,7 +1,7 @@
-"""``python -m py_agent COMMAND``: see :mod:`py_agent.cli`."""
+"""``python -m py_agent COMMAND``, the same as ``py-agent COMMAND``: see :mod:`py_agent.commands`."""
 
 import sys
 
-from .cli import main
+from .commands import main
 
 sys.exit(main())

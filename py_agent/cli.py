@@ -1,7 +1,10 @@
-"""``python -m py_agent chat``: the agent in a terminal, against an OpenAI-compatible server.
+"""``py-agent chat`` (or ``python -m py_agent chat``): the agent in a terminal, against an
+OpenAI-compatible server.
 
-    python -m py_agent chat --base-url http://localhost:11434/v1 --model gemma3 \\
+    py-agent chat --base-url http://localhost:11434/v1 --model gemma3 \\
         [--tools FILE]... [--session ID] [--db PATH] [--trace]
+    py-agent sessions [list | show ID | export ID | delete ID]   (py_agent.session_commands)
+    py-agent replay SESSION.jsonl ...                            (py_agent.replay)
 
 The same :class:`~py_agent.Agent`, retriever and memory as the page; sessions are kept
 in SQLite (:class:`~py_agent.sqlite_store.SqliteStore`, by default in the user's data
@@ -20,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import session_commands
 from .tool_files import ToolFileError
 
 API_KEY_VARIABLES = ("PY_AGENT_API_KEY", "OPENAI_API_KEY")
@@ -43,8 +47,9 @@ def api_key_from_environment() -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m py_agent",
-                                     description="py-agent in the terminal.")
+    # The installed command (pyproject.toml's [project.scripts]) or ``python -m py_agent``.
+    prog = "py-agent" if Path(sys.argv[0]).stem == "py-agent" else "python -m py_agent"
+    parser = argparse.ArgumentParser(prog=prog, description="py-agent in the terminal.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chat = commands.add_parser(
         "chat", help="chat with the agent through an OpenAI-compatible server",
@@ -76,30 +81,23 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how steps are constrained to JSON (default: auto, stepping down "
                            "when the server refuses one)")
     chat.add_argument("--no-stream", action="store_true", help="ask for whole replies")
-    sessions = commands.add_parser("sessions", help="list the sessions in the database")
-    sessions.add_argument("--db", metavar="PATH", default=None)
+    session_commands.add_arguments(commands.add_parser(
+        "sessions", help="list, show, export or delete the chat's sessions"))
+    # Listed for --help; py_agent.commands hands its arguments to py_agent.replay.
+    commands.add_parser("replay", help="replay a session's recorded compactions with today's "
+                                       "prompts (py-agent replay --help)")
     return parser
-
-
-async def _list_sessions(db: Path) -> int:
-    from .sqlite_store import SqliteStore
-
-    store = SqliteStore(db)
-    try:
-        for info in await store.list_sessions():
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at / 1000))
-            print(f"{info.session_id}\t{when}\t{info.turns} turns\t{info.title}")
-    finally:
-        store.close()
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "replay":   # py_agent.commands hands it to py_agent.replay first
+        print("error: replay has its own command line: py-agent replay --help", file=sys.stderr)
+        return 2
     db = Path(args.db).expanduser() if args.db else default_db_path()
     try:
         if args.command == "sessions":
-            return asyncio.run(_list_sessions(db))
+            return asyncio.run(session_commands.run(args, db))
         from .chat_repl import ChatOptions, run_chat
 
         for path in args.tools:   # fail before the database is touched

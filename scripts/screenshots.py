@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import json
 import os
 import sys
@@ -132,14 +131,6 @@ def reexec_in_venv() -> None:
     except ImportError:
         sys.exit("Playwright for Python is missing: run `python run_tests.py --unit` once "
                  "(it makes .venv/ with the test dependencies), then run this again.")
-
-
-def load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def chromium_flags() -> list[str]:
@@ -334,13 +325,16 @@ def main() -> int:
     reexec_in_venv()
     from playwright.sync_api import sync_playwright
 
-    serve = load("serve", ROOT / "serve.py")
+    sys.path.insert(0, str(ROOT))
+    from serving.common import PrepareError
+    from serving.http_server import make_server
+    from serving.prepare import prepare
     try:
-        serve.prepare()
-    except serve.PrepareError as error:
-        print(f"[screenshots] serve.prepare() failed: {error}", file=sys.stderr)
+        prepare()
+    except PrepareError as error:
+        print(f"[screenshots] prepare() failed: {error}", file=sys.stderr)
         return 1
-    server = serve.make_server("127.0.0.1", 0, quiet=True)
+    server = make_server("127.0.0.1", 0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -1,2 +1,15 @@
-"""serve.py's helpers: the py_agent wheel (wheel), the tool modules (tool_modules), and
-what they share (common). Part of the app, not of the library: never in the wheel."""
+"""What ``serve.py`` does, one job per module. Part of the app, not of the library: never
+in the wheel.
+
+- ``prepare``: make ``web/vendor/`` complete (runtimes, wheels, tool modules, snapshot,
+  manifest), idempotently;
+- ``runtimes``: the npm browser runtimes, copied into ``web/vendor/``;
+- ``vendored_wheels``: micropip's and py_agent's dependencies' wheels, fetched with pip;
+- ``wheel``: the py_agent wheel, built by the project's build backend;
+- ``tool_modules``: the tool modules, zipped, checked and given their dependencies;
+- ``boot_snapshot``: the memory snapshot browsers boot from, made under Node.js;
+- ``manifest``: what the worker loads, as prepared and as a site hands it out;
+- ``http_server``: the development server, with ``headers`` (CSP, isolation, caching),
+  ``model_server`` (``--model-url``, its proxy) and ``ui_bundle`` (the UI in one file);
+- ``paths`` and ``common``: where files live; how the modules speak and write files.
+"""

@@ -22,15 +22,14 @@ import threading
 from pathlib import Path
 
 from .common import say, write_atomically
+from .paths import ROOT, VENDOR, WEB, WORKER
 
-ROOT = Path(__file__).resolve().parents[1]
-WEB = ROOT / "web"
-SNAPSHOTS = WEB / "vendor" / "snapshots"
+SNAPSHOTS = VENDOR / "snapshots"
 BUILDER = ROOT / "serving" / "make_boot_snapshot.mjs"
 # What the snapshot is made by, besides the manifest's wheels and archives: a change to
 # any of these makes a new one.
-BUILD_SOURCES = (BUILDER, ROOT / "worker" / "snapshot_build.js",
-                 ROOT / "worker" / "python_runtime.js", ROOT / "worker" / "snapshot_store.js")
+BUILD_SOURCES = (BUILDER, WORKER / "snapshot_build.js", WORKER / "python_runtime.js",
+                 WORKER / "snapshot_store.js")
 AGENT_ENTRY = "py_agent.browser.main:main"   # the agent worker's entry (worker/agent_worker.js)
 BUILD_TIMEOUT_S = 240
 KEEP = 8   # snapshots kept on disk (one per set of tool modules recently served)
@@ -119,7 +118,7 @@ class SnapshotMaker:
             packed = gzip.compress(heap.read_bytes(), compresslevel=6, mtime=0)
         target = SNAPSHOTS / f"{key}.bin.gz"
         write_atomically(target, packed)
-        entry = {"url": "/" + target.relative_to(WEB).as_posix(), "sha256": report["sha256"],
+        entry = {"url": target.relative_to(WEB).as_posix(), "sha256": report["sha256"],
                  "bytes": report["bytes"], "gzipped": len(packed), "parts": report["parts"],
                  "imported": report.get("imported", []), "skipped": report.get("skipped", {}),
                  "warmed": report.get("warmed", 0)}

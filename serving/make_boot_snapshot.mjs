@@ -19,12 +19,10 @@ const request = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const {manifest, web_root: webRoot, out, entry, tools = ''} = request;
 // Here the manifest's URLs are files under web/.
 const fileOf = (url) => join(webRoot, new URL(url, 'http://server/').pathname);
-const local = {...manifest, pyodide: {...manifest.pyodide,
-                                      indexURL: fileOf(manifest.pyodide.indexURL) + '/'}};
-const {bytes, ...report} = await buildSnapshot(local, {
+const {bytes, ...report} = await buildSnapshot(manifest, {
   entry, tools,
   readBytes: async (url) => new Uint8Array(readFileSync(fileOf(url))),
-  loadOptions: {stderr: () => {}},
+  loadOptions: {stderr: () => {}, indexURL: fileOf(manifest.pyodide.indexURL) + '/'},
 });
 writeFileSync(`${out}.part`, bytes);
 renameSync(`${out}.part`, out);

@@ -15,7 +15,8 @@ Every tool reaches the page through one door: the demo's ``demo_tools/`` package
    all the same and reports its own error to the page; the other modules still load.
 
 Each module becomes one entry of the manifest's ``tool_modules`` list:
-``{name, archive, path, dependencies, requirements, error}`` (``path`` is where the
+``{name, archive, path, dependencies, requirements, error}`` (URLs relative to the site's
+root, like all of the manifest's; ``path`` is where the
 module lies inside its extracted archive; ``requirements`` are wheel URLs; ``error`` says
 why the worker must not even try, e.g. a dependency that cannot be had).
 """
@@ -40,11 +41,10 @@ from typing import Callable
 from py_agent.tool_modules import ToolModuleError, check_module_path, script_dependencies
 
 from .common import PrepareError, say, write_atomically
+from .paths import CACHE, ROOT, VENDOR
 
-ROOT = Path(__file__).resolve().parents[1]
-VENDOR = ROOT / "web" / "vendor"
 DEMO_TOOLS = ROOT / "demo_tools"
-CHECKS = ROOT / ".cache" / "tool-checks"   # verdicts by content hash (not served)
+CHECKS = CACHE / "tool-checks"   # verdicts by content hash (not served)
 CHECK_TIMEOUT_S = 30
 PIP_TIMEOUT_S = 300
 KEEP_RECENT_S = 24 * 3600    # content-addressed folders younger than this are never pruned
@@ -257,7 +257,7 @@ class ToolModules:
 
     def _prepare(self, name: str, path: Path, digest: str) -> dict:
         archive = write_archive(path, digest)
-        entry = {"name": name, "archive": "/" + archive.relative_to(VENDOR.parent).as_posix(),
+        entry = {"name": name, "archive": archive.relative_to(VENDOR.parent).as_posix(),
                  "path": path.name, "dependencies": [], "requirements": [], "error": None}
         wheels: list[Path] = []
         try:
@@ -268,7 +268,7 @@ class ToolModules:
             entry["error"] = str(error)
             self.report(f"error: tool module {name!r}: {error}. The page starts without it.")
             return entry
-        entry["requirements"] = ["/" + w.relative_to(VENDOR.parent).as_posix() for w in wheels]
+        entry["requirements"] = [w.relative_to(VENDOR.parent).as_posix() for w in wheels]
         verdict = self._verdict(CHECKS / f"{digest[:16]}.json", path, wheels)
         if verdict.get("ok"):
             count = len(verdict["tools"])

@@ -22,11 +22,10 @@ import tomllib
 from pathlib import Path
 
 from .common import PrepareError, say, sha256_file
+from .paths import CACHE, PYPROJECT, ROOT, VENDOR
 
-ROOT = Path(__file__).resolve().parents[1]
-VENDOR = ROOT / "web" / "vendor"
 KEEP_APP_BUILDS = 3  # py_agent wheels kept in web/vendor/wheels/<hash>/
-BUILD_BACKENDS = ROOT / ".cache" / "build-backend"  # the [build-system] backend, per hash
+BUILD_BACKENDS = CACHE / "build-backend"  # the [build-system] backend, per hash
 
 # Calls the PEP 517 hook in a child process: the backend and its requirements come from
 # BUILD_BACKENDS (on PYTHONPATH), never from whatever the running Python has installed.
@@ -41,7 +40,7 @@ print(backend.build_wheel(sys.argv[2]))
 
 
 def project_metadata() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return tomllib.loads(PYPROJECT.read_text())
 
 
 def project_files(pyproject: dict) -> list[Path]:
@@ -51,7 +50,7 @@ def project_files(pyproject: dict) -> list[Path]:
     patterns = (pyproject.get("tool", {}).get("setuptools", {}).get("packages", {})
                 .get("find", {}).get("include", ["*"]))
     readme = pyproject.get("project", {}).get("readme")
-    files = [ROOT / "pyproject.toml"]
+    files = [PYPROJECT]
     files += [ROOT / readme] if isinstance(readme, str) and (ROOT / readme).is_file() else []
     files += sorted(p for p in ROOT.glob("LICEN[CS]E*") if p.is_file())
     for top in sorted(ROOT.iterdir()):

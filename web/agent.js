@@ -3,7 +3,7 @@
  * the tool modules `python serve.py --tools PATH` serves) and the LLM host that gives it
  * Chrome's Prompt API from this page, and resolves to an agent.
  *
- *   import {createAgent} from '/agent.js';
+ *   import {createAgent} from './agent.js';   // or wherever the site is: '/my-agent/agent.js'
  *   const agent = await createAgent({tools: ['tea_tools'], onEvent: console.log});
  *   const {answer} = await agent.send('How long should green tea steep?');
  *   for await (const event of agent.stream('And black tea?')) {
@@ -21,7 +21,8 @@
  *                  data: {where, message}} for a worker error after start
  *   bootTimeoutMs  (120 s), turnTimeoutMs (300 s; the turn is stopped then),
  *                  requestTimeoutMs (30 s) for the other calls
- *   workerURL      where the agent worker is served ('/worker/agent_worker.js')
+ *   workerURL      where the agent worker is served (default: worker/agent_worker.js beside
+ *                  this file, so a page anywhere can use a site at any path)
  *   llm            options for the LLMHost (llm_host.js), e.g. {api: myLanguageModel}
  *
  * The agent: tools ([{name, description, signature, pinned}]), toolErrors ([{module,
@@ -35,6 +36,9 @@
  * Failed calls reject with an Error whose name is the worker's (UnknownSessionError...).
  */
 import {LLMHost} from './llm_host.js';
+
+// The site's worker, found from this module's own URL rather than the page's.
+const DEFAULT_WORKER_URL = new URL('./worker/agent_worker.js', import.meta.url).href;
 
 export async function createAgent(options = {}) {
   const agent = new Agent(options);
@@ -80,7 +84,7 @@ export function partialField(json, key) {
 
 class Agent {
   constructor({tools, session = 'main', onEvent, turnTimeoutMs = 300_000,
-               requestTimeoutMs = 30_000, workerURL = '/worker/agent_worker.js', llm} = {}) {
+               requestTimeoutMs = 30_000, workerURL = DEFAULT_WORKER_URL, llm} = {}) {
     const url = new URL(workerURL, location.href);
     if (tools) url.searchParams.set('tools', [].concat(tools).join(','));
     this.session = session;

@@ -12,11 +12,12 @@ from pyscript import fetch, window
 
 
 async def unpack_ui_bundle():
-    """Write the ui/ modules, which come in one request (serve.py's /ui-bundle.json,
-    preloaded by index.html), into the file system, for import."""
-    response = await fetch("/ui-bundle.json")
+    """Write the ui/ modules, which come in one request (serve.py's ui-bundle.json,
+    preloaded by index.html; relative, so the page works at any path), into the file
+    system, for import."""
+    response = await fetch("ui-bundle.json")
     if not response.ok:
-        raise RuntimeError("GET /ui-bundle.json: HTTP %s" % response.status)
+        raise RuntimeError("GET ui-bundle.json: HTTP %s" % response.status)
     try:
         os.mkdir("ui")
     except OSError:

@@ -8,7 +8,7 @@
  * answer's DOM is about ten times faster here than the same walk in MicroPython
  * (4 ms vs 45 ms on a quiet machine).
  */
-import MarkdownIt from '/vendor/markdown-it-15.0.3/markdown-it.esm.min.mjs';
+import MarkdownIt from './vendor/markdown-it-15.0.3/markdown-it.esm.min.mjs';
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 

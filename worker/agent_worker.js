@@ -36,6 +36,7 @@
 import {BootSnapshot} from './boot_snapshot.js';
 import {fetchBytes, loadRuntime, startRuntimeDownloads, unpackWheels, wheelURLs}
   from './python_runtime.js';
+import {siteURL} from './site.js';
 
 // The Python entry point, "module:function".
 const ENTRY = 'py_agent.browser.main:main';
@@ -185,16 +186,19 @@ function makeBootContext(manifest, prefetched) {
             took: Math.round(now - lastMark), ...(extra ? {details: extra} : {})});
       lastMark = now;
     },
-    // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge.
+    // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge;
+    // a relative URL is relative to this script (worker/).
     importModule(url) {
       return import(new URL(url, self.location.href).href);
     },
-    // GET a same-origin file as bytes (a prefetched one is taken from the prefetch).
+    // GET a file of the site as bytes (a prefetched one is taken from the prefetch).
     fetchBytes(url) {
       const early = prefetched.get(url);
       prefetched.delete(url);
-      return early ?? fetchBytes(new URL(url, self.location.origin).href);
+      return early ?? fetchBytes(siteURL(url));
     },
+    // The absolute URL of a URL of the manifest (they are relative to the site).
+    siteURL,
     reportError,
     // The tool worker started with this one, {worker, early}, once; then null.
     takeToolWorker() {
@@ -221,9 +225,10 @@ async function boot() {
   const installer = params.get('install') === 'micropip' ? 'micropip' : 'unpack';
 
   phase = 'manifest';
-  const response = await fetch('/vendor/manifest.json');
+  const manifestURL = siteURL('vendor/manifest.json');
+  const response = await fetch(manifestURL);
   if (!response.ok) {
-    throw new Error(`GET /vendor/manifest.json: HTTP ${response.status} ` +
+    throw new Error(`GET ${manifestURL}: HTTP ${response.status} ` +
                     '(run `python serve.py` to prepare web/vendor)');
   }
   const manifest = await response.json();
@@ -242,7 +247,7 @@ async function boot() {
   const prefetched = new Map();
   for (const module of manifest.tool_modules ?? []) {
     if (!module.archive) continue;
-    const bytes = fetchBytes(new URL(module.archive, self.location.origin).href);
+    const bytes = fetchBytes(siteURL(module.archive));
     bytes.catch(() => {});  // the entry point awaits it and reports a failure
     prefetched.set(module.archive, bytes);
   }
@@ -267,7 +272,7 @@ async function boot() {
     // later (lazily) is read from them.
     unpackWheels(pyodide, sitePackages, await wheelBytes);
   } else {
-    await pyodide.loadPackage(new URL(manifest.micropip.wheel, self.location.origin).href,
+    await pyodide.loadPackage(siteURL(manifest.micropip.wheel),
                               {messageCallback: () => {}});
     const micropip = pyodide.pyimport('micropip');
     for (const url of dependencyURLs) await micropip.install(url);

@@ -3,6 +3,7 @@
 // say why not and have one made in the background once the agent is ready
 // (snapshot_worker.js).
 import {loadRuntime} from './python_runtime.js';
+import {siteURL} from './site.js';
 import {SnapshotStore, describeChanges, sha256Hex, snapshotParts} from './snapshot_store.js';
 
 // The build (a second Pyodide, ~3 s of CPU) waits until the page has asked nothing for
@@ -20,7 +21,7 @@ async function fetchServed({url, sha256, bytes: size}) {
   const started = performance.now();
   let response;
   try {
-    response = await fetch(url, {signal: AbortSignal.timeout(FETCH_TIMEOUT_MS)});
+    response = await fetch(siteURL(url), {signal: AbortSignal.timeout(FETCH_TIMEOUT_MS)});
     if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
   } catch (error) {
     throw new FetchFailed(`it could not be fetched: ${error?.message || error}`);

@@ -1,6 +1,7 @@
 // Starting Pyodide with py_agent's wheels, fresh or from a memory snapshot: shared by the
 // agent worker (agent_worker.js) and the snapshot builder (snapshot_worker.js), so that a
 // snapshot is taken of exactly the interpreter a boot makes.
+import {siteURL} from './site.js';
 
 export async function fetchBytes(url) {
   const response = await fetch(url);
@@ -9,9 +10,9 @@ export async function fetchBytes(url) {
 }
 
 /** Absolute URLs of the py_agent wheel and its vendored dependencies' wheels. */
-export function wheelURLs(manifest, origin = self.location.origin) {
+export function wheelURLs(manifest) {
   return [manifest.py_agent.wheel, ...(manifest.dependencies || []).map((d) => d.wheel)]
-    .map((url) => new URL(url, origin).href);
+    .map(siteURL);
 }
 
 /**
@@ -21,7 +22,7 @@ export function wheelURLs(manifest, origin = self.location.origin) {
  */
 export function startRuntimeDownloads(manifest) {
   for (const script of ['pyodide.mjs', 'pyodide.asm.mjs']) {
-    import(`${manifest.pyodide.indexURL}${script}`).catch(() => {});   // imported again later
+    import(`${siteURL(manifest.pyodide.indexURL)}${script}`).catch(() => {});   // imported again later
   }
 }
 
@@ -31,7 +32,8 @@ export function startRuntimeDownloads(manifest) {
  * snapshot: the bytes of a memory snapshot to restore (Pyodide's experimental
  * `_loadSnapshot`), or a promise of them (Pyodide starts its own loading meanwhile);
  * verified: a promise awaited just before they are used, which throws to stop the
- * restore. makeSnapshot: allow pyodide.makeMemorySnapshot() later.
+ * restore. makeSnapshot: allow pyodide.makeMemorySnapshot() later. indexURL: where
+ * Pyodide's files are (default: the manifest's, in this site; Node passes a folder).
  *
  * Pyodide 314 sizes the restored heap from the `INITIAL_MEMORY` setting, which its
  * build ignores (the wasm module's memory has a fixed initial size): restoring a heap
@@ -40,8 +42,8 @@ export function startRuntimeDownloads(manifest) {
  * before Pyodide copies the snapshot in.
  */
 export async function loadRuntime(manifest, {snapshot = null, verified = null,
-                                             makeSnapshot = false, stdout, stderr} = {}) {
-  const indexURL = manifest.pyodide.indexURL;
+                                             makeSnapshot = false, stdout, stderr,
+                                             indexURL = siteURL(manifest.pyodide.indexURL)} = {}) {
   const {loadPyodide} = await import(`${indexURL}pyodide.mjs`);
   let sitePackages = null;
   const options = {

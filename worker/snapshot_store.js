@@ -7,6 +7,8 @@
 // used: 'missing', 'stale' (naming what changed) or 'corrupt'; Pyodide itself rejects a
 // snapshot of another build, which the caller reports as 'rejected'.
 
+import {SITE_ROOT} from './site.js';
+
 export const CACHE_NAME = 'py-agent-boot-snapshot';
 // Bump when the snapshot's contents change in a way the manifest does not show (what
 // snapshot_worker.js imports, or how it is restored).
@@ -53,8 +55,8 @@ export class SnapshotStore {
   constructor(parts) {
     this.parts = parts;
     const scope = new URLSearchParams({tools: parts.tools, entry: parts.entry});
-    this.request = new Request(new URL(`/__py_agent_boot_snapshot__?${scope}`,
-                                       self.location.origin).href);
+    // Under the site's own path: two sites of one origin keep a snapshot each.
+    this.request = new Request(new URL(`__py_agent_boot_snapshot__?${scope}`, SITE_ROOT).href);
   }
 
   /** {bytes, verified, ms} of a snapshot made for these parts, or {state, reason} why

@@ -6,6 +6,7 @@
 // ms, imported, skipped} or {state: 'failed', reason}. Run apart from the agent so that
 // the agent's live JavaScript objects (which a snapshot cannot hold) never meet it.
 import {fetchBytes} from './python_runtime.js';
+import {siteURL} from './site.js';
 import {buildSnapshot} from './snapshot_build.js';
 import {SnapshotStore} from './snapshot_store.js';
 
@@ -13,7 +14,7 @@ async function build({manifest, parts, entry, tools}) {
   const started = performance.now();
   const {bytes, ...report} = await buildSnapshot(manifest, {
     entry, tools,
-    readBytes: (url) => fetchBytes(new URL(url, self.location.origin).href)});
+    readBytes: (url) => fetchBytes(siteURL(url))});
   await new SnapshotStore(parts).write(bytes);
   return {state: 'saved', bytes: bytes.length, ms: Math.round(performance.now() - started),
           ...report};

@@ -30,7 +30,7 @@ from ._js import to_py as _to_py
 from .tool_loading import load_served_tools
 from .tool_worker import tool_worker_spawner
 
-IDB_MODULE = "/worker/idb_store.js"
+IDB_MODULE = "./idb_store.js"   # beside the worker script (so at any path of the site)
 
 
 def js_error(exc: BaseException) -> dict[str, Any]:

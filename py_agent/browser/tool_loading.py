@@ -51,7 +51,7 @@ async def load_served_tools(boot: Any, manifest: dict[str, Any], wanted: str | N
                 raise ToolModuleError(name, entry.get("archive") or "", str(entry["error"]))
             await _unpack(boot, entry)
             if entry.get("requirements"):
-                await _install(name, entry, manifest)
+                await _install(boot, name, entry, manifest)
         except ToolModuleError as error:
             errors.append(error)
             continue
@@ -72,13 +72,13 @@ async def _unpack(boot: Any, entry: dict[str, Any]) -> None:
         raise ToolModuleError(name, url, f"could not be fetched: {reason}") from exc
 
 
-async def _install(name: str, entry: dict[str, Any], manifest: dict[str, Any]) -> None:
+async def _install(boot: Any, name: str, entry: dict[str, Any],
+                   manifest: dict[str, Any]) -> None:
     """Install the module's dependency wheels (served by us) with micropip, offline."""
-    import js  # type: ignore[import-not-found]
     import pyodide_js  # type: ignore[import-not-found]
 
     def absolute(url: str) -> str:
-        return str(js.URL.new(url, js.location.origin).href)
+        return str(boot.siteURL(url))   # the manifest's URLs are relative to the site
 
     try:
         await asyncio.wait_for(_micropip_install(

@@ -105,37 +105,26 @@ def install_fake_lm():
 
 # --- the app as users get it: serve.py's prepared runtime and headers ------------------
 
-import importlib.util  # noqa: E402
-import sys  # noqa: E402
-
-
-def load_serve_module():
-    """serve.py (at the repo root) as a module, without putting the root on sys.path."""
-    if "serve" in sys.modules:
-        return sys.modules["serve"]
-    spec = importlib.util.spec_from_file_location("serve", REPO_ROOT / "serve.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["serve"] = module
-    spec.loader.exec_module(module)
-    return module
+from serving.common import PrepareError  # noqa: E402
+from serving.http_server import make_server  # noqa: E402
+from serving.prepare import prepare  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def app_server():
     """Base URL (http://127.0.0.1:PORT) of the app served by serve.py: web/ at /,
     worker/ at /worker/, with the production headers (CSP, isolation, caching).
-    Runs serve.prepare() first (fast when web/vendor is already current)."""
-    serve = load_serve_module()
+    Runs prepare() first (fast when web/vendor is already current)."""
     try:
-        serve.prepare()
-    except serve.PrepareError as error:
-        pytest.fail(f"serve.prepare() failed: {error}")
+        prepare()
+    except PrepareError as error:
+        pytest.fail(f"prepare() failed: {error}")
     # Pages boot from the snapshot serve.py made (as a user's first visit does), so each
     # test's fresh browser profile starts in about a second rather than four, and, being
     # restored, makes none of its own. No tool worker: a second Pyodide booting beside
     # every page doubles the suite's boot time on two cores; test_hung_tool.py,
     # test_model_server.py and test_boot_snapshot.py serve apps with it, as users get.
-    server = serve.make_server("127.0.0.1", 0, quiet=True, tool_worker=False)
+    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.url

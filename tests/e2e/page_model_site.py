@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.e2e.conftest import load_serve_module
+from serving.http_server import make_server
 from tests.tiny_gguf import write_tiny_gguf
 
 BLANK = "<!doctype html><meta charset=utf-8><title>page model</title>"
@@ -51,8 +51,7 @@ def start_model_site(folder: Path):
     (folder / "pm").mkdir(exist_ok=True)
     (folder / "pm" / "blank.html").write_text(BLANK)
 
-    serve = load_serve_module()
-    server = serve.make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
                                mounts={"/models/": folder, "/pm/": folder / "pm"})
     site = ModelSite(url=server.url, folder=folder)
     base = server.RequestHandlerClass
@@ -104,6 +103,10 @@ SETUP = """async () => {
   const mod = await import('/page_model/language_model.js');
   const store = await import('/page_model/model_store.js');
   const manifest = await (await fetch('/vendor/manifest.json')).json();
+  // The manifest's URLs are relative to the site's root.
+  for (const [key, url] of Object.entries(manifest.page_model)) {
+    manifest.page_model[key] = new URL(url, location.origin + '/').href;
+  }
   window.pm = {
     ...mod, manifest,
     store: new store.ModelStore({sha256URL: manifest.page_model.sha256}),

@@ -128,11 +128,13 @@ def test_server_headers_and_types(app_server: str) -> None:
         "/main.py": ("text/x-python", "no-cache"),
         "/worker/agent_worker.js": ("application/javascript", "no-cache"),
         "/vendor/manifest.json": ("application/json", "no-cache"),
-        manifest["pyodide"]["indexURL"] + "pyodide.asm.wasm":
+        # The manifest's URLs are relative to the site's root.
+        "/" + manifest["pyodide"]["indexURL"] + "pyodide.asm.wasm":
             ("application/wasm", "public, max-age=31536000, immutable"),
-        manifest["pyodide"]["indexURL"] + "pyodide.mjs":
+        "/" + manifest["pyodide"]["indexURL"] + "pyodide.mjs":
             ("application/javascript", "public, max-age=31536000, immutable"),
-        manifest["py_agent"]["wheel"]: ("application/zip", "public, max-age=31536000, immutable"),
+        "/" + manifest["py_agent"]["wheel"]:
+            ("application/zip", "public, max-age=31536000, immutable"),
     }
     for path, (mime, cache) in expected.items():
         status, headers, _ = fetch(app_server + path)

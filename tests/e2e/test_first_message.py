@@ -18,7 +18,8 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import load_serve_module
+from serving.http_server import make_server
+from serving.model_server import model_server_from_args
 from tests.e2e.page_model_app import NO_PROMPT_API, start_app
 from tests.e2e.pages import (BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, USER, Watch, answer_to, boot,
                              chat, current_session, tool_call_responder, wait_until)
@@ -58,9 +59,8 @@ def prepared(app_server) -> None:
 def model_server_app():
     """serve.py with --model-url pointing at the fake OpenAI-compatible server."""
     with FakeServer(agent_responder, models=("fake-model",)) as fake:
-        serve = load_serve_module()
-        model_server = serve.model_server_from_args(fake.url, model="fake-model", environ={})
-        server = serve.make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
+        model_server = model_server_from_args(fake.url, model="fake-model", environ={})
+        server = make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         yield server.url
         server.shutdown()

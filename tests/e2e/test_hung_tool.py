@@ -14,7 +14,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import load_serve_module
+from serving.http_server import make_server
 from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, Watch, boot, chat, send,
                              tool_call_responder)
 
@@ -52,8 +52,7 @@ def spin_server(app_server: str, tmp_path_factory):
     """The app with the demo's tools and spin_tools.py (app_server prepared the runtime)."""
     folder = tmp_path_factory.mktemp("spin")
     (folder / "spin_tools.py").write_text(SPIN_TOOLS)
-    serve = load_serve_module()
-    server = serve.make_server("127.0.0.1", 0, quiet=True, tools=[folder / "spin_tools.py"])
+    server = make_server("127.0.0.1", 0, quiet=True, tools=[folder / "spin_tools.py"])
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.url

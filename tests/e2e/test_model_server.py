@@ -14,7 +14,8 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import load_serve_module
+from serving.http_server import make_server
+from serving.model_server import model_server_from_args
 from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, Watch, boot, chat,
                              current_session, send)
 from tests.fake_openai_server import Fail, FakeServer, agent_responder
@@ -43,10 +44,9 @@ def prepared(app_server) -> None:
 
 
 def serve_with(model_url: str, **options):
-    serve = load_serve_module()
     options.setdefault("environ", {})
-    model_server = serve.model_server_from_args(model_url, **options)
-    server = serve.make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
+    model_server = model_server_from_args(model_url, **options)
+    server = make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,8 @@ def chat(url: str, lines: str, *args: str, env: dict | None = None, timeout: flo
                "--model", "fake-model", "--timeout", "5", *args]
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("PY_AGENT_API_KEY", "OPENAI_API_KEY")}
+    # Never the user's own database: a chat without --db writes to the XDG data folder.
+    environment["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="py-agent-cli-test-")
     environment.update(env or {})
     return subprocess.run(command, input=lines, capture_output=True, text=True, cwd=ROOT,
                           env=environment, timeout=timeout)

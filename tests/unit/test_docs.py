@@ -151,7 +151,13 @@ PROGRAMS = {
     ("-m", "py_agent", "chat"): ["-m", "py_agent", "chat", "--help"],
     ("-m", "py_agent", "sessions"): ["-m", "py_agent", "sessions", "--help"],
     ("-m", "py_agent.replay"): ["-m", "py_agent.replay", "--help"],
+    ("-m", "py_agent", "replay"): ["-m", "py_agent", "replay", "--help"],
 }
+
+
+def _as_python(words: list[str]) -> list[str]:
+    """``py-agent X ...`` (the installed command) as ``python -m py_agent X ...``."""
+    return ["python", "-m", "py_agent", *words[1:]] if words[:1] == ["py-agent"] else words
 
 
 # Docs whose option tables (rows starting with an option in code) describe one program.
@@ -186,6 +192,7 @@ def test_commands_in_the_docs_use_options_that_exist():
     unknown = []
     checked = 0
     for where, words in [*_command_lines(), *_option_table_rows()]:
+        words = _as_python(words)
         program = _program(words)
         if program is None:
             continue

@@ -3,34 +3,22 @@ over real HTTP (serve.py's request handler and the fake OpenAI server on localho
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
-import sys
 import threading
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from py_agent.openai_compat import OpenAIModel, StdlibTransport, Timeouts
 from serving.common import PrepareError
+from serving.http_server import AppRequestHandler, AppServer
 from serving.model_server import check_model_server, model_server_from_args
 from tests.fake_openai_server import FakeServer, agent_responder
 from tests.unit.support import run
 
-REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-test-secret-123"
-
-
-def serve_module():
-    if "serve" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("serve", REPO / "serve.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["serve"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["serve"]
 
 
 @pytest.fixture
@@ -39,10 +27,9 @@ def page_server():
     servers = []
 
     def start(model_server):
-        serve = serve_module()
-        handler = type("Handler", (serve.AppRequestHandler,),
+        handler = type("Handler", (AppRequestHandler,),
                        {"quiet": True, "model_server": model_server})
-        server = serve.AppServer(("127.0.0.1", 0), handler)
+        server = AppServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return server.url

@@ -21,8 +21,16 @@
  * topK and seed; load(), kept(), unload() and terminate() manage the engine.
  */
 
-const MANIFEST_URL = '/vendor/manifest.json';
-const WORKER_URL = '/page_model/engine_worker.js';
+// The site's root is the folder above this one, whatever path the site lives at (serve.py
+// serves it at /, a static build anywhere); the manifest's URLs are relative to it.
+const SITE_ROOT = new URL('../', import.meta.url);
+const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
+const WORKER_URL = new URL('page_model/engine_worker.js', SITE_ROOT).href;
+
+/** The manifest's page_model URLs made absolute (they are relative to the site's root). */
+function engineURLs(entry) {
+  return Object.fromEntries(Object.entries(entry).map(([k, v]) => [k, new URL(v, SITE_ROOT).href]));
+}
 
 function domError(name, message, extra = {}) {
   if (name === 'TypeError') return new TypeError(message);
@@ -138,7 +146,7 @@ export class PageModel {
     if (!response.ok) throw new Error(`cannot read ${MANIFEST_URL}: ${response.status}`);
     const manifest = await response.json();
     if (!manifest.page_model) throw new Error('the manifest names no page_model engine: run serve.py --prepare-only');
-    return new PageModel({ ...options, urls: manifest.page_model });
+    return new PageModel({ ...options, urls: engineURLs(manifest.page_model) });
   }
 
   /** 'available' (kept in this browser), 'downloadable', 'downloading' or 'unavailable'. */

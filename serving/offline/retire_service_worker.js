@@ -1,0 +1,20 @@
+// serve.py's development server answers a static build's service_worker.js with this one.
+// A browser that visited a build at this origin before (say both on localhost:8000) still
+// has that build's service worker, which would go on serving the old build's files in
+// front of the development server. On its next check for an update, the browser gets
+// this script instead: it takes over at once, deletes the build's files, unregisters
+// itself and reloads the pages it held, which then come from the development server.
+self.addEventListener('install', () => self.skipWaiting());
+
+self.addEventListener('activate', (event) => {
+  event.waitUntil((async () => {
+    const prefix = `py-agent-site ${self.registration.scope} `;
+    for (const name of await caches.keys()) {
+      if (name.startsWith(prefix)) await caches.delete(name);
+    }
+    await self.registration.unregister();
+    for (const client of await self.clients.matchAll({type: 'window'})) {
+      client.navigate(client.url);
+    }
+  })());
+});
