@@ -3,15 +3,17 @@
 The page runs them with llama.cpp in WebAssembly (web/page_model/); the browser
 downloads the one the user picks, once, checks it and keeps it. Each ``--gguf`` is:
 
-- **a local file**: served same-origin at ``/models/<file name>``, and listed with its
-  size and SHA-256 (computed once per file version and remembered in
-  ``web/vendor/gguf-sha256.json``), which the browser checks the download against;
+- **a local file**: served same-origin at ``models/<file name>`` (in a static build, a
+  copy of it there), and listed with its size and SHA-256 (computed once per file
+  version and remembered in ``.cache/gguf-sha256.json``), which the browser checks the
+  download against;
 - **a URL** (http or https): the browser fetches it from there, so its origin joins the
   Content-Security-Policy's ``connect-src``, and its server must send CORS headers
   (``Access-Control-Allow-Origin``) to let the page read it. Its size is asked once at
   start (a HEAD request); unknown when the server will not say.
 
-The manifest lists them as ``page_models: [{url, name, size, sha256}]``.
+The manifest lists them as ``page_models: [{url, name, size, sha256}]``; a local file's
+``url`` is relative to the site's root, like the manifest's other URLs.
 """
 
 from __future__ import annotations
@@ -26,15 +28,15 @@ from urllib.parse import unquote, urlsplit
 
 from .common import PrepareError, sha256_file, write_atomically
 
-URL_PREFIX = "/models/"
+FOLDER = "models"           # where a site has the local files, under its root
 GGUF_MAGIC = b"GGUF"
 PROBE_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
 class OfferedModel:
-    """One ``--gguf``: where the page gets it (``url``), what it is called, and for a
-    local file the file itself."""
+    """One ``--gguf``: where the page gets it (``url``: relative to the site's root for a
+    local file), what it is called, and for a local file the file itself."""
 
     url: str
     name: str
@@ -58,11 +60,16 @@ class PageModels:
         return [model.manifest_entry() for model in self.models]
 
     def local_file(self, url_path: str) -> Path | None:
-        """The file served at ``url_path`` (``/models/<name>``), or None."""
+        """The file a server at the site's root serves at ``url_path`` (``/models/<name>``),
+        or None."""
         for model in self.models:
-            if model.path is not None and model.url == url_path:
+            if model.path is not None and "/" + model.url == url_path:
                 return model.path
         return None
+
+    def local_files(self) -> dict[str, Path]:
+        """{path in the site (``models/<name>``): file} of the local models."""
+        return {model.url: model.path for model in self.models if model.path is not None}
 
     def connect_sources(self) -> str:
         """`` origin ...`` of the remote models, for the CSP's ``connect-src``."""
@@ -106,7 +113,7 @@ def _local(path: Path, cache: "_HashCache") -> OfferedModel:
     if head != GGUF_MAGIC:
         raise PrepareError(f"--gguf {path}: not a GGUF model file (it starts with {head!r}, "
                            f"not {GGUF_MAGIC!r})")
-    return OfferedModel(url=URL_PREFIX + path.name, name=path.name, size=path.stat().st_size,
+    return OfferedModel(url=f"{FOLDER}/{path.name}", name=path.name, size=path.stat().st_size,
                         sha256=cache.sha256(path), path=path.resolve())
 
 

@@ -4,7 +4,8 @@ tests of the model menu, the download and the chat with no fake at all.
 The models are real GGUF files that tests/tiny_gguf.py writes (random weights):
 
 - ``tiny.gguf``: where the step schema lets it name a tool it names ``none`` (every
-  other tool name starts with a token it dislikes), so a turn ends with an answer in a
+  other tool name starts with a token it dislikes), and it rarely closes a string at
+  once (an empty answer is one the agent sends back), so a turn ends with an answer in a
   step or two (what the chat tests need);
 - ``chatty.gguf``: never closes a JSON string, so a step runs until its window is full
   (what the Stop test needs);
@@ -28,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from serving.http_server import make_server
 from serving.page_models import page_models_from_args
-from tests.e2e.conftest import load_serve_module
 from tests.tiny_gguf import write_tiny_gguf
 
 WINDOW = 2048      # the tiny models' training context: the agent's prompt fits, and is quick
@@ -43,7 +44,7 @@ def write_models(folder: Path) -> dict[str, Path]:
     """The test models (see the module docstring), written once into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     models = {
-        "tiny.gguf": dict(preference={"none": 2.0}, others=-3.0),
+        "tiny.gguf": dict(preference={"none": 1.5, '"': 2.3}, others=-3.0),
         "chatty.gguf": dict(preference={'"': -8.0, "}": -8.0}, name="tiny-chatty-llama"),
         "bad_template.gguf": dict(chat_template="{{ raise_exception('No conversation, sorry.') }}"),
     }
@@ -64,7 +65,8 @@ class ModelSite:
     cut: list = field(default_factory=lambda: [True])   # truncated.gguf is cut while True
 
     def model_url(self, name: str) -> str:
-        return f"/models/{name}"
+        """The manifest's URL of a local model (relative to the site's root)."""
+        return f"models/{name}"
 
 
 def _send_file(handler, data: bytes, *, rate: bool = False, cut: bool = False,
@@ -140,7 +142,8 @@ def start_app(folder: Path, names: tuple[str, ...], *, remote: tuple[str, ...] =
     other = start_other_origin(paths["tiny.gguf"], hits)
     other_url = f"http://127.0.0.1:{other.server_address[1]}"
     gguf = [str(paths[name]) for name in names] + [other_url + path for path in remote]
-    server = _make_server(page_models_from_args(gguf))
+    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+                         page_models=page_models_from_args(gguf))
     site = ModelSite(url=server.url, other=other_url, hits=hits)
     slow, cut = paths["slow.gguf"].read_bytes(), paths["truncated.gguf"].read_bytes()
     base = server.RequestHandlerClass
@@ -159,25 +162,3 @@ def start_app(folder: Path, names: tuple[str, ...], *, remote: tuple[str, ...] =
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return (server, other), site
 
-
-def _make_server(page_models):
-    """TEMPORARY, until serve.py's split into serving/ lands and --gguf is wired there:
-    serve.make_server with the offered models in its manifest, CSP and routes."""
-    serve = load_serve_module()
-    server = serve.make_server("127.0.0.1", 0, quiet=True, tool_worker=False)
-    base = server.RequestHandlerClass
-    manifest = base.manifest
-
-    class Handler(base):
-        def translate_path(self, path):
-            local = page_models.local_file(path.split("?")[0])
-            return str(local) if local else super().translate_path(path)
-
-        def content_security_policy(self):
-            return super().content_security_policy().replace(
-                "connect-src 'self'", "connect-src 'self'" + page_models.connect_sources())
-
-    Handler.manifest = staticmethod(lambda wait=False: {**manifest(wait),
-                                                        "page_models": page_models.manifest_entries()})
-    server.RequestHandlerClass = Handler
-    return server

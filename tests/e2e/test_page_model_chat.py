@@ -53,8 +53,8 @@ def site(tmp_path_factory):
 def choose_in_menu(page: Page, name: str) -> None:
     """Choose an in-page model in the Model menu; wait until it answers."""
     choice = page.get_by_test_id("model-choice")
-    choice.select_option(f"page-model:/models/{name}")
-    expect(choice).to_have_value(f"page-model:/models/{name}", timeout=LOAD_TIMEOUT_MS)
+    choice.select_option(f"page-model:models/{name}")
+    expect(choice).to_have_value(f"page-model:models/{name}", timeout=LOAD_TIMEOUT_MS)
     expect(page.get_by_test_id("chat-input")).to_be_enabled(timeout=LOAD_TIMEOUT_MS)
 
 
@@ -113,7 +113,7 @@ def test_a_message_is_answered_by_the_in_page_model_streamed_and_kept_across_a_r
     expect(status).to_have_attribute("data-state", "ready", timeout=BOOT_TIMEOUT_MS)
     expect(page.get_by_test_id("chat-input")).to_be_enabled(timeout=LOAD_TIMEOUT_MS)
     expect(status).to_have_attribute("data-backend", "page-model")
-    expect(page.get_by_test_id("model-choice")).to_have_value("page-model:/models/tiny.gguf")
+    expect(page.get_by_test_id("model-choice")).to_have_value("page-model:models/tiny.gguf")
     expect(page.locator(USER).locator(".text")).to_have_text(["Convert 3 ounces to grams, please."])
     expect(page.locator(ASSISTANT).locator(".text")).to_have_text([final["finalAnswer"].strip()])
     send(page, "And 5 ounces?")

@@ -70,8 +70,8 @@ def expect_in_use(page: Page, value: str) -> None:
 def test_the_menu_lists_every_model_with_its_size(nano_page: Page, site) -> None:
     options = nano_page.get_by_test_id("model-choice").locator("option")
     values = options.evaluate_all("nodes => nodes.map(n => n.value)")
-    assert values == ["prompt-api", "page-model:/models/tiny.gguf", "page-model:/models/slow.gguf",
-                      "page-model:/models/truncated.gguf", "page-model:/models/bad_template.gguf",
+    assert values == ["prompt-api", "page-model:models/tiny.gguf", "page-model:models/slow.gguf",
+                      "page-model:models/truncated.gguf", "page-model:models/bad_template.gguf",
                       f"page-model:{site.other}/cors/not_a_model.gguf",
                       f"page-model:{site.other}/cors/missing.gguf",
                       f"page-model:{site.other}/nocors/tiny.gguf",
@@ -87,7 +87,7 @@ def test_the_menu_lists_every_model_with_its_size(nano_page: Page, site) -> None
 def test_a_download_shows_its_progress_can_be_cancelled_and_keeps_nothing(
         nano_page: Page, site) -> None:
     page = nano_page
-    choose(page, "page-model:/models/slow.gguf")
+    choose(page, "page-model:models/slow.gguf")
     label = page.get_by_test_id("page-model-progress-label")
     expect(label).to_contain_text("Downloading slow.gguf:", timeout=LOAD_TIMEOUT_MS)
     expect(page.get_by_test_id("model-choice")).to_be_disabled()
@@ -104,14 +104,14 @@ def test_a_download_shows_its_progress_can_be_cancelled_and_keeps_nothing(
     expect(page.get_by_test_id("page-model-progress-row")).to_be_hidden()
     expect(page.get_by_test_id("model-choice")).to_have_value("prompt-api")
     expect(page.get_by_test_id("status")).to_have_attribute("data-backend", "prompt-api")
-    assert page.evaluate(KEPT, site.url + "/models/slow.gguf") is False
+    assert page.evaluate(KEPT, "models/slow.gguf") is False
     assert "Nano remembers" in chat(page, "Still there?")      # the model in use stays
 
     hits = site.hits["/models/slow.gguf"]
-    choose(page, "page-model:/models/slow.gguf")               # a second try: downloads again
-    expect_in_use(page, "page-model:/models/slow.gguf")
+    choose(page, "page-model:models/slow.gguf")               # a second try: downloads again
+    expect_in_use(page, "page-model:models/slow.gguf")
     assert site.hits["/models/slow.gguf"] == hits + 1
-    assert page.evaluate(KEPT, site.url + "/models/slow.gguf") is True
+    assert page.evaluate(KEPT, "models/slow.gguf") is True
     kept = page.get_by_test_id("kept-model")
     expect(kept).to_have_count(1)
     expect(kept).to_contain_text("slow.gguf, 1.0 MB")
@@ -124,8 +124,8 @@ def test_switching_between_nano_and_an_in_page_model_keeps_the_session_then_dele
     watch = Watch(page)
     assert chat(page, "My cat is called Biscuit.") == "Nano remembers Biscuit."
     session = current_session(page)
-    choose(page, "page-model:/models/tiny.gguf")
-    expect_in_use(page, "page-model:/models/tiny.gguf")
+    choose(page, "page-model:models/tiny.gguf")
+    expect_in_use(page, "page-model:models/tiny.gguf")
     send(page, "And my dog is called Rex.")
     expect(answer_to(page, "And my dog is called Rex.")).to_have_attribute(
         "data-state", "answered", timeout=TURN_TIMEOUT_MS * 3)
@@ -144,8 +144,8 @@ def test_switching_between_nano_and_an_in_page_model_keeps_the_session_then_dele
     kept.get_by_test_id("delete-model-button").click()
     expect(page.get_by_test_id("page-model-note")).to_contain_text("tiny.gguf was deleted")
     expect(page.get_by_test_id("kept-model")).to_have_count(0)
-    assert page.evaluate(KEPT, site.url + "/models/tiny.gguf") is False
-    expect(page.get_by_test_id("model-choice").locator('option[value="page-model:/models/tiny.gguf"]')
+    assert page.evaluate(KEPT, "models/tiny.gguf") is False
+    expect(page.get_by_test_id("model-choice").locator('option[value="page-model:models/tiny.gguf"]')
            ).to_have_text("tiny.gguf, in this page (1.0 MB download)")
     assert not watch.problems, watch.problems
 
@@ -153,8 +153,8 @@ def test_switching_between_nano_and_an_in_page_model_keeps_the_session_then_dele
 def test_a_failed_turn_is_retried_with_the_in_page_model_chosen_after(nano_page: Page) -> None:
     page = nano_page
     failed = failed_turn(page, "Tell me a joke.")
-    choose(page, "page-model:/models/tiny.gguf")
-    expect_in_use(page, "page-model:/models/tiny.gguf")
+    choose(page, "page-model:models/tiny.gguf")
+    expect_in_use(page, "page-model:models/tiny.gguf")
     failed.get_by_test_id("retry-button").click()
     retried = answer_to(page, "Tell me a joke.")
     expect(retried).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS * 3)
@@ -167,8 +167,8 @@ BAD = [
     ("{other}/cors/missing.gguf", "answered 404"),
     ("{other}/nocors/tiny.gguf", "does not let this page read it (CORS)"),
     ("{other}/cors/huge.gguf", "too large for this browser's memory"),
-    ("/models/bad_template.gguf", "chat template cannot be applied"),
-    ("/models/truncated.gguf", "nothing was kept"),
+    ("models/bad_template.gguf", "chat template cannot be applied"),
+    ("models/truncated.gguf", "nothing was kept"),
 ]
 
 
@@ -183,14 +183,14 @@ def test_bad_inputs_get_a_clear_message_and_the_model_in_use_stays(nano_page: Pa
         expect(page.get_by_test_id("model-choice")).to_be_enabled()
         expect(page.get_by_test_id("model-choice")).to_have_value("prompt-api")
         expect(page.get_by_test_id("status")).to_have_attribute("data-backend", "prompt-api")
-        assert page.evaluate(KEPT, url if url.startswith("http") else site.url + url) is False, url
+        assert page.evaluate(KEPT, url) is False, url
         assert page.evaluate("pyAgentPageModels.models.size") == 0, url
     assert "Nano remembers" in chat(page, "Still there?")
     # The cut download starts again from the beginning and is kept whole.
     site.cut[0] = False
-    choose(page, "page-model:/models/truncated.gguf")
-    expect_in_use(page, "page-model:/models/truncated.gguf")
-    assert page.evaluate(KEPT, site.url + "/models/truncated.gguf") is True
+    choose(page, "page-model:models/truncated.gguf")
+    expect_in_use(page, "page-model:models/truncated.gguf")
+    assert page.evaluate(KEPT, "models/truncated.gguf") is True
 
 
 def test_storage_that_refuses_the_model_keeps_nothing_and_says_so(nano_page: Page, site) -> None:
@@ -200,12 +200,12 @@ def test_storage_that_refuses_the_model_keeps_nothing_and_says_so(nano_page: Pag
     page = nano_page
     cdp = page.context.new_cdp_session(page)
     cdp.send("Storage.overrideQuotaForOrigin", {"origin": site.url, "quotaSize": 200_000})
-    choose(page, "page-model:/models/tiny.gguf")
+    choose(page, "page-model:models/tiny.gguf")
     note = page.get_by_test_id("page-model-note")
     expect(note).to_contain_text("Not enough storage", timeout=LOAD_TIMEOUT_MS)
     expect(note).to_contain_text("nothing was kept")
     expect(page.get_by_test_id("status")).to_have_attribute("data-backend", "prompt-api")
-    assert page.evaluate(KEPT, "/models/tiny.gguf") is False
+    assert page.evaluate(KEPT, "models/tiny.gguf") is False
     cdp.send("Storage.overrideQuotaForOrigin", {"origin": site.url})
-    choose(page, "page-model:/models/tiny.gguf")
-    expect_in_use(page, "page-model:/models/tiny.gguf")
+    choose(page, "page-model:models/tiny.gguf")
+    expect_in_use(page, "page-model:models/tiny.gguf")

@@ -23,7 +23,10 @@ import { PageModel } from './language_model.js';
 import { ModelStore } from './model_store.js';
 
 export const API_NAME = 'page-model';
-const MANIFEST_URL = '/vendor/manifest.json';
+// The site's root is the folder above this one (at whatever path the site lives); the
+// manifest's URLs, a local model's among them, are relative to it.
+const SITE_ROOT = new URL('../', import.meta.url);
+const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
 
 export class PageModels {
   constructor(host, { manifestURL = MANIFEST_URL } = {}) {
@@ -36,7 +39,8 @@ export class PageModels {
     this._cancel = null;
   }
 
-  _key(url) { return new URL(url, globalThis.location.href).href; }
+  /** A manifest URL made absolute (models are identified by it, and kept under it). */
+  _key(url) { return new URL(url, SITE_ROOT).href; }
 
   manifest() {
     this._manifest ??= fetch(this.manifestURL).then((response) => {
@@ -49,7 +53,8 @@ export class PageModels {
   async store() {
     if (!this._store) {
       const manifest = await this.manifest();
-      this._store = new ModelStore({ sha256URL: manifest.page_model?.sha256 });
+      const sha256 = manifest.page_model?.sha256;
+      this._store = new ModelStore({ sha256URL: sha256 && new URL(sha256, SITE_ROOT).href });
     }
     return this._store;
   }
@@ -84,7 +89,7 @@ export class PageModels {
     const source = await this._source(url);
     let model = this.models.get(key);
     if (!model) {
-      model = await PageModel.fromManifest({ source, manifestURL: this.manifestURL });
+      model = await PageModel.fromManifest({ source: { ...source, url: key }, manifestURL: this.manifestURL });
       this.models.set(key, model);
     }
     const cancel = new AbortController();
