@@ -7,6 +7,9 @@
     python serve.py --site my_site   # your own page at / (using /agent.js)
     python serve.py --model-url http://localhost:11434/v1 --model gemma3:4b
                                      # an OpenAI-compatible server too (serving/model_server.py)
+    python serve.py --gguf gemma-3-1b-it-Q4_K_M.gguf
+                                     # a model the page runs itself (repeatable; a file or
+                                     # a URL: serving/page_models.py, docs/page-model.md)
     python serve.py --prepare-only   # set everything up, serve nothing (tests, CI)
     python serve.py --build site     # a static site in site/ for any web server, any path
                                      # (serving/static_build.py; docs/publish.md)
@@ -51,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model-proxy", action="store_true",
                         help="reach the server through this one (/model/), so it needs no "
                              "CORS; always so when PY_AGENT_API_KEY or OPENAI_API_KEY is set")
+    parser.add_argument("--gguf", action="append", default=[], metavar="PATH_OR_URL",
+                        help="a GGUF model the page offers to run itself (llama.cpp in "
+                             "WebAssembly; the browser downloads it once and keeps it): a "
+                             "local file, served at /models/<name>, or a URL whose server "
+                             "allows CORS; repeatable")
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare web/vendor and exit without serving")
     parser.add_argument("--build", metavar="DIR",
@@ -85,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from serving.http_server import make_server
     from serving.model_server import check_model_server, model_server_from_args
+    from serving.page_models import page_models_from_args
+    from serving.paths import CACHE
     from serving.prepare import prepare
     from serving.tool_modules import tool_module_path
 
@@ -102,9 +112,12 @@ def main(argv: list[str] | None = None) -> int:
             raise PrepareError("--build and --prepare-only: choose one")
         model_server = model_server_from_args(args.model_url, args.model, args.context_window,
                                               proxy=args.model_proxy) if args.model_url else None
+        page_models = page_models_from_args(args.gguf, hash_cache=CACHE / "gguf-sha256.json")
+        for note in page_models.notes:
+            say(note)
         if args.build:
             return build(Path(args.build), tools, site, model_server,
-                         args.cross_origin_isolation)
+                         args.cross_origin_isolation, page_models)
         prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
@@ -113,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site,
-                             model_server=model_server)
+                             model_server=model_server, page_models=page_models)
     except OSError as error:
         print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
               file=sys.stderr)
@@ -135,13 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build(folder: Path, tools: list[Path], site: Path | None, model_server, isolation: bool) -> int:
+def build(folder: Path, tools: list[Path], site: Path | None, model_server, isolation: bool,
+          page_models=None) -> int:
     """--build: write the static site and say where it is and how to try it."""
     from serving.common import say
     from serving.static_build import build_site
 
     report = build_site(folder, tools=tools, site=site, model_server=model_server,
-                        isolation=isolation)
+                        isolation=isolation, page_models=page_models)
     say(f"built {report.folder}: {report.files} files, {report.bytes / 1e6:.1f} MB "
         f"({report.kept_bytes / 1e6:.1f} MB kept by browsers for offline visits) in "
         f"{report.seconds:.1f} s")

@@ -17,6 +17,12 @@ first / time from first to last). The backend's session reads its system message
 create(), as Chrome does; the bare engine reads the same message first, untimed. The page's memory is Chrome's
 measureUserAgentSpecificMemory() (the page and its workers, the model's WebAssembly heap
 included), after the model is loaded.
+
+Then, paired (``--pairs``, 6 by default): one page with both loaded, the same prompt
+through one then the other, the order alternating, each pair's ratio taken on its own.
+Two runs a few seconds apart see nearly the same load on a shared machine, where the
+visits above, minutes apart, may not; the median of the pairs' ratios is the number to
+quote when the machine is busy.
 """
 
 from __future__ import annotations
@@ -165,6 +171,32 @@ def run_side(browser_type, side: str, base: str, gguf: Path, manifest: dict, thr
     return out
 
 
+def run_paired(browser_type, base: str, gguf: Path, manifest: dict, threads: int, window: int,
+               pairs: int, profile: Path) -> list[dict]:
+    """Both loaded in one page; each pair is one prompt through both, back to back."""
+    source = {"url": f"/models/{gguf.name}", "size": gguf.stat().st_size, "name": gguf.name}
+    context = browser_type.launch_persistent_context(
+        str(profile), executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+    try:
+        page = context.new_page()
+        page.goto(base + "/bench/blank.html")
+        page.evaluate(BACKEND_LOAD, [source, threads])
+        page.evaluate(BARE_LOAD, [source["url"], manifest["wasm"], manifest["wllama"],
+                                  threads, window])
+        measured = []
+        for index in range(pairs):
+            prompt = PROMPTS[(index // 2) % len(PROMPTS)]
+            order = ("bare", "backend") if index % 2 == 0 else ("backend", "bare")
+            pair = {"prompt": prompt, "order": order}
+            for side in order:
+                pair[side] = page.evaluate(BACKEND_PROMPT if side == "backend" else BARE_PROMPT,
+                                           [prompt, SYSTEM, SCHEMA])
+            measured.append(pair)
+        return measured
+    finally:
+        context.close()
+
+
 def rates(run: dict, prompt_tokens: int, completion_tokens: int) -> dict:
     ttft = (run["first"] - run["start"]) / 1000
     gen = (run["last"] - run["first"]) / 1000
@@ -178,6 +210,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads for both (default 1)")
     parser.add_argument("--runs", type=int, default=3, help="prompts per visit (at most 3)")
     parser.add_argument("--window", type=int, default=4096, help="tokens per session (default 4096)")
+    parser.add_argument("--pairs", type=int, default=6,
+                        help="prompts through both in one page, back to back (default 6; 0: none)")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     args = parser.parse_args()
 
@@ -201,6 +235,10 @@ def main() -> int:
                         results.setdefault(side, []).append(run_side(
                             playwright.chromium, side, server.url, gguf, manifest, args.threads,
                             args.window, args.runs, profile))
+                if args.pairs:
+                    results["paired"] = run_paired(
+                        playwright.chromium, server.url, gguf, manifest, args.threads,
+                        args.window, args.pairs, scratch / "profile-paired")
         finally:
             server.shutdown()
             server.server_close()
@@ -221,7 +259,8 @@ def report(results: dict, args, gguf: Path, load_before, load_after, uptime: str
                 counts[prompt] = (run["usage"]["prompt_tokens"], run["usage"]["completion_tokens"], run["text"])
     mismatches = 0
     rows = {}
-    for side, rounds in results.items():
+    for side in ("bare", "backend"):
+        rounds = results[side]
         for visit in ("cold", "warm"):
             measured = {"ttft_s": [], "prompt_tps": [], "gen_tps": []}
             loads, memories = [], []
@@ -254,8 +293,33 @@ def report(results: dict, args, gguf: Path, load_before, load_after, uptime: str
         bare, backend = rows[("bare", visit)], rows[("backend", visit)]
         print(f"{'ratio ' + visit:18} {'':8} {backend['ttft_s'] / bare['ttft_s']:8.2f} "
               f"{backend['prompt_tps'] / bare['prompt_tps']:13.2f} {backend['gen_tps'] / bare['gen_tps']:10.2f}")
+    if results.get("paired"):
+        mismatches += report_pairs(results["paired"], counts)
     print(f"\nsame text from both: {'yes' if not mismatches else f'NO ({mismatches} differ)'}")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}; uptime: {uptime}")
+
+
+def report_pairs(pairs: list[dict], counts: dict) -> int:
+    """Print the medians of the pairs' ratios (backend / bare); the texts that differ."""
+    ratios = {"ttft_s": [], "prompt_tps": [], "gen_tps": []}
+    mismatches = 0
+    for pair in pairs:
+        prompt_tokens, completion_tokens, text = counts[pair["prompt"]]
+        mismatches += (pair["bare"]["text"] != text) + (pair["backend"]["text"] != text)
+        bare = rates(pair["bare"], prompt_tokens, completion_tokens)
+        backend = rates(pair["backend"], prompt_tokens, completion_tokens)
+        for key in ratios:
+            if bare[key] and backend[key]:
+                ratios[key].append(backend[key] / bare[key])
+    print(f"\npaired in one page, {len(pairs)} prompts through both back to back, order "
+          "alternating: ratio backend / bare, median (lowest to highest)")
+    for key, label in (("ttft_s", "time to first token"), ("prompt_tps", "prompt tok/s"),
+                       ("gen_tps", "generation tok/s")):
+        values = ratios[key]
+        if values:
+            print(f"  {label:20} {statistics.median(values):5.2f}  "
+                  f"({min(values):.2f} to {max(values):.2f})")
+    return mismatches
 
 
 if __name__ == "__main__":

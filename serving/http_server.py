@@ -2,13 +2,15 @@
 
 Only the standard library. ``/`` is ``web/`` (with ``--site`` in front of it);
 ``/worker/`` is the repository's ``worker/``; nothing else is reachable
-(``/favicon.ico`` is an empty 204), except ``/model/`` when the model server is proxied.
+(``/favicon.ico`` is an empty 204), except ``/model/`` when the model server is proxied
+and ``/models/<name>`` for each local ``--gguf`` file (serving/page_models.py).
 ``/vendor/manifest.json`` is this server's own manifest (serving/manifest.py) and
 ``/ui-bundle.json`` the UI modules as they are now (serving/ui_bundle.py), and any
 ``service_worker.js`` one that retires a static build's (serving/offline/). Every response
 carries the cross-origin isolation headers and a Content-Security-Policy that allows only
-this origin, and the model server's when the worker reaches it directly (see ``CSP_PAGE``
-and ``CSP`` in serving/headers.py for why each source is there).
+this origin, and the model server's when the worker reaches it directly, and the origins of
+the ``--gguf`` URLs (see ``CSP_PAGE`` and ``CSP`` in serving/headers.py for why each source
+is there).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .headers import (CACHE_IMMUTABLE, CACHE_REVALIDATE, CSP, CSP_PAGE, MIME_TYP
                       SECURITY_HEADERS, inline_script_hashes)
 from .manifest import SiteManifest, read_manifest
 from .model_server import ModelServer, proxy_request
+from .page_models import PageModels
 from .paths import WEB, WORKER
 from .static_build import RETIRE_SERVICE_WORKER, SERVICE_WORKER
 
@@ -47,9 +50,13 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
     quiet = False
     manifest: Callable[[], dict] | None = None   # serves /vendor/manifest.json if set
     model_server: ModelServer | None = None      # --model-url: CSP, manifest, /model/ proxy
+    page_models: PageModels | None = None        # --gguf: CSP, manifest, /models/<name>
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
+        model_file = self.page_models.local_file(path) if self.page_models else None
+        if model_file is not None:
+            return str(model_file)
         for prefix, directory in sorted(self.mounts.items(), key=lambda m: -len(m[0])):
             if path.startswith(prefix) or path + "/" == prefix:
                 rest = path[len(prefix):]
@@ -131,6 +138,9 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         if self.model_server is not None:   # its origin, when the worker fetches it directly
             policy = policy.replace("connect-src 'self'",
                                     "connect-src 'self'" + self.model_server.connect_sources())
+        if self.page_models is not None:    # where the browser downloads the --gguf URLs
+            policy = policy.replace("connect-src 'self'",
+                                    "connect-src 'self'" + self.page_models.connect_sources())
         return policy
 
     def do_GET(self) -> None:  # noqa: N802
@@ -180,7 +190,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 mounts: dict[str, Path] | None = None, quiet: bool = False,
                 tools: Iterable[Path] = (), site: Path | None = None,
                 model_server: ModelServer | None = None, snapshots: bool = True,
-                served_snapshot: bool = True, tool_worker: bool = True) -> AppServer:
+                served_snapshot: bool = True, tool_worker: bool = True,
+                page_models: PageModels | None = None) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
@@ -192,14 +203,17 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     none (as ``?snapshot=off`` does for one page); ``served_snapshot=False`` offers no
     snapshot made here (serving/boot_snapshot.py), so a browser's first boot is a full
     one and it makes its own; ``tool_worker=False`` runs sync tools in the agent's worker
-    (as ``?tool_worker=off``). Call prepare() first: the manifest this server hands out
+    (as ``?tool_worker=off``); ``page_models`` are the GGUF files the page offers to run
+    in itself (``--gguf``, serving/page_models.py). Call prepare() first: the manifest
+    this server hands out
     is the prepared one with its tool modules, rebuilt when their sources change, and a
     boot snapshot made for them (at once here, in the background after a change)."""
     prepared = read_manifest()
     manifest = None
     if prepared is not None and "py_agent" in prepared:
         manifest = SiteManifest(prepared, tools, model_server=model_server, snapshots=snapshots,
-                                served_snapshot=served_snapshot, tool_worker=tool_worker)
+                                served_snapshot=served_snapshot, tool_worker=tool_worker,
+                                page_models=page_models)
         manifest(wait=True)   # the snapshot for the tool modules as they are now
 
     root = (Path(site), WEB) if site is not None else WEB
@@ -209,5 +223,6 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
         "quiet": quiet,
         "manifest": staticmethod(manifest) if manifest else None,
         "model_server": model_server,
+        "page_models": page_models,
     })
     return AppServer((host, port), handler)

@@ -5,7 +5,7 @@ manifest a site hands out, which adds what its server or build was asked for.
 the py_agent wheel and its dependencies' wheels, the demo's tool modules and the boot
 snapshot. :class:`SiteManifest` starts from it and adds the site's own tool modules
 (rebuilt when their sources change), a boot snapshot made for them, the model server
-and the switches the worker obeys.
+the in-page models (``--gguf``) and the switches the worker obeys.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Iterable
 from .boot_snapshot import SnapshotMaker
 from .common import write_atomically
 from .model_server import ModelServer
+from .page_models import PageModels
 from .paths import MANIFEST, WEB
 from .tool_modules import DEMO_TOOLS, PageRuntime, ToolModules
 
@@ -63,7 +64,8 @@ class SiteManifest:
 
     def __init__(self, prepared: dict, tools: Iterable[Path] = (), *,
                  model_server: ModelServer | None = None, snapshots: bool = True,
-                 served_snapshot: bool = True, tool_worker: bool = True) -> None:
+                 served_snapshot: bool = True, tool_worker: bool = True,
+                 page_models: PageModels | None = None) -> None:
         self.prepared = prepared
         self.modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(prepared))
         self.modules.entries()   # prepare them now, and say what is wrong before serving
@@ -71,6 +73,7 @@ class SiteManifest:
         self.model_server = model_server
         self.snapshots = snapshots
         self.tool_worker = tool_worker
+        self.page_models = page_models
 
     def __call__(self, wait: bool = False) -> dict:
         served = {key: value for key, value in self.prepared.items() if key != "boot_snapshot"}
@@ -80,6 +83,8 @@ class SiteManifest:
             served["boot_snapshot"] = snapshot
         if self.model_server is not None:
             served["model_server"] = self.model_server.manifest_entry()
+        if self.page_models is not None and self.page_models.models:
+            served["page_models"] = self.page_models.manifest_entries()
         if not self.snapshots:
             served["snapshots"] = False
         if not self.tool_worker:

@@ -22,7 +22,10 @@ What the development server sends as headers, a static host cannot:
   service worker keeps one build's files together for visits without a network.
 
 ``--model-url`` works when the model server allows the site's origin (CORS): the worker
-fetches it directly and the policy's ``connect-src`` names it. The proxy (``--model-proxy``,
+fetches it directly and the policy's ``connect-src`` names it. ``--gguf`` files are
+copied into ``models/`` (the browser keeps the one a visitor picks in its own storage, so
+the service worker does not keep them too); ``--gguf`` URLs join ``connect-src``. Without
+cross-origin isolation an in-page model runs single-threaded. The proxy (``--model-proxy``,
 or an API key in the environment) needs serve.py's server and is refused here.
 """
 
@@ -45,6 +48,7 @@ from .common import PrepareError, say
 from .headers import CSP, CSP_PAGE, SECURITY_HEADERS, inline_script_hashes
 from .manifest import SiteManifest
 from .model_server import API_KEY_VARIABLES, ModelServer
+from .page_models import FOLDER as MODELS_FOLDER, PageModels
 from .paths import ROOT, VENDOR, WEB, WORKER
 from .prepare import prepare
 from .runtimes import vendor_dir_names
@@ -58,11 +62,12 @@ RETIRE_SERVICE_WORKER = OFFLINE / "retire_service_worker.js"
 MARKER = ".py-agent-build"          # says a folder is a build that --build may replace
 # Names the build writes at its top level; a --site folder may not bring its own.
 RESERVED = {"vendor", "worker", ui_bundle.URL.lstrip("/"), OFFLINE_SCRIPT, SERVICE_WORKER,
-            MARKER, ".nojekyll"}
-# Not kept by the service worker: debugging aids, and the snapshot, which the agent's
-# worker keeps itself (a second copy would be ~10 MB more of the visitor's disk).
+            MARKER, ".nojekyll", MODELS_FOLDER}
+# Not kept by the service worker: debugging aids, the snapshot, which the agent's worker
+# keeps itself (a second copy would be ~10 MB more of the visitor's disk), and the
+# in-page models, which the page keeps itself (only the one the visitor picks).
 NOT_KEPT_SUFFIXES = (".map",)
-NOT_KEPT_FOLDERS = ("vendor/snapshots/",)
+NOT_KEPT_FOLDERS = ("vendor/snapshots/", MODELS_FOLDER + "/")
 # Directives a <meta> policy cannot carry (browsers ignore them there, with a warning).
 META_IGNORED = ("frame-ancestors", "report-uri", "report-to", "sandbox")
 ISOLATION_HEADERS = ("Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy",
@@ -82,18 +87,21 @@ class BuildReport:
 
 # ------------------------------------------------------------------ policies and pages
 
-def page_policy(page: Path, model_server: ModelServer | None = None) -> str:
+def page_policy(page: Path, model_server: ModelServer | None = None,
+                page_models: PageModels | None = None) -> str:
     """The Content-Security-Policy of an HTML page: the development server's, with the
     hashes of this page's inline scripts."""
     hashes = "".join(f" '{h}'" for h in inline_script_hashes(page))
-    return with_model_server(CSP_PAGE.format(hashes=hashes), model_server)
+    return with_model_server(CSP_PAGE.format(hashes=hashes), model_server, page_models)
 
 
-def with_model_server(policy: str, model_server: ModelServer | None) -> str:
-    if model_server is None:
-        return policy
-    return policy.replace("connect-src 'self'", "connect-src 'self'" +
-                          model_server.connect_sources())
+def with_model_server(policy: str, model_server: ModelServer | None,
+                      page_models: PageModels | None = None) -> str:
+    """``policy`` whose ``connect-src`` also names the model server and the origins of
+    the ``--gguf`` URLs, when there are any."""
+    sources = (model_server.connect_sources() if model_server else "") + \
+        (page_models.connect_sources() if page_models else "")
+    return policy.replace("connect-src 'self'", "connect-src 'self'" + sources)
 
 
 def meta_policy(policy: str) -> str:
@@ -231,7 +239,8 @@ def manifest_files(manifest: dict) -> set[str]:
 
 
 def write_site(staging: Path, manifest: dict, site: Path | None,
-               model_server: ModelServer | None, isolation: bool) -> list[str]:
+               model_server: ModelServer | None, isolation: bool,
+               page_models: PageModels | None = None) -> list[str]:
     """Write the site into the empty folder ``staging``; the files the service worker
     keeps."""
     # The page: web/ without vendor/ (copied by name below) and ui/ (one bundle instead).
@@ -252,13 +261,15 @@ def write_site(staging: Path, manifest: dict, site: Path | None,
         for path in _visible_files(site):
             _copy(path, staging / path.relative_to(site))
     _copy(OFFLINE / OFFLINE_SCRIPT, staging / OFFLINE_SCRIPT)
+    for relative, path in (page_models.local_files() if page_models else {}).items():
+        _copy(path, staging / relative)
 
     pages = {}
     for page in sorted(staging.rglob("*.html")):
         relative = page.relative_to(staging)
         if relative.parts[0] == "vendor":
             continue
-        pages[relative.as_posix()] = policy = page_policy(page, model_server)
+        pages[relative.as_posix()] = policy = page_policy(page, model_server, page_models)
         up = "../" * (len(relative.parts) - 1)
         page.write_text(add_to_page(page.read_text(encoding="utf-8"), policy,
                                     up + OFFLINE_SCRIPT), encoding="utf-8")
@@ -274,7 +285,7 @@ def write_site(staging: Path, manifest: dict, site: Path | None,
                if isolation or name not in ISOLATION_HEADERS}
     build = {"version": digest.hexdigest()[:16], "files": kept,
              "headers": {"all": headers, "pages": pages,
-                         "other": with_model_server(CSP, model_server)}}
+                         "other": with_model_server(CSP, model_server, page_models)}}
     (staging / SERVICE_WORKER).write_text(
         f"const BUILD = {json.dumps(build, indent=1)};\n\n" +
         (OFFLINE / SERVICE_WORKER).read_text(encoding="utf-8"), encoding="utf-8")
@@ -284,8 +295,8 @@ def write_site(staging: Path, manifest: dict, site: Path | None,
 
 
 def build_site(folder: Path, *, tools: Iterable[Path] = (), site: Path | None = None,
-               model_server: ModelServer | None = None,
-               isolation: bool = False) -> BuildReport:
+               model_server: ModelServer | None = None, isolation: bool = False,
+               page_models: PageModels | None = None) -> BuildReport:
     """Prepare, then write the static site into ``folder`` (replacing an earlier build
     there only once the new one is complete)."""
     started = time.monotonic()
@@ -296,13 +307,14 @@ def build_site(folder: Path, *, tools: Iterable[Path] = (), site: Path | None = 
     if site is not None:
         check_site(site)
     prepared = prepare(tools)
-    manifest = SiteManifest(prepared, tools, model_server=model_server)(wait=True)
+    manifest = SiteManifest(prepared, tools, model_server=model_server,
+                            page_models=page_models)(wait=True)
     if "boot_snapshot" not in manifest:
         say("warning: no boot snapshot in this build (see above); browsers make their own")
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        kept = write_site(staging, manifest, site, model_server, isolation)
+        kept = write_site(staging, manifest, site, model_server, isolation, page_models)
         staging.chmod(0o755)
         if folder.exists():
             old = folder.with_name(f".{folder.name}-old-{os.getpid()}")

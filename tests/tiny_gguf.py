@@ -92,8 +92,17 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
 
 def write_tiny_gguf(path: Path, *, context_length: int = 1024, seed: int = 0,
                     n_embd: int = 64, n_layer: int = 2, n_head: int = 4, n_head_kv: int = 2,
-                    n_ff: int = 128, name: str = "tiny-random-llama") -> Path:
-    """Write the model to ``path`` (about 1 MB) and return it."""
+                    n_ff: int = 128, name: str = "tiny-random-llama",
+                    preference: dict[str, float] | None = None, others: float = 0.0,
+                    chat_template: str = CHAT_TEMPLATE) -> Path:
+    """Write the model to ``path`` (about 1 MB) and return it.
+
+    ``preference`` changes the fixed preferences (:data:`PREFERENCE`, updated with it; a
+    token of the vocabulary each), ``others`` is every other token's (0: only the noise
+    decides between them; below 0, where a grammar allows only other tokens the model
+    still picks among them, but never one of them where a preferred token is allowed);
+    ``chat_template`` replaces Gemma's turn format.
+    """
     rng = np.random.default_rng(seed)
     tokens, scores, types = vocabulary()
     n_vocab = len(tokens)
@@ -105,12 +114,12 @@ def write_tiny_gguf(path: Path, *, context_length: int = 1024, seed: int = 0,
     embeddings = noise(n_vocab, n_embd)
     embeddings[:, 0] = 8.0                     # the constant the preference reads
     output = noise(n_vocab, n_embd, scale=0.05)
-    preference = np.zeros(n_vocab, dtype=np.float32)
-    for text, value in PREFERENCE.items():
-        preference[tokens.index(text)] = value
-    preference[EOS] = preference[END_OF_TURN] = END_OF_TURN_PREFERENCE
+    bias = np.full(n_vocab, others, dtype=np.float32)
+    for text, value in {**PREFERENCE, **(preference or {})}.items():
+        bias[tokens.index(text)] = value
+    bias[EOS] = bias[END_OF_TURN] = END_OF_TURN_PREFERENCE
     # After the final RMS norm the first dimension is about sqrt(n_embd); scale to it.
-    output[:, 0] = preference / np.sqrt(n_embd)
+    output[:, 0] = bias / np.sqrt(n_embd)
 
     writer = gguf.GGUFWriter(str(path), ARCH)
     writer.add_name(name)
@@ -136,7 +145,7 @@ def write_tiny_gguf(path: Path, *, context_length: int = 1024, seed: int = 0,
     # As Gemma's: no space before the first word (llama.cpp checks a response grammar
     # against the template's generation prompt, "<start_of_turn>model\n", token by token).
     writer.add_add_space_prefix(False)
-    writer.add_chat_template(CHAT_TEMPLATE)
+    writer.add_chat_template(chat_template)
 
     writer.add_tensor("token_embd.weight", embeddings)
     writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))

@@ -2,8 +2,15 @@
  * LLM host: the main-thread end of the agent worker's RPC bridge to Chrome's Prompt API
  * (`window.LanguageModel`, which workers cannot reach). Kept thin: no agent logic here.
  *
+ * Besides Chrome's Prompt API, the host serves other APIs of the same shape, by name (the
+ * in-page model, web/page_model/, as 'page-model'): setApi(name, api) adds, replaces or
+ * (api null) removes one at run time, and a request that names it in `api` is served by
+ * it. Only availability, create and info choose an API; every other call goes to the
+ * session it names, whichever API made it, so a switch never strands a session.
+ *
  * Protocol (worker <-> host, over worker.postMessage):
- *   request  {type: 'llm', id, method, args: [...]}            (args positional, may be omitted)
+ *   request  {type: 'llm', id, method, args: [...], api?}      (args positional, may be omitted;
+ *                                                               api: a name given to setApi, else Chrome's)
  *   reply    {type: 'llm-result', id, ok: true, value}
  *            {type: 'llm-result', id, ok: false, error: {name, message, originalName, requested?, quota?}}
  *   event    {type: 'llm-event', event: 'downloadprogress', loaded, requestId}
@@ -41,6 +48,8 @@
  *   destroyAll()                     -> number of sessions destroyed
  *   abort([requestId])               -> number of calls aborted (all in-flight calls without id)
  *   sessionInfo([sessionId])         -> {sessionId, purpose, contextWindow, contextUsage} (or a list)
+ *   info()                           -> the API's own description (`api.info`: the in-page model's
+ *                                       name, window, threads...), or null (Chrome's has none)
  *
  *   requestId defaults to the message id; calls sharing a requestId are aborted together.
  *   Error names, as Chrome raises them: QuotaExceededError (with requested/quota);
@@ -99,16 +108,37 @@ export class LLMHost extends EventTarget {
   constructor(options = {}) {
     super();
     this._options = options;
+    this._apis = new Map();      // name -> an API, or a promise of one (setApi)
     this.sessions = new Map();   // sessionId -> {session, purpose, requestId}
     this.inflight = new Map();   // requestId -> Set<AbortController>
     this._nextSession = 1;
     this._ports = new Set();
-    this._predictable = new Map();   // JSON of expected options -> Promise<boolean>
+    this._predictable = new Map();   // JSON of [API name, expected options] -> Promise<boolean>
     this._dropLanguages = false;     // the browser refused the languages asked for
   }
 
   get api() {
     return 'api' in this._options ? this._options.api : globalThis.LanguageModel;
+  }
+
+  /**
+   * Serve requests that name `name` with `api` (a LanguageModel-shaped object, or a
+   * promise of one, awaited by the calls that need it); `api` null removes it. Sessions
+   * already made keep working with the API that made them.
+   */
+  setApi(name, api) {
+    if (!name) throw new TypeError('setApi needs a name (Chrome\'s Prompt API is the default)');
+    if (api == null) this._apis.delete(name);
+    else this._apis.set(name, api);
+    this._predictable.clear();
+  }
+
+  /** The API for requests naming `name` (null: Chrome's, or the constructor's `api`). */
+  async _apiNamed(name) {
+    if (name == null) return this.api;
+    const api = await this._apis.get(name);
+    if (!api) throw hostError('ModelUnavailableError', `No model "${name}" is set up in this page.`);
+    return api;
   }
 
   // ------------------------------------------------------------ transport
@@ -134,11 +164,11 @@ export class LLMHost extends EventTarget {
 
   /** Run one request message and build its reply (never throws). */
   async handle(msg) {
-    const { id, method, args = [] } = msg;
+    const { id, method, args = [], api = null } = msg;
     try {
       const fn = METHODS[method];
       if (!fn) throw hostError('TypeError', `unknown method: ${method}`);
-      const value = await fn.call(this, id, ...(Array.isArray(args) ? args : [args]));
+      const value = await fn.call(this, { id, api }, ...(Array.isArray(args) ? args : [args]));
       return { type: 'llm-result', id, ok: true, value: value === undefined ? null : value };
     } catch (err) {
       return { type: 'llm-result', id, ok: false, error: toRpcError(err) };
@@ -155,8 +185,8 @@ export class LLMHost extends EventTarget {
 
   // ------------------------------------------------------------ helpers
 
-  _requireApi() {
-    const api = this.api;
+  async _requireApi(name = null) {
+    const api = await this._apiNamed(name);
     if (!api || typeof api.create !== 'function') {
       throw hostError('ModelUnavailableError', 'The Prompt API (LanguageModel) is not supported in this browser.');
     }
@@ -185,9 +215,9 @@ export class LLMHost extends EventTarget {
    * 'most-predictable' for a purpose that wants it, where the browser has samplingMode and
    * availability() with these options accepts that mode (asked once per option set); else null.
    */
-  async _samplingModeFor(api, purpose, expected) {
+  async _samplingModeFor(api, name, purpose, expected) {
     if (!PREDICTABLE_PURPOSES.has(purpose) || !('samplingMode' in (api.prototype ?? {}))) return null;
-    const key = JSON.stringify(expected);
+    const key = JSON.stringify([name, expected]);
     if (!this._predictable.has(key)) {
       this._predictable.set(key, Promise.resolve()
         .then(() => api.availability({ ...expected, samplingMode: PREDICTABLE }))
@@ -213,8 +243,9 @@ export class LLMHost extends EventTarget {
 
   // ------------------------------------------------------------ public (also via RPC)
 
-  async availability(options = {}) {
-    const api = this.api;
+  /** `options.api` names the API to ask (see setApi); Chrome's by default. */
+  async availability({ api: name = null, ...options } = {}) {
+    const api = name == null ? this.api : this._apis.has(name) ? await this._apis.get(name) : null;
     if (!api || typeof api.availability !== 'function') return { availability: 'unavailable', reason: 'unsupported' };
     const availability = await api.availability(options);
     if (availability !== 'unavailable') {
@@ -244,17 +275,24 @@ export class LLMHost extends EventTarget {
     return unavailable('device');
   }
 
-  async create({ initialPrompts = [], purpose = null, expectedInputs, expectedOutputs, requestId } = {}, rpcId = null) {
-    const api = this._requireApi();
+  /** The description the API named `name` gives of itself (`api.info`), or null. */
+  async info(name = null) {
+    if (name != null && !this._apis.has(name)) return null;
+    return (await this._apiNamed(name))?.info ?? null;
+  }
+
+  /** `api` names the API (see setApi); Chrome's by default. Only Chrome's model download
+   *  is reported as 'downloadprogress': another API's page loads its model itself. */
+  async create({ initialPrompts = [], purpose = null, expectedInputs, expectedOutputs, requestId, api: name = null } = {}, rpcId = null) {
+    const api = await this._requireApi(name);
     const rid = requestId ?? rpcId;
     const { signal, done } = this._track(rid);
-    const options = {
-      initialPrompts,
-      signal,
-      monitor: (m) => m.addEventListener('downloadprogress', (e) => {
+    const options = { initialPrompts, signal };
+    if (name == null) {
+      options.monitor = (m) => m.addEventListener('downloadprogress', (e) => {
         this._emit('downloadprogress', { loaded: e.loaded, requestId: rid }, this._options.onDownloadProgress);
-      }),
-    };
+      });
+    }
     let expected = {};
     if (expectedInputs) expected.expectedInputs = expectedInputs;
     if (expectedOutputs) expected.expectedOutputs = expectedOutputs;
@@ -262,7 +300,7 @@ export class LLMHost extends EventTarget {
     if (languagesDropped) expected = withoutLanguages(expected);
     Object.assign(options, expected);
     try {
-      const samplingMode = await this._samplingModeFor(api, purpose, expected);
+      const samplingMode = await this._samplingModeFor(api, name, purpose, expected);
       if (samplingMode) options.samplingMode = samplingMode;
       let session;
       try {
@@ -271,12 +309,12 @@ export class LLMHost extends EventTarget {
         const refused = ['NotSupportedError', 'TypeError'].includes(err?.name);
         if (refused && samplingMode) {
           // A browser that listed the mode but refuses it at create(): remember, and go on without.
-          this._predictable.set(JSON.stringify(expected), Promise.resolve(false));
+          this._predictable.set(JSON.stringify([name, expected]), Promise.resolve(false));
           delete options.samplingMode;
         } else if (err?.name === 'NotSupportedError' && declaredLanguages(expected).length) {
           // Languages this browser does not support: asked without them from now on.
           this._dropLanguages = true;
-          return this.create({ initialPrompts, purpose, expectedInputs, expectedOutputs, requestId: rid });
+          return this.create({ initialPrompts, purpose, expectedInputs, expectedOutputs, requestId: rid, api: name });
         } else {
           throw err;
         }
@@ -446,16 +484,18 @@ function usage(session) {
   };
 }
 
-// RPC dispatch: (rpcId, ...args) -> value. The rpc id is the default requestId.
+// RPC dispatch: ({id, api}, ...args) -> value. The rpc id is the default requestId; api is
+// the request's API name (null: Chrome's).
 const METHODS = {
-  availability(_id, options) { return this.availability(options); },
-  create(id, options) { return this.create(options, id); },
-  clone(id, sessionId, options) { return this.clone(sessionId, options, id); },
-  prompt(id, sessionId, text, options) { return this.prompt(sessionId, text, options, id); },
-  append(id, sessionId, text, options) { return this.append(sessionId, text, options, id); },
-  measure(_id, sessionId, text, options) { return this.measure(sessionId, text, options); },
-  destroy(_id, sessionId) { return this.destroy(sessionId); },
+  availability({ api }, options) { return this.availability({ ...options, api }); },
+  create({ id, api }, options) { return this.create({ ...options, api }, id); },
+  clone({ id }, sessionId, options) { return this.clone(sessionId, options, id); },
+  prompt({ id }, sessionId, text, options) { return this.prompt(sessionId, text, options, id); },
+  append({ id }, sessionId, text, options) { return this.append(sessionId, text, options, id); },
+  measure(_call, sessionId, text, options) { return this.measure(sessionId, text, options); },
+  destroy(_call, sessionId) { return this.destroy(sessionId); },
   destroyAll() { return this.destroyAll(); },
-  abort(_id, requestId) { return this.abort(requestId); },
-  sessionInfo(_id, sessionId) { return this.sessionInfo(sessionId); },
+  abort(_call, requestId) { return this.abort(requestId); },
+  sessionInfo(_call, sessionId) { return this.sessionInfo(sessionId); },
+  info({ api }) { return this.info(api); },
 };

@@ -29,7 +29,7 @@ async def unpack_ui_bundle():
 
 await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
 
-from ui import boot_progress, chat, gemini_nano, layout, model_choice, status, tabs
+from ui import boot_progress, chat, gemini_nano, layout, model_choice, page_models, status, tabs
 from ui.dom import keep
 from ui.link import llm_host, take_over_worker
 
@@ -43,6 +43,7 @@ status.start(runtime)
 boot_progress.start()
 gemini_nano.start()   # before chat: a Send may have to start the model's download
 model_choice.start()
+page_models.start()   # after model_choice: it acts on the model the worker describes
 chat.start(llm_host())
 tabs.start()
 take_over_worker()

@@ -1,10 +1,14 @@
 """Which model answers the page, and the agent built around it.
 
-The page has up to two models: Chrome's Prompt API (through the LLM host on the main
-thread; the default where Gemini Nano is available) and the OpenAI-compatible server
-``serve.py --model-url`` names. :class:`BackendSwitch` starts with the one asked for
-(the page's saved choice), or picks: Gemini Nano unless Chrome says it is unavailable
-and a server is configured. The page switches with a ``use_model`` request.
+The page has up to three kinds of model: Chrome's Prompt API (through the LLM host on
+the main thread; the default where Gemini Nano is available), the OpenAI-compatible
+server ``serve.py --model-url`` names, and the GGUF files ``serve.py --gguf`` offers,
+run in the page by llama.cpp (also through the LLM host: py_agent/browser/page_model.py).
+:class:`BackendSwitch` starts with the one asked for (the page's saved choice), or picks:
+Gemini Nano unless Chrome says it is unavailable and a server is configured. An in-page
+model is never picked for the user (it is a download): the page offers it. The page
+switches with a ``use_model`` request (``backend``, and ``model``: the server's model
+name, or the in-page model's URL), after it has loaded an in-page model.
 
 An :class:`~py_agent.Agent` caches its sessions' state, so two agents must never work
 on one store at once: a switch first lets running turns and background compactions
@@ -29,6 +33,7 @@ from ..host import AgentHost
 from ..memory import MemoryPolicy
 from ..model import LanguageModel
 from ..openai_compat import ServerError
+from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .server_model import ServerModel, ServerSettings
 
 log = logging.getLogger("py_agent.browser")
@@ -42,6 +47,8 @@ IDLE_WAIT_S = 60.0          # running turns and compactions before a switch
 Post = Callable[[dict[str, Any]], None]
 MakeAgent = Callable[[LanguageModel, MemoryPolicy], Agent]
 MakeServerModel = Callable[[Any], ServerModel]
+MakePageModel = Callable[[PageModelSource], PageModelBridge]
+BACKENDS = (PROMPT_API, SERVER, PAGE_MODEL)
 
 
 class BackendSwitch:
@@ -54,17 +61,24 @@ class BackendSwitch:
             configured one).
         make_agent: an Agent over a model with a memory policy (same store and tools).
         post: sends a message to the page.
+        page_models: the GGUF files the page offers (the manifest's ``page_models``).
+        make_page_model: the in-page model for one of them.
     """
 
     def __init__(self, prompt_api: Any, server_settings: ServerSettings | None,
-                 make_server_model: MakeServerModel, make_agent: MakeAgent, post: Post) -> None:
+                 make_server_model: MakeServerModel, make_agent: MakeAgent, post: Post, *,
+                 page_models: tuple[PageModelSource, ...] = (),
+                 make_page_model: MakePageModel | None = None) -> None:
         self.prompt_api = prompt_api
         self.server_settings = server_settings
         self.make_server_model = make_server_model
         self.make_agent = make_agent
         self.post = post
+        self.page_models = tuple(page_models) if make_page_model is not None else ()
+        self.make_page_model = make_page_model
         self.backend = PROMPT_API
         self.server: ServerModel | None = None
+        self.page_model: PageModelBridge | None = None
         self.agent: Agent | None = None
         self.host: AgentHost | None = None
         self._policy_window: int | None = None
@@ -79,9 +93,9 @@ class BackendSwitch:
     async def start(self, backend: str | None = None, model: str | None = None) -> dict[str, Any]:
         """Build the first agent, for ``backend`` if it can be had, else the default."""
         try:
-            if backend not in (PROMPT_API, SERVER) or (backend == SERVER
-                                                       and self.server_settings is None):
-                backend = await self._default_backend()
+            if backend not in BACKENDS or (backend == SERVER and self.server_settings is None) \
+                    or (backend == PAGE_MODEL and self._offered(model) is None):
+                backend, model = await self._default_backend(), None
             await self._build(backend, model)
         finally:
             self._switching = False
@@ -100,9 +114,20 @@ class BackendSwitch:
             availability = "unavailable"
         return SERVER if availability == "unavailable" else PROMPT_API
 
+    def _offered(self, url: Any) -> PageModelSource | None:
+        """The offered in-page model at ``url``, or None."""
+        return next((source for source in self.page_models if source.url == url), None)
+
     async def _build(self, backend: str, model_name: str | None) -> None:
         server: ServerModel | None = None
-        if backend == SERVER:
+        page_model: PageModelBridge | None = None
+        if backend == PAGE_MODEL:
+            source = self._offered(model_name)
+            assert source is not None and self.make_page_model is not None
+            page_model = self.make_page_model(source)
+            await self._refresh(page_model)   # the page has loaded it (at start: maybe not yet)
+            agent = self.make_agent(page_model, MemoryPolicy())
+        elif backend == SERVER:
             server = self.make_server_model(model_name)
             try:
                 await asyncio.wait_for(server.connect(), CONNECT_WAIT_S)
@@ -114,7 +139,7 @@ class BackendSwitch:
             agent = self.make_agent(server, MemoryPolicy())
         else:
             agent = self.make_agent(self.prompt_api, MemoryPolicy())
-        self.backend, self.server, self.agent = backend, server, agent
+        self.backend, self.server, self.page_model, self.agent = backend, server, page_model, agent
         self._policy_window = server.context_window if server else None
         self.host = AgentHost(agent, self.post)
 
@@ -129,7 +154,9 @@ class BackendSwitch:
         if kind == "use_model":
             self._switch(message, message.get("backend"), message.get("model"))
         elif kind == "model_info":
-            self._reply(message.get("id"), True, self.describe())
+            task = asyncio.ensure_future(self._model_info(message.get("id")))
+            self._busy.add(task)
+            task.add_done_callback(self._busy.discard)
         elif kind == "run" and self._window_changed():
             # The server told its window after the agent was made: size memory to it.
             self._queue.append(message)
@@ -139,6 +166,21 @@ class BackendSwitch:
             task = self.host.handle(message)
             self._busy.add(task)
             task.add_done_callback(self._finished)
+
+    async def _model_info(self, request_id: Any) -> None:
+        """Reply with describe(), after asking the in-page model what it is (the page
+        asks once it has loaded the model this agent started with)."""
+        if self.page_model is not None:
+            await self._refresh(self.page_model)
+        self._reply(request_id, True, self.describe())
+        self._announce()
+
+    @staticmethod
+    async def _refresh(page_model: PageModelBridge) -> None:
+        try:
+            await asyncio.wait_for(page_model.refresh(), AVAILABILITY_WAIT_S)
+        except Exception as exc:  # not loaded yet, or the page is gone: said as unknown
+            log.warning("the in-page model did not describe itself (%s)", exc)
 
     def _window_changed(self) -> bool:
         return (self.server is not None and self.server.context_window is not None
@@ -157,12 +199,15 @@ class BackendSwitch:
     async def _use(self, request: dict[str, Any] | None, backend: Any, model: Any) -> None:
         request_id = request.get("id") if request else None
         try:
-            if backend not in (PROMPT_API, SERVER):
+            if backend not in BACKENDS:
                 raise ValueError(f"unknown model backend {backend!r}")
             if backend == SERVER and self.server_settings is None:
                 raise ValueError("no model server is configured: start serve.py with --model-url")
             if model is not None and not isinstance(model, str):
                 raise ValueError("model must be a model name")
+            if backend == PAGE_MODEL and self._offered(model) is None:
+                raise ValueError(f"this page offers no in-page model {model!r} (serve.py "
+                                 "--gguf offers them)")
             old = self.agent
             try:
                 # Decided here: inside wait_for, CPython < 3.12 runs _idle as another task.
@@ -208,9 +253,12 @@ class BackendSwitch:
 
     def describe(self) -> dict[str, Any]:
         """Which model answers (``backend``, ``name``, ``url``, ``context_window``,
-        ``window_source``, ``error``) and what the page may switch to (``server``)."""
+        ``window_source``, ``error``; an in-page model also its threads) and what the page
+        may switch to (``server``, ``page_models``)."""
         if self.server is not None:
             info = self.server.describe()
+        elif self.page_model is not None:
+            info = self.page_model.describe()
         else:
             info = {"backend": PROMPT_API, "name": "Gemini Nano", "url": None,
                     "context_window": getattr(self.prompt_api, "context_window", None),
@@ -224,6 +272,7 @@ class BackendSwitch:
                               "models": list(self._listed), "proxied": settings.proxied}
         else:
             info["server"] = None
+        info["page_models"] = [source.to_dict() for source in self.page_models]
         return info
 
     def _announce(self) -> None:

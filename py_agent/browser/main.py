@@ -8,6 +8,7 @@ announces readiness.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..rpc import BridgeModel, RpcStore
 from ..tool_modules import ToolContext
 from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
+from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
 from ..remote_tools import ToolWorkerClient
@@ -53,11 +55,15 @@ class PageLink:
     def post(self, message: dict[str, Any]) -> None:
         self.boot.post(to_js(message, dict_converter=_object_from_entries()))
 
-    async def llm(self, method: str, args: list[Any]) -> dict[str, Any]:
+    async def llm(self, method: str, args: list[Any], api: str | None = None) -> dict[str, Any]:
+        """Call the LLM host; ``api`` names another API than Chrome's (``page-model``)."""
         request_id = f"llm{next(self._ids)}"
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        self.post({"type": "llm", "id": request_id, "method": method, "args": args})
+        message = {"type": "llm", "id": request_id, "method": method, "args": args}
+        if api is not None:
+            message["api"] = api
+        self.post(message)
         try:
             return await future
         finally:
@@ -166,7 +172,11 @@ async def main(boot: Any) -> None:
         make_agent=lambda model, policy: Agent(
             model=model, store=store, tools=loaded.tools, memory=policy,
             sync_tool_runner=tool_worker.call if tool_worker else None, **agent_options),
-        post=link.post)
+        post=link.post,
+        page_models=PageModelSource.from_manifest(manifest.get("page_models")),
+        make_page_model=lambda source: PageModelBridge(
+            source, functools.partial(link.llm, api=PAGE_MODEL),
+            stream_purposes=frozenset({Purpose.STEP})))
 
     def on_message(data: Any) -> None:
         message = _to_py(data)

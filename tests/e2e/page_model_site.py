@@ -46,6 +46,8 @@ def start_model_site(folder: Path):
     (folder / "not_a_model.gguf").write_bytes(b"<!doctype html><title>Oops</title>" + b" " * 4000)
     tiny = (folder / "tiny.gguf").read_bytes()
     (folder / "cut_header.gguf").write_bytes(tiny[:3000])       # a GGUF cut inside its header
+    write_tiny_gguf(folder / "bad_template.gguf", context_length=1024,   # one llama.cpp refuses
+                    chat_template="{{ raise_exception('No conversation, sorry.') }}")
     (folder / "pm").mkdir(exist_ok=True)
     (folder / "pm" / "blank.html").write_text(BLANK)
 

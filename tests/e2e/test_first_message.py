@@ -5,7 +5,9 @@ once the agent and its model are ready; on a first visit and after a reload.
 Each backend the page can start with gets the same test: Chrome's Prompt API (the fake
 LanguageModel) and an OpenAI-compatible model server (serve.py --model-url, with
 tests/fake_openai_server.py over real HTTP; headless Chromium's own LanguageModel says
-'unavailable', so the worker picks the server).
+'unavailable', so the worker picks the server). The in-page model (serve.py --gguf, a
+real tiny GGUF run by llama.cpp in the page, no LanguageModel at all) gets its own: its
+message waits for the model to load from the browser's storage as well.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from playwright.sync_api import Page, expect
 
 from serving.http_server import make_server
 from serving.model_server import model_server_from_args
+from tests.e2e.page_model_app import NO_PROMPT_API, start_app
 from tests.e2e.pages import (BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, USER, Watch, answer_to, boot,
                              chat, current_session, tool_call_responder, wait_until)
 from tests.fake_openai_server import FakeServer, agent_responder
@@ -164,3 +167,40 @@ def test_a_send_before_the_page_python_is_up_shows_as_queued_at_once(
     wait_until(page, "globalThis.pyAgentUIUp === true", BOOT_TIMEOUT_MS)
     expect_queued_then_answered(page, "What is 17 times 23?", "391")
     expect(page.get_by_test_id("status")).to_have_attribute("data-backend", name)
+
+
+@pytest.fixture(scope="module")
+def page_model_app(tmp_path_factory):
+    """serve.py with --gguf offering the tiny GGUF (tests/e2e/page_model_app.py)."""
+    servers, site = start_app(tmp_path_factory.mktemp("first_message"), ("tiny.gguf",))
+    yield site
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_send_at_first_paint_with_the_in_page_model_chosen_is_queued_and_answered(
+        page: Page, page_model_app) -> None:
+    site = page_model_app
+    url = site.url + "/"
+    watch = Watch(page)
+    page.add_init_script(script=NO_PROMPT_API)
+    page.add_init_script(script=WATCH_QUEUE)
+    boot(page, url, wait_for_chat=False)
+    page.get_by_test_id("page-model-offer-button").click()       # the first visit chooses it
+    expect(page.get_by_test_id("status")).to_have_attribute("data-backend", "page-model",
+                                                            timeout=BOOT_TIMEOUT_MS)
+    expect(page.get_by_test_id("chat-input")).to_be_enabled(timeout=BOOT_TIMEOUT_MS)
+    downloads = site.hits["/models/tiny.gguf"]
+
+    send_at_first_paint(page, url, "Hello from the first paint")
+    reply = answer_to(page, "Hello from the first paint")
+    expect(reply).to_have_attribute("data-state", "answered",
+                                    timeout=BOOT_TIMEOUT_MS + TURN_TIMEOUT_MS * 3)
+    expect(reply.locator(".text")).not_to_be_empty()
+    queue = page.evaluate("window.__queue")
+    assert queue["shown"] and "queued" in queue["hint"], queue
+    expect(page.get_by_test_id("status")).to_have_attribute("data-backend", "page-model")
+    expect(page.locator(USER).filter(has_text="Hello from the first paint")).to_have_count(1)
+    assert site.hits["/models/tiny.gguf"] == downloads   # loaded from the browser's storage
+    assert not watch.problems, watch.problems

@@ -217,6 +217,33 @@ def test_files_that_are_not_models_get_a_clear_error_and_nothing_is_kept(pm, sit
     assert result["truncated kept"] is None
 
 
+def test_a_chat_template_llama_cpp_cannot_use_is_refused_at_load_and_not_kept(pm, site):
+    result = pm.evaluate("""async (source) => {
+      const model = await pm.PageModel.fromManifest({source, threads: 1});
+      let error = null;
+      try { await model.load(); } catch (e) { error = pm.err(e); }
+      const kept = await model.kept();
+      model.terminate();
+      return {error, kept};
+    }""", site.model("bad_template.gguf"))
+    assert result["error"]["name"] == "NotSupportedError"
+    assert "chat template cannot be applied" in result["error"]["message"]
+    assert "The file was not kept." in result["error"]["message"] and result["kept"] is None
+
+
+def test_a_model_too_large_for_the_memory_is_refused_before_its_download(pm, site):
+    hits = site.hits["/models/tiny.gguf"]
+    error = pm.evaluate("""async (source) => {
+      const model = await pm.PageModel.fromManifest({source, threads: 1});
+      try { await model.load(); return null; } catch (e) { return pm.err(e); }
+      finally { model.terminate(); }
+    }""", {**site.model("tiny.gguf"), "size": 40 * 10**9})
+    assert error["name"] == "QuotaExceededError"
+    assert "too large for this browser's memory" in error["message"]
+    assert "nothing was downloaded" in error["message"] and error["requested"] == 40 * 10**9
+    assert site.hits["/models/tiny.gguf"] == hits
+
+
 def test_a_constraint_the_engine_cannot_apply_is_not_supported_and_harmless(pm, site):
     load(pm, site)
     result = pm.evaluate("""async () => {

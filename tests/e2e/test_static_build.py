@@ -15,8 +15,8 @@ from playwright.sync_api import Page, expect
 
 from serving.static_build import build_site
 
-from .pages import (ASSISTANT, BOOT_TIMEOUT_MS, Watch, boot, chat, current_session,
-                    tool_call_responder, wait_until)
+from .pages import (ASSISTANT, BOOT_TIMEOUT_MS, Watch, answer_to, boot, chat,
+                    current_session, send, tool_call_responder, wait_until)
 from .static_sites import StaticServer
 
 CALCULATOR = tool_call_responder(
@@ -175,6 +175,32 @@ def test_a_build_with_model_url_chats_through_a_server_that_allows_its_origin(
                                    "\"Content-Security-Policy\"]').content")
             assert f"connect-src 'self' {origin};" in policy
         assert fake.chat_requests()
+
+
+# ------------------------------------------------------------------ an in-page model
+
+def test_a_build_with_gguf_runs_the_model_in_the_page_under_a_sub_path(
+        page: Page, app_server: str, tmp_path: Path) -> None:
+    """No Gemini Nano (none at all), no isolation headers: the build's copy of the GGUF
+    downloads from models/ under the sub-path and answers, single-threaded."""
+    from serving.page_models import page_models_from_args
+    from tests.e2e.page_model_app import NO_PROMPT_API, write_models
+
+    models = write_models(tmp_path / "models")
+    www = tmp_path / "www"
+    build_site(www / "my-agent", page_models=page_models_from_args([str(models["tiny.gguf"])]))
+    assert (www / "my-agent" / "models" / "tiny.gguf").read_bytes() == \
+        models["tiny.gguf"].read_bytes()
+    page.add_init_script(script=NO_PROMPT_API)
+    with StaticServer(www) as server:
+        boot(page, server.url + "/my-agent/", wait_for_chat=False)
+        page.get_by_test_id("page-model-offer-button").click()
+        status = page.get_by_test_id("status")
+        expect(status).to_contain_text("running in this page", timeout=BOOT_TIMEOUT_MS)
+        expect(status).to_contain_text("single-threaded (this page is not cross-origin isolated")
+        send(page, "Hello from a static site")
+        expect(answer_to(page, "Hello from a static site")).to_have_attribute(
+            "data-state", "answered", timeout=BOOT_TIMEOUT_MS)
 
 
 # ------------------------------------------------------------------ docs/publish.md

@@ -141,8 +141,12 @@ export class Engine {
     const window = Math.max(64, Math.min(contextWindow ?? Math.min(trained, DEFAULT_WINDOW_CAP), trained));
     const isolated = Boolean(globalThis.crossOriginIsolated);
     const { Wllama } = await import(this.urls.wllama);
+    let templateProblem = null;   // what llama.cpp said about the chat template, if anything
     const wllama = new Wllama({ default: this.urls.wasm }, {
-      logger: quietLogger((text) => { this._nativeError = text; }),
+      logger: quietLogger((text) => {
+        this._nativeError = text;
+        if (templateProblem == null && TEMPLATE_PROBLEM.test(text)) templateProblem = text;
+      }),
     });
     wllama.setCompat(null);   // never fetch the compatibility build from a CDN
     const params = {
@@ -160,8 +164,14 @@ export class Engine {
       }
       throw namedError('NotSupportedError', `Cannot load the model: ${message}`);
     }
-    this.wllama = wllama;
     const loaded = wllama.getLoadedContextInfo();
+    if (!loaded.n_ctx) {
+      // llama.cpp loaded the weights but its server did not start: with a chat template
+      // it cannot parse or render, every later request would abort the WebAssembly.
+      await wllama.exit().catch(() => {});
+      throw startError(templateProblem);
+    }
+    this.wllama = wllama;
     this.info = {
       name: facts.name, architecture: facts.architecture, sizeLabel: facts.sizeLabel,
       fileSize: blob.size, trainedContext: loaded.n_ctx_train ?? trained,
@@ -299,9 +309,23 @@ export class Engine {
   }
 }
 
+// What llama.cpp logs when it cannot use a model's chat template.
+const TEMPLATE_PROBLEM = /chat template|template pars|Parser Error/i;
+
+/** The error for a model whose engine did not start (`templateProblem`: llama.cpp's line). */
+function startError(templateProblem) {
+  if (templateProblem) {
+    const said = templateProblem.replace(/^.*?(chat template|Parser Error)/i, '$1').trim();
+    return namedError('NotSupportedError', "This model's chat template cannot be applied by the " +
+                      `in-page engine (llama.cpp: ${said}). Choose another model, or a GGUF of this ` +
+                      'one with a standard chat template.');
+  }
+  return namedError('NotSupportedError', 'Cannot load the model: llama.cpp did not start it.');
+}
+
 /**
  * wllama's logger, minus its debug chatter and the refusals countTokens() provokes;
- * `onError(text)` gets each error line llama.cpp logs (see engineError).
+ * `onError(text)` gets each warning and error line llama.cpp logs (see engineError).
  */
 function quietLogger(onError) {
   const expected = (args) => args.some((a) => EXCEEDS.test(String(a?.message ?? a)) ||
@@ -309,7 +333,12 @@ function quietLogger(onError) {
   return {
     debug() {},
     log() {},
-    warn: (...args) => { if (!expected(args)) console.warn('[page model]', ...args); },
+    warn: (...args) => {
+      if (expected(args)) return;
+      const text = args.filter((a) => typeof a === 'string').join(' ').trim();
+      if (TEMPLATE_PROBLEM.test(text)) onError(text);
+      console.warn('[page model]', ...args);
+    },
     error: (...args) => {
       if (expected(args)) return;
       const text = args.filter((a) => typeof a === 'string').join(' ').trim();

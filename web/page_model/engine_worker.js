@@ -75,9 +75,34 @@ function supportProblem() {
   return null;
 }
 
+// WebAssembly's 64-bit memory holds at most 16 GiB in Chromium; a tab gets a share of the
+// device's memory (navigator.deviceMemory, in GB, rounded down), and the model's weights
+// need room beside the KV cache, llama.cpp's buffers and the page itself.
+const WASM_MEMORY_LIMIT = 16 * 2 ** 30;
+const DEVICE_SHARE = 0.6;
+
+function gigabytes(bytes) { return `${(bytes / 1e9).toFixed(1)} GB`; }
+
+/** QuotaExceededError when a model of `size` bytes cannot fit this browser's memory;
+ *  `kept`: it was downloaded already (its size was not known before). */
+function checkMemory(size, kept = false) {
+  if (!size) return;
+  const device = Number(self.navigator?.deviceMemory) || null;
+  const room = Math.min(WASM_MEMORY_LIMIT, device ? device * 1e9 * DEVICE_SHARE : Infinity);
+  if (size <= room) return;
+  const why = device && device * 1e9 * DEVICE_SHARE < WASM_MEMORY_LIMIT
+    ? `this device reports about ${device} GB of memory, and a tab can use only part of it`
+    : 'the engine can address at most 16 GB';
+  throw namedError('QuotaExceededError', `This model (${gigabytes(size)}) is too large for this ` +
+                   `browser's memory: ${why}. Choose a smaller model; ` +
+                   (kept ? 'the file stays kept in this browser until you delete it.' : 'nothing was downloaded.'),
+                   { requested: size, quota: Math.floor(room) });
+}
+
 async function load(source, options, requestId) {
   const same = loadedSource && loadedSource.url === new URL(source.url, self.location.href).href;
   if (same && engine.info) return engine.info;
+  checkMemory(source.size);
   if (loading) await loading.catch(() => {});
   const run = (async () => {
     if (engine.info) {
@@ -93,7 +118,16 @@ async function load(source, options, requestId) {
         onProgress: ({ loaded, total }) => post({ type: 'event', event: 'downloadprogress', requestId, loaded, total }),
       });
       if (signal.aborted) throw namedError('AbortError', 'Loading the model was cancelled.');
-      const info = await engine.load(blob, options);
+      checkMemory(blob.size, true);   // its size may not have been known before the download
+      let info;
+      try {
+        info = await engine.load(blob, options);
+      } catch (error) {
+        // A file llama.cpp cannot use (its format, its chat template) is of no use kept.
+        if (error?.name !== 'NotSupportedError') throw error;
+        await store.delete(source.url).catch(() => {});
+        throw namedError(error.name, `${error.message} The file was not kept.`);
+      }
       sessions = new ChatSessions(engine, (sessionId) => post({ type: 'event', event: 'contextoverflow', sessionId }));
       loadedSource = { ...source, url: new URL(source.url, self.location.href).href };
       return { ...info, source: loadedSource };

@@ -3,12 +3,16 @@
 # other in circles.
 UNAVAILABLE = "unavailable"
 PROMPT_API = "prompt-api"   # the worker's name for Chrome's Prompt API backend
+PAGE_MODEL = "page-model"   # ... and for a model running in this page (ui/page_models.py)
 
 state = {
     "booted": False, "failed": False, "boot_ms": 0, "worker": None,
     "backend": None,        # which backend answers: unknown (None) until the worker says
     "model": None, "model_reason": None, "download": None,   # Prompt API availability
     "server": None,         # the model server answering instead (ui/model_choice.py)
+    "page_models": [],      # the in-page models the site offers, each {url, name, size, kept}
+    "page_model": None,     # the one in use: "loading", "ready" or "failed" (ui/page_models.py)
+    "page_model_loading": None,   # the URL of an in-page model being loaded, if any
     "session": None,        # the session shown
     "sessions": [],         # rows of the session list, newest first
     "turn": None,           # the running turn (a ui.turn_view.RunningTurn)
@@ -43,9 +47,12 @@ def model_usable():
     """The model in use takes a message now. Not known before the worker has said which
     backend answers (its "ready" details; ui/model_choice.py). Chrome's Prompt API needs
     its model available or downloadable; another backend takes messages even while it is
-    down: each turn says why it failed and is kept, to retry."""
+    down: each turn says why it failed and is kept, to retry. A model in this page takes
+    them once the page has loaded it."""
     if state["backend"] is None:
         return False
+    if state["backend"] == PAGE_MODEL:
+        return state["page_model"] == "ready"
     if other_backend():
         return True
     return state["model"] is not None and state["model"] != UNAVAILABLE
@@ -56,6 +63,12 @@ def no_model():
     here. (Only then; whatever the Prompt API says before the worker has chosen its
     backend decides nothing.)"""
     return state["backend"] == PROMPT_API and state["model"] == UNAVAILABLE
+
+
+def nothing_answers():
+    """No model will answer a message now: Chrome's is missing (no_model), or the model
+    chosen to run in this page could not be loaded."""
+    return no_model() or (state["backend"] == PAGE_MODEL and state["page_model"] == "failed")
 
 
 def running():

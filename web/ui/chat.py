@@ -6,7 +6,7 @@
 # ui/messages.py's; keeping the newest in view is ui/scrolling.py's.
 from pyscript import window
 
-from ui.app import can_send, emit, model_usable, no_model, on, state
+from ui.app import PAGE_MODEL, can_send, emit, model_usable, no_model, nothing_answers, on, state
 from ui.dom import by_id, listen, missing
 from ui.link import request
 from ui.messages import (add_assistant_message, add_user_message, announce,
@@ -102,7 +102,7 @@ def flush_queued(*args):
     to say (ui/model_choice.py), whatever backend it is: until it has, neither."""
     if state["queued"] is None:
         return
-    if state["failed"] or no_model():
+    if state["failed"] or nothing_answers():
         release_queued(False)   # no model to answer it: it stays in the box
     elif can_send() and session_shown():
         release_queued(True)
@@ -147,6 +147,10 @@ def on_controls():
         chat_input.placeholder = "Ask something; the agent is starting and gets it once ready"
     elif no_model():
         chat_input.placeholder = "Chrome's built-in model is not available here (see above)."
+    elif state["backend"] == PAGE_MODEL and not model_usable():
+        chat_input.placeholder = ("The model in this page could not be loaded (see above)."
+                                  if nothing_answers() else
+                                  "The model is loading into this page…")
     elif not model_usable():
         chat_input.placeholder = "Checking Chrome's built-in model…"
     else:

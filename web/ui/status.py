@@ -46,6 +46,10 @@ def model_clause():
     if model == UNAVAILABLE:
         why = short_reason(state["model_reason"]) or state["model_reason"] or \
             "Chrome reports it as unavailable on this device"
+        if state["page_models"]:
+            return ("but Chrome's built-in model is not available here (%s). Run a small "
+                    "model in this page instead (below), or see how to turn Chrome's on."
+                    % why)
         return ("but Chrome's built-in model is not available here (%s), so the agent "
                 "cannot answer. See below how to turn it on, or how to use a model server "
                 "you run (Ollama, llama.cpp, vLLM) instead." % why)
