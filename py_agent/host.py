@@ -126,7 +126,7 @@ class AgentHost:
                 "error": report.error}
 
     async def _sessions(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        return [vars(info) for info in await self.agent.store.list_sessions()]
+        return [vars(info) for info in await self.agent.list_sessions()]
 
     async def _transcript(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [t.to_dict() for t in await self.agent.transcript(self._session(message))]
