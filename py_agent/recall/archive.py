@@ -294,6 +294,7 @@ class ArchiveRecall:
     def sync(self, infos: Collection[SessionInfo]) -> None:
         """The store's sessions as just listed: learn titles and private marks, drop
         sessions another tab deleted, and index turns another tab archived."""
+        self.start()
         if self.loading:
             return  # the start reads them all anyway
         listed = {i.session_id for i in infos}
