@@ -270,6 +270,13 @@ class Agent:
             sessions = [session_id]
         return await self.archive_recall.search(query, sessions=sessions, k=k)
 
+    async def save_recall(self) -> int:
+        """Save the recall index's blobs that lack turns now (the page asks when it is
+        hidden; :meth:`close` does it too); how many sessions were saved."""
+        if self.archive_recall is None:
+            return 0
+        return await self.archive_recall.flush()
+
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first (the recall index learns
         from the list what other tabs or processes changed)."""

@@ -123,7 +123,7 @@ class MemoryPolicy:
     min_turns_ratio: float = 0.25
     recall_max_tokens: int = 400
     recall_k: int = 3
-    recall_min_coverage: float = 0.5
+    recall_min_coverage: float = 0.4
 
     def __post_init__(self) -> None:
         problems = []

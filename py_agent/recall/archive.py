@@ -322,10 +322,12 @@ class ArchiveRecall:
             log.warning("could not save the recall index of %s", session_id, exc_info=True)
             return False
 
-    async def flush(self) -> None:
-        """Save every blob that lacks turns."""
+    async def flush(self) -> int:
+        """Save every blob that lacks turns; how many were saved."""
+        saved = 0
         for session_id in list(self._unsaved):
-            await self.save(session_id)
+            saved += await self.save(session_id)
+        return saved
 
     def _spawn(self, coro: Awaitable[object]) -> None:
         task = asyncio.ensure_future(coro)

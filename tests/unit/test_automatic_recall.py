@@ -76,7 +76,7 @@ def test_a_detail_long_compacted_is_answered_from_a_recalled_turn(make_agent):
     (event,) = recalled_events(events)[-1:]
     shown = [h for h in event["hits"] if h["shown"]]
     assert [(h["session_id"], h["turn_id"]) for h in shown][:1] == [("s", 2)]
-    assert shown[0]["why"]["coverage"] >= 0.5 and "user" in shown[0]["why"]["signals"]
+    assert shown[0]["why"]["coverage"] >= 0.4 and "user" in shown[0]["why"]["signals"]
     assert event["tokens"] <= event["budget"] == SMALL["memory"].recall_max_tokens
     inspected = state.recalled
     assert [(h["session_id"], h["turn_id"]) for h in inspected][:1] == [("s", 2)]
@@ -123,7 +123,7 @@ def test_a_message_that_matches_only_weakly_brings_nothing(make_agent):
     assert RECALLED_HEADING not in first_prompts(model)[-1].input
     for event in recalled_events(events)[-1:]:
         assert not any(h["shown"] for h in event["hits"])
-        assert all("at least 50% needed" in h["reason"] for h in event["hits"])
+        assert all("at least 40% needed" in h["reason"] for h in event["hits"])
 
 
 def test_recalled_turns_stay_within_the_planned_room(make_agent):
