@@ -20,26 +20,27 @@ def recall_tool() -> Tool:
     """The built-in tool through which the model searches earlier conversations."""
 
     async def recall(query: str) -> str:
-        """Look up what was said in earlier conversations with the user (older turns of
-        this chat, and other chats): names, figures, decisions, recommendations.
+        """Search earlier conversations with the user (older turns of this chat, and other
+        chats) for what was said, decided or recommended: names, places, figures, dates.
 
         Args:
-            query: what to look for, in the user's words (a time such as "last week" helps).
+            query: what to look for, in the user's words.
 
         Examples:
-            what did we decide last week
+            what did we decide last week about the trip
             remind me what you recommended
             what was the name of that restaurant I told you about
             what did I say my budget was
-            did we talk about this in another chat
-            search our earlier conversations for the flight number
+            which book did you suggest the other day
+            when did I mention my flight
+            what were we talking about yesterday
+            did we settle on a date for the party
         """
         return "The recall tool is not connected to an archive here."
 
-    built = tool(recall, keywords=["remember", "recall", "remind", "earlier", "before",
-                                   "previously", "last time", "we decided", "you recommended",
-                                   "you suggested", "I told you", "I mentioned",
-                                   "another chat", "conversation history"])
+    built = tool(recall, keywords=["remember", "recall", "earlier", "last time", "decided",
+                                   "recommended", "suggested", "mentioned", "told you",
+                                   "talked about", "discussed", "another chat"])
     built.metadata["builtin"] = RECALL_TOOL
     return built
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+import pytest
+
 from py_agent import Agent, InMemoryStore, MemoryPolicy
 from py_agent.model import Purpose
 from py_agent.prefix import plan_prefix
@@ -265,8 +267,37 @@ def test_the_retriever_offers_the_recall_tool_for_questions_about_earlier_talk()
         assert "recall" in offered, (message, offered)
 
 
-def test_the_recall_tool_finds_nothing_politely(make_agent):
+def test_the_recall_tool_takes_no_everyday_request_s_tool_from_the_offer():
+    from py_agent.retrieval import ToolRetriever
+    from tests.unit import retrieval_sets
+    data = retrieval_sets.everyday_set()
+    if data is None:
+        pytest.skip("the everyday request set is missing")
+    with_recall = ToolRetriever(data.tools, top_k=3)
+    without = ToolRetriever([t for t in data.tools if t.name != "recall"], top_k=3)
+    lost, offered = [], 0
+    for query in data.queries:
+        got = {s.tool.name for s in with_recall.retrieve(query.text, previous=query.previous)}
+        before = {s.tool.name for s in without.retrieve(query.text, previous=query.previous)}
+        offered += "recall" in got
+        if before & query.expected and not got & query.expected:
+            lost.append(query.text)
+    assert lost == []
+    assert offered <= len(data.queries) // 8   # offered to few requests it does not serve
+
+
+def test_the_recall_tool_says_when_nothing_matches_and_needs_a_query(make_agent):
+    from py_agent.turn.recalled import recall_for_tool
     agent, _, _ = agent_with()
-    run(agent.run("Hello.", session_id="s"))
-    tool = next(t for t in agent.tools if t.name == "recall")
-    assert "not connected" in run(tool.fn(query="x"))  # the registry's placeholder
+    run(agent.run(DETAIL, session_id="s"))
+    now = agent.archive_recall.clock()
+    text, hits = run(recall_for_tool(agent.archive_recall, "other", "volcano eruptions", set(),
+                                     now))
+    assert hits == [] and "Nothing in earlier conversations matches 'volcano eruptions'" in text
+    text, hits = run(recall_for_tool(agent.archive_recall, "other", "  ", set(), now))
+    assert hits == [] and "needs a query" in text
+    text, hits = run(recall_for_tool(agent.archive_recall, "other", "cabin wifi password",
+                                     set(), now))
+    assert [h.turn_id for h in hits][:1] == [1] and "TROUT-7731" in text
+    placeholder = next(t for t in agent.tools if t.name == "recall")
+    assert "not connected" in run(placeholder.fn(query="x"))  # only bound per turn
