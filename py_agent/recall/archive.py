@@ -91,9 +91,9 @@ class ArchiveRecall:
         self._early: dict[str, list[Turn]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._last: dict[str, list[Hit]] = {}
+        self._state_of = sessions.state
         sessions.when_written(self.written)
         sessions.when_changed(self.caught_up)
-        self._state_of = sessions.state
 
     # ------------------------------------------------------------ reading
 
@@ -186,7 +186,7 @@ class ArchiveRecall:
                 index.remove_session(info.session_id)  # deleted while it was loaded
                 continue
             if info.session_id in index.sessions():
-                index.set_title(info.session_id, info.title)
+                index.set_title(info.session_id, info.title)  # over the blob's
             if rebuilt and isinstance(self.store, RecallStore):
                 self._spawn(self.save(info.session_id))
         self._to_load.clear()
@@ -223,7 +223,13 @@ class ArchiveRecall:
         return added
 
     def _learn(self, session_id: str, title: str, private: bool) -> None:
-        self._titles[session_id] = title
+        """What the session is called and whether it is private, as a state or the list
+        says; a new title goes into the index (its words count a little for the
+        session's turns)."""
+        if self._titles.get(session_id) != title:
+            self._titles[session_id] = title
+            if session_id in self.index.sessions():
+                self.index.set_title(session_id, title)
         if private:
             self._private.add(session_id)
         else:
@@ -256,8 +262,8 @@ class ArchiveRecall:
             self._early.setdefault(session_id, []).extend(final)
         for turn in final:
             index.add(session_id, turn)
-        if session_id in index.sessions():
-            index.set_title(session_id, state.title)
+        if final and len(index.turn_ids(session_id)) == len(final):
+            index.set_title(session_id, state.title)  # the session's first indexed turns
         if final:
             self._unsaved[session_id] = self._unsaved.get(session_id, 0) + len(final)
             if self._unsaved[session_id] >= self.save_every:
@@ -283,13 +289,19 @@ class ArchiveRecall:
     async def _read_missing(self, session_id: str, turn_ids: list[int]) -> None:
         epoch = self._epochs.get(session_id, 0)
         try:
-            turns = await self.store.read_turns(session_id, turn_ids) \
-                if isinstance(self.store, RecallStore) else \
-                [t for t in await self.store.read_archive(session_id) if t.id in set(turn_ids)]
+            turns = await self._read_turns(session_id, turn_ids)
         except Exception:
             log.warning("could not read new turns of %s for the recall index", session_id)
             return
         await self._add(session_id, turns, epoch, only_missing=True)
+
+    async def _read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
+        """The archived turns of these ids: by id where the store can, else from the
+        whole archive."""
+        if isinstance(self.store, RecallStore):
+            return await self.store.read_turns(session_id, turn_ids)
+        wanted = set(turn_ids)
+        return [t for t in await self.store.read_archive(session_id) if t.id in wanted]
 
     def sync(self, infos: Collection[SessionInfo]) -> None:
         """The store's sessions as just listed: learn titles and private marks, drop
@@ -299,13 +311,20 @@ class ArchiveRecall:
             return  # the start reads them all anyway
         listed = {i.session_id for i in infos}
         for session_id in self.index.sessions() - listed:
-            self.written(SessionWrite(session_id, None))
+            # (A session written after the list was read is not in it: ask the store.)
+            self._spawn(self._drop_if_gone(session_id))
         for info in infos:
             self._learn(info.session_id, info.title, info.private)
-            if info.session_id in self.index.sessions():
-                self.index.set_title(info.session_id, info.title)
             if len(self.index.turn_ids(info.session_id)) < info.turns:
                 self._spawn(self._catch_up(info.session_id))
+
+    async def _drop_if_gone(self, session_id: str) -> None:
+        try:
+            gone = await self.store.load(session_id) is None
+        except Exception:
+            return
+        if gone and self._state_of(session_id) is None:
+            self.written(SessionWrite(session_id, None))
 
     # ------------------------------------------------------------ saving
 
@@ -366,9 +385,7 @@ class ArchiveRecall:
         texts: dict[tuple[str, int], str] = {}
         for session_id, ids in wanted.items():
             try:
-                turns = await self.store.read_turns(session_id, ids) \
-                    if isinstance(self.store, RecallStore) else \
-                    [t for t in await self.store.read_archive(session_id) if t.id in set(ids)]
+                turns = await self._read_turns(session_id, ids)
             except Exception:
                 log.warning("could not read turns of %s for recalled hits", session_id)
                 turns = []

@@ -244,14 +244,18 @@ class TurnRunner:
         return [replace(s, tool=bind_recall_tool(s.tool, search))
                 if s.tool.metadata.get("builtin") == RECALL_TOOL else s for s in offered]
 
-    def _fits(self, need: int) -> bool:
+    def _room(self) -> int:
+        """What a first prompt may take at most: the window less the prefix and half
+        the turn's reserve."""
         window, used = self.bases.window(Purpose.STEP)
-        return need <= window - used - self.accountant.policy.reserved_turn_tokens // 2
+        return window - used - self.accountant.policy.reserved_turn_tokens // 2
+
+    def _fits(self, need: int) -> bool:
+        return need <= self._room()
 
     def _check_message_fits(self, need: int) -> None:
         """Fail the turn clearly if the message and its tools alone overflow the window."""
-        window, used = self.bases.window(Purpose.STEP)
-        room = window - used - self.accountant.policy.reserved_turn_tokens // 2
+        room = self._room()
         if need > room:
             raise QuotaExceededError(f"the message is too long for the model ({need} tokens, "
                                      f"room for about {room})", requested=need, quota=room)

@@ -242,3 +242,31 @@ def test_an_agent_without_recall_has_no_tool_index_or_room():
     with pytest.raises(RuntimeError):
         run(agent.recall("wedding"))
     assert run(agent.memory_state("s")).budget.recall == 400  # the policy still plans it
+
+
+def test_a_session_list_drops_what_another_tab_deleted_but_not_what_is_newer_than_it(store):
+    here, there = agent_on(store), agent_on(store)   # two tabs
+    run(talk(here, "old", WEDDING))
+    assert run(there.recall("sister's wedding"))[0].session_id == "old"
+    stale = run(store.list_sessions())
+    run(talk(there, "new", RECIPE))                  # written after the list was read
+
+    async def told(infos) -> None:   # as Agent.list_sessions tells it, on the agent's loop
+        there.archive_recall.sync(infos)
+        await there.archive_recall.settled()
+
+    run(told(stale))
+    assert run(there.recall("gochujang pancake"))[0].session_id == "new"
+    run(here.delete_session("old"))                  # the other tab deletes a session
+    assert run(there.recall("sister's wedding")) != []  # not told yet
+    run(there.list_sessions())
+    assert run(there.recall("sister's wedding")) == []
+
+
+def test_save_recall_saves_the_blobs_that_lag_and_says_how_many(store):
+    agent = agent_on(store)
+    assert run(agent.recall("anything")) == []
+    run(talk(agent, "a", WEDDING))
+    run(talk(agent, "b", RECIPE))
+    assert run(agent.save_recall()) == 2 and run(agent.save_recall()) == 0
+    assert set(run(store.load_recall())) == {"a", "b"}
