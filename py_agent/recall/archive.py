@@ -10,7 +10,8 @@ archived, saved beside the archive, searched with the hits' texts read back from
   bounded time, then answer from what is loaded.
 - **Feeding**: the session table tells it of every accepted write
   (:meth:`~py_agent.sessions.SessionTable.when_written`): a turn is indexed once its
-  final copy is archived (an "interrupted" start is not: the final copy follows), a
+  final copy is archived (a running turn's "interrupted" start is not: the final copy
+  follows), a
   rename sets the title, an import indexes the imported session under its new id, a
   deletion removes the session. Another tab's turns are learnt when the session table
   takes that tab's state (:meth:`caught_up`) and whenever the sessions are listed
@@ -252,7 +253,10 @@ class ArchiveRecall:
             return
         state = change.state
         self._learn(session_id, state.title, state.private)
-        final = [t for t in change.turns if t.status != "interrupted"]
+        # A running turn is archived "interrupted" when it starts; its final copy follows.
+        # An older one never finished (or came with an import): it is kept as it is.
+        running = state.next_turn_id - 1
+        final = [t for t in change.turns if t.status != "interrupted" or t.id != running]
         if len(final) > CHUNK:  # an import: in the background, then saved
             epoch = self._epochs.get(session_id, 0)
             copies = [Turn.from_dict(t.to_dict()) for t in final]
