@@ -102,6 +102,8 @@ def test_a_detail_from_turn_2_is_answered_at_turn_60_from_a_recalled_turn(
     inspector = page.get_by_test_id("recalled-turns").locator("li")
     expect(inspector.first).to_have_attribute("data-turn-id", "2")
     expect(inspector.first).to_contain_text("Trattoria Da Enzo")
+    today = page.evaluate("new Date().toLocaleDateString()")
+    expect(inspector.first.locator(".recalled-source")).to_have_text(f"From this chat, {today}")
     expect(page.get_by_test_id("token-meter").locator('.meter-bar [data-segment="recall"]')) \
         .to_have_count(1)
     assert watch.problems == []

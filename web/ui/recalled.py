@@ -24,10 +24,13 @@ FIELDS = {"user": "your words", "answer": "the answer", "tools": "a tool's resul
 
 
 def day_text(ms):
-    """A turn's day as the browser writes it ("" when unknown)."""
-    if not ms:
+    """A turn's day as the browser writes it ("" when unknown). (A float: MicroPython
+    hands JavaScript a large int cut to 32 bits.)"""
+    try:
+        ms = float(ms or 0)
+    except (TypeError, ValueError):
         return ""
-    return str(window.Date.new(ms).toLocaleDateString())
+    return str(window.Date.new(ms).toLocaleDateString()) if ms else ""
 
 
 def source_text(hit, session_id):
