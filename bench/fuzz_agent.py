@@ -33,7 +33,8 @@ def main() -> int:
     rows = [("cases", report.cases), ("turns", report.turns),
             ("escapes", report.escapes), ("hangs", report.hangs),
             ("unreadable sessions", report.unreadable), ("lost turns", report.lost),
-            ("duplicate turn ids", report.duplicates)]
+            ("duplicate turn ids", report.duplicates),
+            ("unindexed turns", report.unindexed)]
     print(f"seeds {seeds.start}..{seeds.stop - 1}, run {time.strftime('%Y-%m-%d %H:%M')}")
     for name, value in rows:
         print(f"  {name:<22}{value:>8}")

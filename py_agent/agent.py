@@ -5,7 +5,8 @@ The work is done below it, each layer importing only those under it:
 - the turn (:mod:`py_agent.turn.runner`): open, retrieve tools, make room, loop,
   save, schedule memory upkeep;
 - the memory engine (:mod:`py_agent.memory.engine`): background passes that keep
-  each session's summary and key facts, and the live memory sessions;
+  each session's summary and key facts, and the live memory sessions; beside it the
+  archive recall index (:mod:`py_agent.recall.archive`), fed by the session table;
 - the session table (:mod:`py_agent.sessions`) and the base model sessions
   (:mod:`py_agent.bases`);
 - the store, the model and the plain data (state, results, events).
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import AsyncIterator, Iterable
+from datetime import datetime
+from typing import AsyncIterator, Callable, Iterable
 
 from .bases import BaseSessions
 from .boundary import clean_text
@@ -30,16 +32,20 @@ from .memory.steps import base_prompts
 from .model import LanguageModel, Purpose
 from .prefix import PrefixPlan, PrefixPlanner
 from .prompting import SYSTEM_INSTRUCTION
+from .recall import Hit
+from .recall.archive import ArchiveRecall, local_now
 from .results import CompactionReport, MemoryState, RunResult
 from .retrieval import ToolRetriever
 from .sessions import SessionTable
-from .state import CompressionRecord, SessionState, Turn
-from .store import InMemoryStore, Store
+from .state import CompressionRecord, SessionInfo, SessionState, Turn
+from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool
 from .transfer import SessionBundle, parse_session
 from .turn.compact_tool import COMPACT_TOOL, compact_tool
 from .turn.policies import StepPolicy, ToolPolicy
+from .turn.recall_tool import RECALL_TOOL, recall_tool
+from .turn.recalled import described
 from .turn.runner import TurnRunner, TurnSettings
 from .turn.tool_runner import SyncRunner
 
@@ -64,6 +70,10 @@ class Agent:
         memory_sessions: how many chats keep a model session that has already read
             their memory, so a turn prompts only what is new (0: every turn's prompt
             carries the whole memory); see :mod:`py_agent.memory.live`.
+        recall: keep an index of every archived turn: :meth:`recall`, automatic recall
+            into each turn's first prompt (sized by the memory policy's ``recall_*``),
+            and the built-in ``recall`` tool; see :mod:`py_agent.recall.archive`.
+        clock: the user's local time, an aware datetime (for "last week" in recall).
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -73,7 +83,8 @@ class Agent:
                  system_instruction: str = SYSTEM_INSTRUCTION,
                  step_policy: StepPolicy | None = None,
                  sync_tool_runner: SyncRunner | None = None,
-                 memory_sessions: int = DEFAULT_MAX_LIVE) -> None:
+                 memory_sessions: int = DEFAULT_MAX_LIVE, recall: bool = True,
+                 clock: Callable[[], datetime] = local_now) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.store: Store = store if store is not None else InMemoryStore()
@@ -83,12 +94,16 @@ class Agent:
         registry = list(tools)
         if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
             registry.append(compact_tool())
+        if recall and not any(t.name == RECALL_TOOL for t in registry):
+            registry.append(recall_tool())
         self.tools = registry
         self.retriever = ToolRetriever(registry, top_k=top_k)
         self.system_instruction = system_instruction
         self.accountant = MemoryAccountant(self.requested_policy, TokenCounter())
         self.model_calls: Counter[str] = Counter()
         self.sessions = SessionTable(self.store)
+        self.archive_recall = (ArchiveRecall(self.store, self.sessions, clock=clock)
+                               if recall else None)
         planner = PrefixPlanner(self.requested_policy, self.accountant.counter,
                                 system_instruction, registry, top_k)
         self.bases = BaseSessions(model, planner, self.accountant, base_prompts(), self._emit)
@@ -97,7 +112,8 @@ class Agent:
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
                                      max_steps, sync_tool_runner)
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
-                                self.retriever, self.settings, self._emit, self.model_calls)
+                                self.retriever, self.settings, self._emit, self.model_calls,
+                                recall=self.archive_recall)
 
     async def _emit(self, event: AgentEvent) -> None:
         await deliver([self.on_event], event)
@@ -209,7 +225,15 @@ class Agent:
                            degraded=state.degraded,
                            prefix=(self.bases.plan or self.bases.estimate()).to_dict(),
                            consecutive_failures=state.consecutive_failures,
-                           budget_estimated=window is None)
+                           budget_estimated=window is None,
+                           recalled=self._recalled(session_id))
+
+    def _recalled(self, session_id: str) -> list[dict]:
+        """The turns recalled into the session's last prompt, as the inspector shows them."""
+        archive = self.archive_recall
+        if archive is None:
+            return []
+        return [described(hit, archive.title) for hit in archive.last_recalled(session_id)]
 
     def estimated_budget(self, state: SessionState) -> Budget:
         """The budget as it would be, computed without any model session.
@@ -221,6 +245,45 @@ class Agent:
         plan = self.bases.estimate()
         accountant = MemoryAccountant(plan.policy, self.accountant.counter)
         return accountant.budget(state, plan.window, plan.tokens)
+
+    # ------------------------------------------------------------------- recall
+
+    async def recall(self, query: str, *, session_id: str | None = None, k: int = 5) -> list[Hit]:
+        """The ``k`` archived turns that best answer ``query``, best first.
+
+        ``session_id=None`` searches every session the user has not made private
+        (``SessionInfo.private``); a session id searches only that session (private or
+        not; :class:`UnknownSessionError` if there is none). Each :class:`Hit` has the
+        ``session_id``, the ``turn_id`` as in the transcript, a ``text`` of the turn, its
+        ``score`` and ``time`` (epoch ms), and ``why`` it was found. Time phrases ("last
+        week") are read in the agent's ``clock``'s time zone.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query must be a non-empty string")
+        if self.archive_recall is None:
+            raise RuntimeError("this agent was made with recall=False")
+        sessions = None
+        if session_id is not None:
+            if self.sessions.state(session_id) is None and \
+                    await self.store.load(session_id) is None:
+                raise UnknownSessionError(session_id)
+            sessions = [session_id]
+        return await self.archive_recall.search(query, sessions=sessions, k=k)
+
+    async def save_recall(self) -> int:
+        """Save the recall index's blobs that lack turns now (the page asks when it is
+        hidden; :meth:`close` does it too); how many sessions were saved."""
+        if self.archive_recall is None:
+            return 0
+        return await self.archive_recall.flush()
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every stored session, most recently updated first (the recall index learns
+        from the list what other tabs or processes changed)."""
+        infos = await self.store.list_sessions()
+        if self.archive_recall is not None:
+            self.archive_recall.sync(infos)
+        return infos
 
     # ----------------------------------------------------------------- sessions
 
@@ -274,4 +337,6 @@ class Agent:
         if timeout:
             await self.wait_idle(timeout=timeout)
         await self.memory.close()
+        if self.archive_recall is not None:
+            await self.archive_recall.close()  # and saves the recall blobs that lag
         await self.bases.close()

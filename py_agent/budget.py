@@ -1,7 +1,8 @@
 """The memory policy and the arithmetic of the context budget.
 
 Everything the model sees must fit its context window: the fixed prefix, the
-memory (summary, key facts, recent raw turns) and room for the turn's own work.
+memory (summary, key facts, recent raw turns, turns recalled from the archive) and
+room for the turn's own work.
 :class:`MemoryPolicy` holds every threshold; :class:`MemoryAccountant` decides how
 much room the raw turns get, when they have outgrown it (compaction is triggered
 by tokens, never by a count of turns), where the boundary between compacted and
@@ -26,6 +27,7 @@ from .tokens import TokenCounter
 MIN_RESERVED_TOKENS = 384
 MIN_SUMMARY_TOKENS = 96
 MIN_FACTS_TOKENS = 96
+MIN_RECALL_TOKENS = 96
 
 
 class MemoryPolicyError(ValueError):
@@ -85,6 +87,14 @@ class MemoryPolicy:
         min_turns_ratio: the raw turns need at least this share of the window;
             when the prefix and memory sizes leave less, the prefix shrinks first,
             then the policy's token sizes scale down to the window.
+        recall_max_tokens: room planned in every turn's first prompt for archived
+            turns recalled for the message (automatic recall, under their own heading;
+            0: none). Planned like the summary and the facts: the raw turns' budget is
+            smaller by it, so recalled turns never crowd them out.
+        recall_k: at most this many recalled turns per message.
+        recall_min_coverage: a turn is recalled unasked only if it matches at least
+            this share of the message's weight (its words by rarity; ``Hit.why.coverage``):
+            a turn that shares only common words with the message stays out.
     """
 
     reserved_turn_tokens: int = 2048
@@ -111,6 +121,9 @@ class MemoryPolicy:
     fallback_turn_chars: int = 160
     max_prefix_ratio: float = 0.1
     min_turns_ratio: float = 0.25
+    recall_max_tokens: int = 400
+    recall_k: int = 3
+    recall_min_coverage: float = 0.4
 
     def __post_init__(self) -> None:
         problems = []
@@ -129,12 +142,14 @@ class MemoryPolicy:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be positive")
         for name in ("min_recent_turns", "micro_compact_keep_turns", "min_summary_chars",
-                     "retry_backoff_s", "max_backoff_s"):
+                     "retry_backoff_s", "max_backoff_s", "recall_max_tokens", "recall_k"):
             if not getattr(self, name) >= 0:
                 problems.append(f"{name} must not be negative")
         for name in ("max_prefix_ratio", "min_turns_ratio", "facts_refresh_ratio"):
             if not 0 < getattr(self, name) < 1:
                 problems.append(f"{name} must be in (0, 1)")
+        if not 0 <= self.recall_min_coverage <= 1:
+            problems.append("recall_min_coverage must be in [0, 1]")
         unknown = [c for c in self.fact_priority if c not in FACT_CATEGORIES]
         if unknown:
             problems.append(f"fact_priority names unknown categories {unknown}; "
@@ -152,7 +167,14 @@ class MemoryPolicy:
             reserved_turn_tokens=max(MIN_RESERVED_TOKENS, int(self.reserved_turn_tokens * factor)),
             summary_target_tokens=max(MIN_SUMMARY_TOKENS, int(self.summary_target_tokens * factor)),
             summary_max_tokens=max(2 * MIN_SUMMARY_TOKENS, int(self.summary_max_tokens * factor)),
-            facts_max_tokens=max(MIN_FACTS_TOKENS, int(self.facts_max_tokens * factor)))
+            facts_max_tokens=max(MIN_FACTS_TOKENS, int(self.facts_max_tokens * factor)),
+            recall_max_tokens=max(min(MIN_RECALL_TOKENS, self.recall_max_tokens),
+                                  int(self.recall_max_tokens * factor)))
+
+    @property
+    def recall_tokens(self) -> int:
+        """The room planned for recalled turns (0 when automatic recall is off)."""
+        return self.recall_max_tokens if self.recall_k > 0 else 0
 
     def backoff_s(self, failures: int) -> float:
         """How long to wait before asking the model again after ``failures`` in a row."""
@@ -177,12 +199,14 @@ class MemoryPolicy:
 
     def check_window(self, context_window: int, prefix_tokens: int) -> None:
         """Fail early, and clearly, when the model's window cannot hold this policy."""
-        room = context_window - prefix_tokens - self.reserved_turn_tokens - self.summary_max_tokens
+        room = (context_window - prefix_tokens - self.reserved_turn_tokens
+                - self.summary_max_tokens - self.recall_tokens)
         if room <= 0:
             raise MemoryPolicyError(
                 f"the model's context window ({context_window} tokens) cannot hold the fixed "
-                f"prefix ({prefix_tokens}), reserved_turn_tokens ({self.reserved_turn_tokens}) "
-                f"and summary_max_tokens ({self.summary_max_tokens})")
+                f"prefix ({prefix_tokens}), reserved_turn_tokens ({self.reserved_turn_tokens}), "
+                f"summary_max_tokens ({self.summary_max_tokens}) and recall_max_tokens "
+                f"({self.recall_tokens})")
 
 
 # While the model rests, compact without it once the raw turns fill this share of
@@ -203,6 +227,7 @@ class Budget:
     turn_budget: int
     trigger: int
     keep: int
+    recall: int = 0  # planned for turns recalled from the archive into the first prompt
 
     @property
     def due(self) -> bool:
@@ -241,13 +266,14 @@ class MemoryAccountant:
     def budget(self, state: SessionState, context_window: int, prefix: int) -> Budget:
         summary = self.counter.count(state.summary)
         facts = self.counter.count(render_facts(state.facts))
+        recall = self.policy.recall_tokens
         turn_budget = max(0, context_window - prefix - self.policy.reserved_turn_tokens
-                          - summary - facts)
+                          - summary - facts - recall)
         return Budget(context_window=context_window, prefix=prefix,
                       reserved=self.policy.reserved_turn_tokens, summary=summary, facts=facts,
                       turns=self.turns_tokens(state.recent_turns), turn_budget=turn_budget,
                       trigger=int(turn_budget * self.policy.trigger_ratio),
-                      keep=int(turn_budget * self.policy.keep_recent_ratio))
+                      keep=int(turn_budget * self.policy.keep_recent_ratio), recall=recall)
 
     def boundary(self, turns: list[Turn], keep_budget: int) -> int:
         """Index of the first turn to keep raw; turns before it get compacted.

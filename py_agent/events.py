@@ -14,6 +14,8 @@ log = logging.getLogger("py_agent")
 EventType = Literal[
     "turn_started",        # {turn_id, message}
     "tools_retrieved",     # {tools: [{name, score, pinned}]}
+    "recalled",            # {source: auto|tool, query, hits: [Hit.to_dict() + title, shown,
+                           #  reason], tokens, budget, min_coverage, ms}
     "step_started",        # {index, constraint}
     "thought",             # {index, text}
     "action",              # {index, tool, input}

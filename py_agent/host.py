@@ -34,7 +34,8 @@ class AgentHost:
             "run": self._run, "stop": self._stop, "memory": self._memory,
             "compact": self._compact, "sessions": self._sessions, "transcript": self._transcript,
             "rename_session": self._rename, "delete_session": self._delete, "tools": self._tools,
-            "export": self._export, "import": self._import,
+            "export": self._export, "import": self._import, "save_recall": self._save_recall,
+            "recall": self._recall,
         }
 
     def _forward(self, event: AgentEvent) -> None:
@@ -126,7 +127,7 @@ class AgentHost:
                 "error": report.error}
 
     async def _sessions(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        return [vars(info) for info in await self.agent.store.list_sessions()]
+        return [vars(info) for info in await self.agent.list_sessions()]
 
     async def _transcript(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [t.to_dict() for t in await self.agent.transcript(self._session(message))]
@@ -137,6 +138,21 @@ class AgentHost:
 
     async def _delete(self, message: dict[str, Any]) -> bool:
         return await self.agent.delete_session(self._session(message))
+
+    async def _recall(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """``agent.recall`` for the page: ``query``, and ``session_id`` and ``k`` if given."""
+        query = message.get("query")
+        if not isinstance(query, str):
+            raise ValueError("query must be a string")
+        k = message.get("k", 5)
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise ValueError("k must be an integer")
+        hits = await self.agent.recall(query, session_id=message.get("session_id") or None, k=k)
+        return [hit.to_dict() for hit in hits]
+
+    async def _save_recall(self, message: dict[str, Any]) -> int:
+        """The page is hidden (and may be closed): save the recall blobs that lag."""
+        return await self.agent.save_recall()
 
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description, "signature": t.signature(),

@@ -197,9 +197,11 @@ def render_tools(tools: list[ScoredTool]) -> str:
     return "Tools for this request:\n" + "\n".join(lines)
 
 
-def first_prompt(message: str, tools: list[ScoredTool], memory: MemoryView) -> str:
-    """The opening prompt of a turn: memory, the offered tools, the user's message."""
-    parts = [memory.render(), render_tools(tools), f"User: {message}"]
+def first_prompt(message: str, tools: list[ScoredTool], memory: MemoryView,
+                 recalled: str = "") -> str:
+    """The opening prompt of a turn: memory, turns recalled from the archive for this
+    message (:mod:`py_agent.turn.recalled`), the offered tools, the user's message."""
+    parts = [memory.render(), recalled, render_tools(tools), f"User: {message}"]
     return "\n\n".join(p for p in parts if p)
 
 

@@ -90,6 +90,9 @@ class MemoryState:
     degraded: str = ""  # why memory runs on the fallback without the summarizer, if it does
     consecutive_failures: int = 0
     prefix: dict[str, Any] | None = None  # the prefix level in use and why (py_agent.prefix)
+    # The turns recalled from the archive into the last prompt (Hit.to_dict() and the
+    # session's title), kept in memory only: empty after a restart until the next turn.
+    recalled: list[dict[str, Any]] = field(default_factory=list)
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -106,7 +109,8 @@ class MemoryState:
                 "compactions": self.compactions, "failed_compactions": self.failed_compactions,
                 "unsaved_turns": self.unsaved_turns, "compacting": self.compacting,
                 "detached": self.detached, "degraded": self.degraded,
-                "consecutive_failures": self.consecutive_failures, "prefix": self.prefix}
+                "consecutive_failures": self.consecutive_failures, "prefix": self.prefix,
+                "recalled": list(self.recalled)}
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable
 from .model import (Availability, Message, ModelAbortedError, ModelError, ModelNetworkError,
                     ModelUnavailableError, Purpose, QuotaExceededError, ResponseConstraintError)
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StateConflictError, StorageError
+from .store import StateConflictError, StorageError, check_blob
 
 Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
 
@@ -255,3 +255,31 @@ class RpcStore(StorageClient):
 
     async def delete_session(self, session_id: str) -> bool:
         return bool(await self._call("deleteSession", session_id))
+
+    # The recall index's blobs travel as bytes (the browser transport hands them to
+    # JavaScript as a Uint8Array and back): no JSON, no base64.
+
+    async def save_recall(self, session_id: str, blob: bytes | None) -> bool:
+        check_blob(blob)
+        return bool(await self._call("saveRecall", session_id,
+                                     None if blob is None else bytes(blob)))
+
+    async def load_recall(self) -> dict[str, bytes]:
+        rows = await self._call("loadRecall")
+        return {str(session_id): as_bytes(blob) for session_id, blob in rows or []}
+
+    async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
+        ids = sorted({int(i) for i in turn_ids})
+        return [Turn.from_dict(t) for t in self._json(await self._call("readTurns", session_id,
+                                                                       json.dumps(ids)))]
+
+
+def as_bytes(value: Any) -> bytes:
+    """Bytes from what a transport gives for binary data: bytes, a buffer (memoryview),
+    or a JavaScript typed array not converted yet."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    to_bytes = None if isinstance(value, (int, str)) else getattr(value, "to_bytes", None)
+    if callable(to_bytes):
+        return bytes(to_bytes())
+    raise StorageError(f"a recall blob came back as {type(value).__name__}, not bytes")

@@ -14,12 +14,15 @@ and the start is written at once, so two writers never hand out the same id; a
 turn whose start could not be written is renumbered if the id was taken meanwhile.
 
 It knows nothing of models or memory passes; whoever keeps something derived
-from a state (the live memory sessions) registers with :meth:`SessionTable.when_changed`.
+from a state (the live memory sessions) registers with :meth:`SessionTable.when_changed`,
+and whoever keeps something derived from the archive (the recall index) with
+:meth:`SessionTable.when_written`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Callable
 
 from .events import log
@@ -29,6 +32,17 @@ from .transfer import SessionBundle, id_candidates
 
 # Writes retried after another tab or process wrote the same session first.
 CONFLICT_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class SessionWrite:
+    """What the table has just written for a session: its new ``state`` (None: the
+    session was deleted) and the ``turns`` archived with it (a turn's final copy
+    replaces its "interrupted" start of the same id)."""
+
+    session_id: str
+    state: SessionState | None
+    turns: tuple[Turn, ...] = ()
 
 
 def title_from(message: str) -> str:
@@ -91,6 +105,7 @@ class SessionTable:
         self._state_locks: dict[str, asyncio.Lock] = {}
         self._import_lock = asyncio.Lock()  # two imports of one file must not pick one id
         self._listeners: list[Callable[[str], None]] = []
+        self._writers: list[Callable[[SessionWrite], None]] = []
 
     # ------------------------------------------------------------ reading
 
@@ -118,6 +133,18 @@ class SessionTable:
     def _changed(self, session_id: str) -> None:
         for listener in self._listeners:
             listener(session_id)
+
+    def when_written(self, listener: Callable[[SessionWrite], None]) -> None:
+        """Call ``listener`` after every write of this table that the store accepted:
+        turns archived (with the state), a rename, an import, a deletion."""
+        self._writers.append(listener)
+
+    def _written(self, change: SessionWrite) -> None:
+        for listener in self._writers:
+            try:
+                listener(change)
+            except Exception:  # derived data must never fail a write that succeeded
+                log.exception("a listener failed on a write of %s", change.session_id)
 
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._state_locks.setdefault(session_id, asyncio.Lock())
@@ -225,7 +252,9 @@ class SessionTable:
             except Exception as exc:
                 return exc
             reserved.update(t.id for t in pending)
+            written = tuple(pending)
             pending.clear()
+            self._written(SessionWrite(session_id, self._states[session_id], written))
             return None
         return problem
 
@@ -257,6 +286,7 @@ class SessionTable:
             state.title = " ".join(title.split())[:80]
             await self.store.save(state)
             self._states[session_id] = state
+            self._written(SessionWrite(session_id, state))
 
     async def delete(self, session_id: str) -> bool:
         """Forget the session here and delete it from the store; True if it was stored."""
@@ -264,7 +294,9 @@ class SessionTable:
             self._states.pop(session_id, None)
             self._unsaved.pop(session_id, None)
             self._detached.discard(session_id)
-            return await self.store.delete_session(session_id)
+            existed = await self.store.delete_session(session_id)
+            self._written(SessionWrite(session_id, None))
+            return existed
 
     # ------------------------------------------------------- export, import
 
@@ -303,6 +335,7 @@ class SessionTable:
                 except Exception:
                     log.exception("could not remove the half-imported session %s", candidate)
                 raise
+        self._written(SessionWrite(candidate, bundle.state, tuple(bundle.turns)))
         return candidate
 
     async def _taken(self, session_id: str) -> bool:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StateConflictError, StorageError, check_version
+from .store import StateConflictError, StorageError, check_blob, check_version
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Ordered migrations: index i brings the schema from version i to i + 1. Append only.
 _MIGRATIONS = [
@@ -53,6 +53,13 @@ _MIGRATIONS = [
     );
     CREATE INDEX compressions_by_session ON compressions (session_id, seq);
     CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+    """,
+    # 2: each session's part of the archive recall index (py_agent.recall.archive)
+    """
+    CREATE TABLE recall (
+        session_id TEXT PRIMARY KEY,
+        blob       BLOB NOT NULL             -- py_agent.recall.dump_session()
+    ) WITHOUT ROWID;
     """,
 ]
 
@@ -228,7 +235,43 @@ class SqliteStore:
                                  (session_id,)).rowcount > 0
             db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM compressions WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM recall WHERE session_id = ?", (session_id,))
         return existed
+
+    # ------------------------------------------------------------ recall blobs
+
+    async def save_recall(self, session_id: str, blob: bytes | None) -> bool:
+        _check_session_id(session_id)
+        check_blob(blob)
+        with _storage_errors("save the recall index"), self._transaction() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE session_id = ?",
+                          (session_id,)).fetchone() is None:
+                return False  # deleted meanwhile: no blob without its session
+            if blob is None:
+                db.execute("DELETE FROM recall WHERE session_id = ?", (session_id,))
+            else:
+                db.execute("INSERT OR REPLACE INTO recall (session_id, blob) VALUES (?, ?)",
+                           (session_id, bytes(blob)))
+        return True
+
+    async def load_recall(self) -> dict[str, bytes]:
+        with _storage_errors("read the recall index"):
+            rows = self._db.execute("SELECT session_id, blob FROM recall").fetchall()
+        return {session_id: bytes(blob) for session_id, blob in rows}
+
+    async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
+        _check_session_id(session_id)
+        ids = sorted({int(i) for i in turn_ids})
+        turns: list[Turn] = []
+        with _storage_errors("read the archive"):
+            for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+                chunk = ids[start:start + 500]
+                marks = ", ".join("?" * len(chunk))
+                rows = self._db.execute(f"SELECT turn FROM archive WHERE session_id = ? AND id"
+                                        f" IN ({marks}) ORDER BY id",
+                                        (session_id, *chunk)).fetchall()
+                turns += [Turn.from_dict(json.loads(r[0])) for r in rows]
+        return turns
 
     def key_value_store(self) -> "SqliteKeyValueStore":
         """Tools' JSON values, kept in this database's ``kv`` table."""

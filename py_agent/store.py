@@ -15,6 +15,10 @@ On success the store bumps the version, in storage and on the written object.
 The archive is append-only by turn id, with one exception: a turn archived with
 status ``"interrupted"`` (how a turn is written when it starts, so a reload
 never loses the user's message) is replaced by the same id's final copy.
+
+A store may also keep each session's part of the archive recall index
+(:class:`RecallStore`: a blob beside the archive, deleted with its session, never
+exported); a store without it works too, its index rebuilt from the archive at start.
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ def check_version(stored: int | None, state: SessionState) -> None:
         raise StateConflictError(f"another tab or process changed this session at the same "
                                  f"moment (stored version {stored or 0}, written from "
                                  f"{state.version})")
+
+
+def check_blob(blob: object) -> None:
+    """Refuse a recall blob that is not bytes (None, to drop one, is fine)."""
+    if blob is not None and not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise StorageError(f"a recall blob must be bytes, not {type(blob).__name__}")
 
 
 def replaces(archived: dict | Turn | None) -> bool:
@@ -109,6 +119,27 @@ class Store(Protocol):
         ...
 
 
+@runtime_checkable
+class RecallStore(Protocol):
+    """What a store offers the archive recall index (:mod:`py_agent.recall.archive`):
+    one blob per session, derived from its archive, so a start loads it instead of
+    analyzing every turn again. Every store here has it; a blob is never exported.
+    """
+
+    async def save_recall(self, session_id: str, blob: bytes | None) -> bool:
+        """Keep (or, with None, drop) a session's recall blob; False, with nothing
+        written, if the session has no state (it was deleted meanwhile)."""
+        ...
+
+    async def load_recall(self) -> dict[str, bytes]:
+        """Every session's recall blob, by session id."""
+        ...
+
+    async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
+        """The archived turns of these ids (those that exist), oldest first."""
+        ...
+
+
 class FailNextWrite:
     """A test hook for in-memory stores: ``fail_next`` makes the next write raise that
     :class:`StorageError` (then it is cleared); ``writes`` counts the writes that went
@@ -137,6 +168,7 @@ class InMemoryStore(FailNextWrite):
         self._states: dict[str, SessionState] = {}
         self._archives: dict[str, list[Turn]] = {}
         self._logs: dict[str, list[CompressionRecord]] = {}
+        self._recall: dict[str, bytes] = {}
 
     async def load(self, session_id: str) -> SessionState | None:
         state = self._states.get(session_id)
@@ -190,4 +222,26 @@ class InMemoryStore(FailNextWrite):
         self._states.pop(session_id, None)
         self._archives.pop(session_id, None)
         self._logs.pop(session_id, None)
+        self._recall.pop(session_id, None)
         return existed
+
+    # ------------------------------------------------------------ RecallStore
+
+    async def save_recall(self, session_id: str, blob: bytes | None) -> bool:
+        check_blob(blob)
+        self._check_failure()
+        if session_id not in self._states:
+            return False
+        if blob is None:
+            self._recall.pop(session_id, None)
+        else:
+            self._recall[session_id] = bytes(blob)
+        return True
+
+    async def load_recall(self) -> dict[str, bytes]:
+        return dict(self._recall)
+
+    async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
+        wanted = set(turn_ids)
+        return copy.deepcopy(sorted((t for t in self._archives.get(session_id, [])
+                                     if t.id in wanted), key=lambda t: t.id))

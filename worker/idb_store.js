@@ -17,6 +17,10 @@
 //   meta         keyPath 'key'                      {key: 'legacy-migrated', at, sessions, ...}
 //   kv           out-of-line string keys (v2)       any JSON value: the demo tools' notes and
 //                                                   to-dos (py_agent.kv.RpcKeyValueStore)
+//   recall       keyPath 'session_id' (v3)          {session_id, blob: ArrayBuffer}: the
+//                                                   session's part of the archive recall index
+//                                                   (py_agent.recall.dump_session), derived
+//                                                   from the archive, deleted with the session
 //
 // The reference design's data (database 'AgentMemoryDB', read by legacy_import.js) is
 // copied in on the first open, once; the 'legacy-migrated' meta record says it was.
@@ -42,13 +46,13 @@
 import { LEGACY_DB_NAME, LEGACY_STORE, readLegacySessions } from './legacy_import.js';
 
 export const DB_NAME = 'py-agent';
-export const DB_VERSION = 2;
+export const DB_VERSION = 3;
 const LEGACY_META_KEY = 'legacy-migrated';
 
 // The methods the worker may expose over RPC (all return promises).
 export const STORE_METHODS = Object.freeze([
   'load', 'save', 'commitTurn', 'commitCompaction', 'readArchive', 'compressions',
-  'listSessions', 'deleteSession',
+  'listSessions', 'deleteSession', 'saveRecall', 'loadRecall', 'readTurns',
 ]);
 
 // The key-value methods (py_agent.kv.RpcKeyValueStore), over the same transport.
@@ -68,6 +72,9 @@ const MIGRATIONS = [
   }],
   [2, (db) => {
     db.createObjectStore('kv');  // key: a non-empty string; value: parsed JSON
+  }],
+  [3, (db) => {
+    db.createObjectStore('recall', { keyPath: 'session_id' });
   }],
 ];
 
@@ -112,7 +119,7 @@ export function toStorageError(error) {
 // --- the test hook --------------------------------------------------------------------------
 
 // TEST HOOK: the name of a DOMException the next write transaction (save, commitTurn,
-// commitCompaction, deleteSession, kvPut, kvDelete) fails with, or null. See
+// commitCompaction, deleteSession, saveRecall, kvPut, kvDelete) fails with, or null. See
 // IdbStore.failNextWrite.
 let failNext = null;
 
@@ -406,20 +413,72 @@ export class IdbStore {
     });
   }
 
-  // Remove a session's state, archive and compression log in one transaction. Resolves
+  // Remove a session's state, archive, compression log and recall blob in one transaction. Resolves
   // to whether the session (its state) existed.
   async deleteSession(sessionId) {
     checkSessionId(sessionId);
-    return this._transaction(['sessions', 'archive', 'compressions'], 'readwrite', (tx) => {
+    return this._transaction(['sessions', 'archive', 'compressions', 'recall'], 'readwrite', (tx) => {
       const sessions = tx.objectStore('sessions');
       const existed = sessions.count(sessionId);
       sessions.delete(sessionId);
       tx.objectStore('archive').delete(sessionRange(sessionId));
+      tx.objectStore('recall').delete(sessionId);
       const compressions = tx.objectStore('compressions');
       compressions.index('by_session').getAllKeys(sessionId).onsuccess = (event) => {
         for (const key of event.target.result) compressions.delete(key);
       };
       return () => existed.result > 0;
+    });
+  }
+
+  // --- the archive recall index: one blob per session -----------------------------------
+
+  // Keep a session's recall blob (a Uint8Array or ArrayBuffer; null drops it). Resolves to
+  // false, writing nothing, when the session has no state (it was deleted meanwhile), so a
+  // blob never outlives its session.
+  async saveRecall(sessionId, blob) {
+    checkSessionId(sessionId);
+    let copy = null;
+    if (blob != null) {
+      if (!(blob instanceof Uint8Array || blob instanceof ArrayBuffer)) {
+        throw invalid('a recall blob must be a Uint8Array or an ArrayBuffer');
+      }
+      copy = new Uint8Array(blob).slice().buffer;  // our own copy, never a view of wasm memory
+    }
+    return this._transaction(['sessions', 'recall'], 'readwrite', (tx) => {
+      const exists = tx.objectStore('sessions').count(sessionId);
+      exists.onsuccess = () => {
+        if (!exists.result) return;
+        const recall = tx.objectStore('recall');
+        if (copy === null) recall.delete(sessionId);
+        else recall.put({ session_id: sessionId, blob: copy });
+      };
+      return () => exists.result > 0;
+    });
+  }
+
+  // Every recall blob as [[sessionId, Uint8Array], ...].
+  async loadRecall() {
+    return this._transaction('recall', 'readonly', (tx) => {
+      const request = tx.objectStore('recall').getAll();
+      return () => request.result.map((r) => [r.session_id, new Uint8Array(r.blob)]);
+    });
+  }
+
+  // The archived turns of a session with these ids (a JSON array of ids), as a JSON array,
+  // oldest first; ids not archived are left out.
+  async readTurns(sessionId, idsJson) {
+    checkSessionId(sessionId);
+    const ids = parseJson(idsJson, 'idsJson');
+    if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id))) {
+      throw invalid('idsJson must be a JSON array of integers');
+    }
+    return this._transaction('archive', 'readonly', (tx) => {
+      const archive = tx.objectStore('archive');
+      const requests = [...new Set(ids)].sort((a, b) => a - b)
+        .map((id) => archive.get([sessionId, id]));
+      return () => JSON.stringify(requests.map((r) => r.result).filter((t) => t !== undefined)
+        .map(({ session_id, ...turn }) => turn));
     });
   }
 

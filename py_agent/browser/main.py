@@ -104,7 +104,9 @@ async def idb_transport_for(boot: Any):
         if store is None:
             return {"ok": False, "error": open_error}
         try:
-            value = await getattr(store, method)(*args)
+            # Bytes (a recall blob) go over as a Uint8Array; everything else is JSON text.
+            value = await getattr(store, method)(*(to_js(a) if isinstance(a, bytes) else a
+                                                   for a in args))
         except JsException as exc:
             return {"ok": False, "error": js_error(exc)}
         return {"ok": True, "value": _to_py(value)}

@@ -62,8 +62,11 @@ class MemoryEngine:
         self.calls: Counter[str] = calls if calls is not None else Counter()
         self.live = MemorySessions(
             accountant, sessions.state, max_live=memory_sessions,
-            reserve=lambda: accountant.policy.reserved_turn_tokens + bases.tools_tokens())
+            reserve=lambda: (accountant.policy.reserved_turn_tokens + bases.tools_tokens()
+                             + accountant.policy.recall_tokens))  # recalled turns: per prompt
         sessions.when_changed(self.live.memory_changed)
+        sessions.when_changed(self._committed)
+        self._commits: dict[str, asyncio.Event] = {}
         self.passes = Passes(sessions, bases, accountant, emit, self.upkeep, self.calls)
         self._upkeep: dict[str, Upkeep] = {}
         self._running: dict[str, asyncio.Task] = {}
@@ -126,7 +129,8 @@ class MemoryEngine:
         need. If the raw turns would not fit beside them (the user writes faster than
         the model summarizes), the pass under way stops its model call and compacts
         without the model, or one starts that way: milliseconds, not a model call."""
-        for _ in range(2):  # a run may be ending as this starts: then one more
+        deadline = time.monotonic() + 2 * DESTROY_TIMEOUT_S
+        for _ in range(3):  # a run may be ending as this starts: then one more
             budget = self.passes.budget(self.sessions.state(session_id))
             if budget is None or not budget.turns or not budget.pressing(need):
                 return
@@ -134,7 +138,23 @@ class MemoryEngine:
             if not self.running(session_id):
                 self._running[session_id] = asyncio.ensure_future(
                     self._worker(session_id, "auto", None, False))
-            await asyncio.wait({self._running[session_id]}, timeout=2 * DESTROY_TIMEOUT_S)
+            # Until the room is made (a commit), not until the run ends: after the pass
+            # that made room, the run may go on with a slow model pass.
+            committed = self._commits.setdefault(session_id, asyncio.Event())
+            committed.clear()
+            waiter = asyncio.ensure_future(committed.wait())
+            try:
+                await asyncio.wait({self._running[session_id], waiter},
+                                   timeout=max(0.0, deadline - time.monotonic()),
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+
+    def _committed(self, session_id: str) -> None:
+        """A session's memory changed (a pass committed): wake a turn waiting for room."""
+        event = self._commits.get(session_id)
+        if event is not None:
+            event.set()
 
     async def compact(self, session_id: str, trigger: str, focus: str | None, *,
                       everything: bool) -> CompactionReport:
@@ -196,7 +216,7 @@ class MemoryEngine:
         if tasks:
             await asyncio.wait(tasks, timeout=DESTROY_TIMEOUT_S + 1)
         for sid in [sid for sid in self._running if session_id in (None, sid)]:
-            for table in (self._running, self._again, self._upkeep):
+            for table in (self._running, self._again, self._upkeep, self._commits):
                 table.pop(sid, None)
 
     async def forget(self, session_id: str) -> None:

@@ -3,8 +3,10 @@
 Later prompts of a turn carry only the new observation (:mod:`py_agent.turn.loop`);
 the first one carries what the model needs to start. It is built from data only:
 the message, the offered tools, the memory (or None when the model session has
-read it already, see :mod:`py_agent.memory.live`) and the free room of the step
-base session. The memory is shown as :meth:`MemoryAccountant.view` renders it:
+read it already, see :mod:`py_agent.memory.live`), the turns recalled from the
+archive for this message (:mod:`py_agent.turn.recalled`: in the first prompt
+whichever session the turn runs on, never in the memory session) and the free room
+of the step base session. The memory is shown as :meth:`MemoryAccountant.view` renders it:
 old observations cut, and, if compaction lags behind, the oldest raw turns left
 out of this one prompt rather than overflow the window.
 
@@ -25,14 +27,16 @@ from ..state import SessionState
 from .loop import condensed_steps
 
 
-def without_memory(message: str, offered: list[ScoredTool]) -> str:
-    """The first prompt with no memory in it: what a turn needs at the very least."""
-    return first_prompt(message, offered, MemoryView())
+def without_memory(message: str, offered: list[ScoredTool], recalled: str = "") -> str:
+    """The first prompt with no memory in it (but the recalled turns, which every
+    first prompt carries): what a turn needs at the very least."""
+    return first_prompt(message, offered, MemoryView(), recalled)
 
 
 def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionState | None,
                        free_tokens: int, accountant: MemoryAccountant,
-                       steps: Iterable[StepTrace] = (), *, tight: bool = False) -> str:
+                       steps: Iterable[StepTrace] = (), *, tight: bool = False,
+                       recalled: str = "") -> str:
     """The first prompt of a turn.
 
     Args:
@@ -44,9 +48,11 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
         accountant: counts tokens and renders the memory within a room.
         steps: the steps taken so far, shown condensed when ``tight``.
         tight: the turn's work overflowed once: give the memory half the room.
+        recalled: the recalled turns' section (:func:`py_agent.turn.recalled.render`),
+            within the room the policy planned for it; "" for none.
     """
     counter, policy = accountant.counter, accountant.policy
-    fixed = without_memory(message, offered)
+    fixed = without_memory(message, offered, recalled)
     if memory is None:
         return fixed
     room = free_tokens - policy.reserved_turn_tokens - counter.count(fixed)
@@ -54,5 +60,5 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
     if tight:
         room = room // 2 - counter.count(extra)
     view, _ = accountant.view(memory, max(0, room))
-    text = first_prompt(message, offered, view)
+    text = first_prompt(message, offered, view, recalled)
     return text + "\n\n" + extra if extra else text

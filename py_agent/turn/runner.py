@@ -3,9 +3,13 @@
 1. **Open**: read the session (a session whose storage cannot be read goes on in
    memory, detached), and archive the user's message at once as an unfinished
    ("interrupted") turn that the final save replaces, so a reload never loses it.
-2. **Retrieve** the tools for the message (the previous turn helps a follow-up).
-3. **Make room**: the step base session exists, the message fits the model, and
-   the raw turns fit beside it (:meth:`~py_agent.memory.engine.MemoryEngine.make_room`).
+2. **Retrieve** the tools for the message (the previous turn helps a follow-up); the
+   built-in ``recall`` tool, if offered, is bound to this turn
+   (:mod:`py_agent.turn.recall_tool`).
+3. **Recall and make room**: the step base session exists (its plan sizes the
+   memory), the archived turns that match the message are recalled
+   (:mod:`py_agent.turn.recalled`), the message fits the model, and the raw turns fit
+   beside it (:meth:`~py_agent.memory.engine.MemoryEngine.make_room`).
 4. **Loop** (:mod:`py_agent.turn.loop`) on a clone of the chat's memory session or
    of the base (:mod:`py_agent.turn.opener`), starting from the first prompt
    (:mod:`py_agent.turn.first_prompt`).
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..bases import BaseSessions
 from ..boundary import describe
@@ -31,6 +35,7 @@ from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
 from ..model import ModelError, ModelTimeoutError, Purpose, QuotaExceededError
 from ..prompting import NONE_TOOL
+from ..recall.archive import ArchiveRecall
 from ..results import RunResult, StepTrace
 from ..retrieval import PreviousTurn, ScoredTool, ToolRetriever
 from ..sessions import SessionTable
@@ -40,6 +45,8 @@ from .first_prompt import build_first_prompt, without_memory
 from .loop import TurnContext, model_call, run_turn
 from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
+from .recall_tool import RECALL_TOOL, bind_recall_tool
+from .recalled import Recalled, described, in_prompt, recall_for_message, recall_for_tool
 from .tool_runner import SyncRunner
 
 
@@ -65,14 +72,16 @@ class TurnRunner:
         settings: policies and the step cap.
         emit: the agent's own event handler.
         calls: model calls counted by purpose.
+        recall: the archive recall index (None: no automatic recall, no recall tool).
     """
 
     def __init__(self, sessions: SessionTable, bases: BaseSessions, memory: MemoryEngine,
                  accountant: MemoryAccountant, retriever: ToolRetriever,
-                 settings: TurnSettings, emit: Emit, calls: Counter[str]) -> None:
+                 settings: TurnSettings, emit: Emit, calls: Counter[str], *,
+                 recall: ArchiveRecall | None = None) -> None:
         self.sessions, self.bases, self.memory = sessions, bases, memory
         self.accountant, self.retriever, self.settings = accountant, retriever, settings
-        self.emit, self.calls = emit, calls
+        self.emit, self.calls, self.recall = emit, calls, recall
 
     async def run(self, message: str, session_id: str, *, on_event: EventHandler | None = None,
                   abort: asyncio.Event | None = None) -> RunResult:
@@ -89,12 +98,16 @@ class TurnRunner:
 
         turn = await self._open(session_id, message, emit)
         turn_id = turn.id
-        offered = await self._retrieve(session_id, message, emit)
-        fixed = without_memory(message, offered)  # the least the first prompt carries
+        # The turns a prompt of this session holds already: never recalled into it.
+        held = in_prompt(session_id, self.sessions.state(session_id), turn_id)
+        offered = self._bind_recall(await self._retrieve(session_id, message, emit),
+                                    session_id, held, emit)
+        recalled = Recalled()
         count = self.accountant.counter.count
         opener = TurnSessions(self.memory.live, session_id,
                               lambda: self.bases.existing(Purpose.STEP),
-                              lambda: self.bases.clone(Purpose.STEP), count(fixed))
+                              lambda: self.bases.clone(Purpose.STEP),
+                              count(without_memory(message, offered)))
         prompt_tokens = 0
 
         def first_prompt(steps: list[StepTrace], tight: bool) -> str:
@@ -102,7 +115,8 @@ class TurnRunner:
             window, used = self.bases.window(Purpose.STEP)
             memory = None if opener.uses_memory else self.sessions.state(session_id)
             text = build_first_prompt(message, offered, memory, window - used,
-                                      self.accountant, steps, tight=tight)
+                                      self.accountant, steps, tight=tight,
+                                      recalled=recalled.text)
             prompt_tokens = self.accountant.counter.count(text)
             return text
 
@@ -122,7 +136,14 @@ class TurnRunner:
 
         try:
             await bounded(self.bases.get(Purpose.STEP), abort=abort)  # may download: no deadline
+            # After the plan: the room for recalled turns is the policy's in use.
+            recalled = await self._recall(session_id, message, held, emit)
+            fixed = without_memory(message, offered, recalled.text)  # the least it carries
+            if recalled.text and not self._fits(count(fixed)):
+                recalled = Recalled()  # the message alone is long: it goes first
+                fixed = without_memory(message, offered)
             self._check_message_fits(count(fixed))
+            opener.prompt_tokens = count(fixed)
             await self.memory.make_room(session_id, count(fixed))
             await self._calibrate(first_prompt([], False), turn_id, abort)
             result = await run_turn(ctx)
@@ -180,10 +201,62 @@ class TurnRunner:
             for s in offered]}))
         return offered
 
+    async def _recall(self, session_id: str, message: str, held: set[tuple[str, int]],
+                      emit: Emit) -> Recalled:
+        """Automatic recall for the message (see :mod:`py_agent.turn.recalled`), announced
+        with why each turn was or was not recalled; never fails the turn."""
+        if self.recall is None:
+            return Recalled()
+        policy = self.accountant.policy
+        try:
+            recalled = await recall_for_message(
+                self.recall, session_id, message, held, k=policy.recall_k,
+                min_coverage=policy.recall_min_coverage, budget=policy.recall_tokens,
+                count=self.accountant.counter.count, now=self.recall.clock())
+        except Exception:
+            log.exception("automatic recall failed for a turn of %s", session_id)
+            recalled = Recalled()
+        self.recall.remember(session_id, recalled.hits)
+        if recalled.considered:
+            await emit(AgentEvent("recalled", session_id, {
+                "source": "auto", "query": message, "hits": recalled.considered,
+                "tokens": recalled.tokens, "budget": policy.recall_tokens,
+                "min_coverage": policy.recall_min_coverage, "ms": round(recalled.ms, 2)}))
+        return recalled
+
+    def _bind_recall(self, offered: list[ScoredTool], session_id: str,
+                     held: set[tuple[str, int]], emit: Emit) -> list[ScoredTool]:
+        """The offered tools, the ``recall`` tool (if among them) bound to this turn."""
+        recall = self.recall
+        if recall is None or not any(s.tool.metadata.get("builtin") == RECALL_TOOL
+                                     for s in offered):
+            return offered
+
+        async def search(query: str) -> str:
+            text, hits = await recall_for_tool(recall, session_id, str(query), held,
+                                               recall.clock())
+            await emit(AgentEvent("recalled", session_id, {
+                "source": "tool", "query": str(query),
+                "hits": [described(h, recall.title, shown=True, reason="asked for")
+                         for h in hits],
+                "tokens": self.accountant.counter.count(text)}))
+            return text
+
+        return [replace(s, tool=bind_recall_tool(s.tool, search))
+                if s.tool.metadata.get("builtin") == RECALL_TOOL else s for s in offered]
+
+    def _room(self) -> int:
+        """What a first prompt may take at most: the window less the prefix and half
+        the turn's reserve."""
+        window, used = self.bases.window(Purpose.STEP)
+        return window - used - self.accountant.policy.reserved_turn_tokens // 2
+
+    def _fits(self, need: int) -> bool:
+        return need <= self._room()
+
     def _check_message_fits(self, need: int) -> None:
         """Fail the turn clearly if the message and its tools alone overflow the window."""
-        window, used = self.bases.window(Purpose.STEP)
-        room = window - used - self.accountant.policy.reserved_turn_tokens // 2
+        room = self._room()
         if need > room:
             raise QuotaExceededError(f"the message is too long for the model ({need} tokens, "
                                      f"room for about {room})", requested=need, quota=room)

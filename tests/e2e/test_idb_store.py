@@ -141,7 +141,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     assert r["missing"] is None and r["saved"] is None
     assert r["typeofText"] == "string"
     assert SessionState.from_dict(json.loads(r["text"])) == replace(s, version=1)
-    assert r["info"] == {"name": "py-agent", "version": 2, "constant": 2}
+    assert r["info"] == {"name": "py-agent", "version": 3, "constant": 3}
     assert r["schema"] == {
         "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "archive": {"keyPath": ["session_id", "id"], "autoIncrement": False,
@@ -150,6 +150,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
                          "indexes": [["by_session", "session_id"]]},
         "meta": {"keyPath": "key", "autoIncrement": False, "indexes": []},
         "kv": {"keyPath": None, "autoIncrement": False, "indexes": []},
+        "recall": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
     }
     assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
     assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
@@ -241,13 +242,14 @@ def test_list_sessions_newest_first_with_archive_counts(store_page):
     ]
 
 
-def test_delete_session_removes_state_archive_and_log(store_page):
+def test_delete_session_removes_state_archive_log_and_recall_blob(store_page):
     for sid in ("keep", "drop"):
         store_page.evaluate("""async ([s, t, r]) => {
             const store = await IdbStore.open();
             await store.commitTurn(s, t);
             await store.commitCompaction(null, r);
             await store.commitCompaction(null, r);
+            await store.saveRecall(JSON.parse(s).session_id, new Uint8Array([1, 2, 3]));
         }""", [dumps_state(state(sid)), dumps_turns([turn(1), turn(2)]),
                json.dumps(record(sid, 1).to_dict())])
     r = store_page.evaluate("""async () => {
@@ -262,7 +264,8 @@ def test_delete_session_removes_state_archive_and_log(store_page):
     assert (r["first"], r["again"], r["never"]) == (True, False, False)
     assert r["load"] is None and r["archive"] == "[]" and r["log"] == "[]"
     assert [row["session_id"] for row in json.loads(r["list"])] == ["keep"]
-    for store_name, expected in (("sessions", 1), ("archive", 2), ("compressions", 2)):
+    for store_name, expected in (("sessions", 1), ("archive", 2), ("compressions", 2),
+                                 ("recall", 1)):
         rows = store_page.evaluate("([db, s]) => rawRead(db, s)", ["py-agent", store_name])["rows"]
         assert len(rows) == expected, store_name
         assert all((row[1].get("session_id")) == "keep" for row in rows)
@@ -479,7 +482,7 @@ V1_DATABASE = r"""async ([state, turns, compression]) => {
 }"""
 
 
-def test_upgrade_from_version_1_keeps_every_record_and_adds_kv(store_page):
+def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_and_recall(store_page):
     s = state("old", summary="Planned a trip to Lisbon.", recent_turns=[turn(1), turn(2)],
               next_turn_id=3, facts=[Fact("preference", "vegetarian", 1)], compactions=1)
     before = store_page.evaluate(V1_DATABASE, [dumps_state(s), dumps_turns([turn(1), turn(2)]),
@@ -494,17 +497,20 @@ def test_upgrade_from_version_1_keeps_every_record_and_adds_kv(store_page):
                       migration: store.legacyMigration, list: await store.listSessions() };
         await store.kvPut('note:000001', JSON.stringify({ title: 'Trip', text: 'Lisbon' }));
         out.kv = await store.kvList('note:');
+        out.saved = await store.saveRecall('old', new Uint8Array([82, 67, 76, 49]));
+        out.blobs = (await store.loadRecall()).map(([sid, blob]) => [sid, [...blob]]);
         store.close();
         return out;
     }""")
-    assert r["version"] == 2
-    assert r["stores"] == ["archive", "compressions", "kv", "meta", "sessions"]
+    assert r["version"] == 3
+    assert r["stores"] == ["archive", "compressions", "kv", "meta", "recall", "sessions"]
     assert r["migration"] is None            # the v1 database had already migrated legacy data
     assert json.loads(r["kv"]) == [["note:000001", {"title": "Trip", "text": "Lisbon"}]]
+    assert r["saved"] is True and r["blobs"] == [["old", [82, 67, 76, 49]]]
     # Every v1 record is still there, unchanged, and reads back through the store.
     for name, rows in raw_before.items():
         after = store_page.evaluate("(n) => rawRead('py-agent', n)", name)
-        assert after["version"] == 2 and after["rows"] == rows, name
+        assert after["version"] == 3 and after["rows"] == rows, name
     assert loaded(store_page, "old") == s
     assert archive_of(store_page, "old") == [turn(1), turn(2)]
     logged = store_page.evaluate("async () => (await IdbStore.open()).compressions('old')")
@@ -587,6 +593,64 @@ def test_fail_next_write_gives_quota_error_and_writes_nothing(store_page):
     assert storage_error(r["other"]).kind == "unknown"
 
 
+# --- the recall index's blobs -----------------------------------------------------------------
+
+def test_recall_blobs_are_kept_per_session_as_bytes_and_never_without_their_session(store_page):
+    r = store_page.evaluate("""async ([a, b, t]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(a, t);
+        await store.commitTurn(b, t);
+        const bytes = (rows) => rows.map(([sid, blob]) => [sid, blob.constructor.name, [...blob]]);
+        const out = { empty: await store.loadRecall() };
+        out.ghost = await store.saveRecall('ghost', new Uint8Array([1]));   // no such session
+        const view = new Uint8Array([0, 9, 8, 7, 255]).subarray(1, 4);       // a view of a buffer
+        out.savedA = await store.saveRecall('a', view);
+        out.savedB = await store.saveRecall('b', new Uint8Array([5, 5]).buffer);
+        out.both = bytes(await store.loadRecall());
+        view[0] = 0;                                  // the store kept its own copy
+        out.copied = bytes(await store.loadRecall());
+        out.dropped = await store.saveRecall('b', null);
+        out.afterDrop = bytes(await store.loadRecall());
+        out.notBytes = await caught(store.saveRecall('a', 'text'));
+        IdbStore.failNextWrite('QuotaExceededError');
+        out.quota = await caught(store.saveRecall('a', new Uint8Array([4])));
+        out.afterQuota = bytes(await store.loadRecall());
+        await store.deleteSession('a');
+        out.afterDelete = bytes(await store.loadRecall());
+        out.late = await store.saveRecall('a', new Uint8Array([6]));
+        out.afterLate = bytes(await store.loadRecall());
+        store.close();
+        return out;
+    }""", [dumps_state(state("a")), dumps_state(state("b")), dumps_turns([turn(1)])])
+    assert r["empty"] == [] and r["ghost"] is False
+    assert r["savedA"] is True and r["savedB"] is True
+    assert sorted(r["both"]) == [["a", "Uint8Array", [9, 8, 7]], ["b", "Uint8Array", [5, 5]]]
+    assert sorted(r["copied"]) == sorted(r["both"])
+    assert r["dropped"] is True and r["afterDrop"] == [["a", "Uint8Array", [9, 8, 7]]]
+    assert r["notBytes"]["name"] == "StorageError" and "Uint8Array" in r["notBytes"]["message"]
+    assert r["quota"]["name"] == "StorageQuotaError"
+    assert r["afterQuota"] == [["a", "Uint8Array", [9, 8, 7]]]   # the failed write left nothing
+    assert r["afterDelete"] == [] and r["late"] is False and r["afterLate"] == []
+
+
+def test_read_turns_reads_only_the_ids_asked_for_in_order(store_page):
+    r = store_page.evaluate("""async ([s, t, other, ot]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(s, t);
+        await store.commitTurn(other, ot);
+        const out = { some: await store.readTurns('s1', '[7, 2, 99, 2]'),
+                      none: await store.readTurns('s1', '[]'),
+                      nobody: await store.readTurns('nobody', '[1]'),
+                      bad: await caught(store.readTurns('s1', '[1.5]')) };
+        store.close();
+        return out;
+    }""", [dumps_state(state("s1")), dumps_turns([turn(1), turn(2), turn(7)]),
+           dumps_state(state("s2")), dumps_turns([turn(2, "other")])])
+    assert [Turn.from_dict(t) for t in json.loads(r["some"])] == [turn(2), turn(7)]
+    assert r["none"] == "[]" and r["nobody"] == "[]"
+    assert r["bad"]["name"] == "StorageError" and "integers" in r["bad"]["message"]
+
+
 # --- several tabs on one database ----------------------------------------------------------
 
 def test_a_state_write_from_an_outdated_version_is_refused_and_writes_nothing(store_page):
@@ -637,7 +701,9 @@ self.onmessage = async ({ data: [state, turns] }) => {
     IdbStore.failNextWrite('QuotaExceededError');
     let error = null;
     try { await store.save(state); } catch (e) { error = e.name; }
-    const out = { inWorker: typeof window === 'undefined' && typeof WorkerGlobalScope !== 'undefined',
+    await store.saveRecall('w1', new Uint8Array([7, 8, 9]));
+    const blobs = (await store.loadRecall()).map(([sid, blob]) => [sid, [...blob]]);
+    const out = { blobs, inWorker: typeof window === 'undefined' && typeof WorkerGlobalScope !== 'undefined',
                   methods: STORE_METHODS, kvMethods: KV_METHODS, loaded: await store.load('w1'),
                   archive: await store.readArchive('w1'), list: await store.listSessions(), error };
     store.close();
@@ -666,7 +732,9 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert "failed" not in r, r.get("failed")
     assert r["inWorker"] is True
     assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
-                            "compressions", "listSessions", "deleteSession"]
+                            "compressions", "listSessions", "deleteSession", "saveRecall",
+                            "loadRecall", "readTurns"]
+    assert r["blobs"] == [["w1", [7, 8, 9]]]
     assert r["kvMethods"] == ["kvGet", "kvPut", "kvDelete", "kvList"]
     assert SessionState.from_dict(json.loads(r["loaded"])) == replace(s, version=1)
     assert [Turn.from_dict(t) for t in json.loads(r["archive"])] == [turn(1)]

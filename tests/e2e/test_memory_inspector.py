@@ -176,11 +176,11 @@ def test_token_meter_adds_up_and_follows_the_turns(page: Page, app_server: str,
     expect(token_meter).to_have_attribute("data-state", "ok")
     first = meter(page)
     names = [name for name, _ in first["segments"]]
-    assert names == ["prefix", "memory", "turns", "free", "reserved"]
+    assert names == ["prefix", "memory", "recall", "turns", "free", "reserved"]
     tokens = dict(first["segments"])
     assert first["window"] == 9216 and first["estimated"] == "false"
     assert sum(tokens.values()) == first["window"]
-    assert tokens["prefix"] > 100 and tokens["reserved"] == 2048
+    assert tokens["prefix"] > 100 and tokens["reserved"] == 2048 and tokens["recall"] == 400
     assert tokens["memory"] == 0 and 0 < tokens["turns"] < 200
     # The numbers, as text for everyone (and as the bar's accessible name).
     used = first["window"] - tokens["free"]

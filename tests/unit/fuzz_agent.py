@@ -10,7 +10,8 @@ Each case is a short conversation built from one seed. After it, the case is che
   or export the session as UTF-8 JSON Lines that imports again;
 - lost: a message sent is missing from the transcript, under its turn id and status,
   or an answered turn is in neither the raw turns nor a compaction;
-- duplicates: two turns share an id.
+- duplicates: two turns share an id;
+- unindexed: the recall index a fresh agent loads lacks an archived turn.
 
 ``tests/unit/test_fuzz.py`` runs a few hundred cases; ``bench/fuzz_agent.py`` ten thousand.
 """
@@ -302,6 +303,7 @@ class FuzzReport:
     unreadable: int = 0
     lost: int = 0
     duplicates: int = 0
+    unindexed: int = 0
     statuses: Counter = field(default_factory=Counter)
     stores: Counter = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
@@ -309,7 +311,8 @@ class FuzzReport:
 
     @property
     def clean(self) -> bool:
-        return not (self.escapes or self.hangs or self.unreadable or self.lost or self.duplicates)
+        return not (self.escapes or self.hangs or self.unreadable or self.lost or self.duplicates
+                    or self.unindexed)
 
     def note(self, seed: int, what: str) -> None:
         if len(self.failures) < 50:
@@ -411,6 +414,12 @@ async def _check(seed: int, report: FuzzReport, store, agents: list[Agent],
         if missing and not any(a.sessions.unsaved("fuzz") for a in agents) and saved:
             report.lost += 1
             report.note(seed, f"answered turns {sorted(missing)} in no memory")
+        # The recall index follows the archive: what a reload loads holds every turn.
+        await fresh.archive_recall.settled()
+        unindexed = saved - set(fresh.archive_recall.index.turn_ids("fuzz"))
+        if unindexed:
+            report.unindexed += 1
+            report.note(seed, f"archived turns {sorted(unindexed)} not in the recall index")
     except Exception as exc:  # noqa: BLE001
         report.unreadable += 1
         report.note(seed, f"unreadable: {type(exc).__name__}: {exc}"[:300])

@@ -112,9 +112,11 @@ def everyday_set() -> RetrievalSet | None:
     if not path.exists():
         return None
     from py_agent.turn import compact_tool
+    from py_agent.turn.recall_tool import recall_tool
     from tests.unit.demo import demo_tools
     queries = [_query_of(row) for row in _jsonl(path)]
-    return RetrievalSet("everyday", [*demo_tools(), compact_tool()], queries)
+    # The agent's registry: the demo's tools and the two built-in ones.
+    return RetrievalSet("everyday", [*demo_tools(), compact_tool(), recall_tool()], queries)
 
 
 def _query_of(row: dict[str, Any]) -> Query:

@@ -95,7 +95,7 @@ def test_no_prompt_leaves_turns_out_while_the_summarizer_fails(make_agent):
 def test_wait_idle_delete_and_close_return_while_a_summary_hangs(make_agent):
     slow = replace(QUICK, summary_timeout_s=60)
     agent, model, store = make_agent(summary=never, window=SMALL["window"], memory=slow)
-    run(chat(agent, 10, wait=False))
+    run(chat(agent, 9, wait=False))  # a compaction starts at the 7th (recall has room too)
     assert run(agent.memory_state("s")).compacting
     began = time.monotonic()
     assert run(agent.wait_idle(timeout=0.05)) is False

@@ -30,13 +30,17 @@ def test_policy_that_cannot_fit_the_window_is_refused():
     MemoryPolicy().check_window(context_window=9216, prefix_tokens=600)
 
 
-def test_budget_subtracts_prefix_reserve_summary_and_facts():
+def test_budget_subtracts_prefix_reserve_summary_facts_and_recall():
     accountant = MemoryAccountant(MemoryPolicy())
     state = SessionState("s", summary="x" * 400, facts=[Fact("preference", "likes tea")],
                          recent_turns=[turn(1)])
     budget = accountant.budget(state, context_window=9216, prefix=500)
     assert budget.summary == 100
-    assert budget.turn_budget == 9216 - 500 - 2048 - 100 - budget.facts
+    assert budget.recall == MemoryPolicy().recall_max_tokens == 400
+    assert budget.turn_budget == 9216 - 500 - 2048 - 100 - budget.facts - 400
+    off = MemoryAccountant(MemoryPolicy(recall_k=0)).budget(state, context_window=9216,
+                                                             prefix=500)
+    assert off.recall == 0 and off.turn_budget == budget.turn_budget + 400
     assert budget.trigger == int(budget.turn_budget * 0.7)
     assert budget.keep == int(budget.turn_budget * 0.3)
     assert not budget.due

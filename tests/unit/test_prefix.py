@@ -31,7 +31,7 @@ def test_the_prefix_shrinks_with_the_window(window, level, scaled, messages):
 
 
 def test_long_tool_descriptions_compress_the_prefix_on_a_large_window():
-    plan = plan_prefix(9216, MemoryPolicy(), COUNTER, tools_tokens=4000)
+    plan = plan_prefix(9216, MemoryPolicy(), COUNTER, tools_tokens=3600)
     assert plan.level != "full" and not plan.scaled
 
 

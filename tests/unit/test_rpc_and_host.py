@@ -284,7 +284,7 @@ def test_host_routes_requests_streams_events_and_reports_errors():
     empty = run(ask({"type": "run", "id": 6, "session_id": "a", "text": "  "}))
     assert not empty["ok"] and "non-empty" in empty["error"]["message"]
     tools = run(ask({"type": "tools", "id": 7}))["value"]
-    assert [t["name"] for t in tools] == ["compact"]
+    assert [t["name"] for t in tools] == ["compact", "recall"]   # the built-in tools
 
 
 def test_host_stop_aborts_the_running_turn():

@@ -7,6 +7,7 @@ these are the same behaviours, asserted on the Python stores.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 
 import pytest
@@ -34,7 +35,7 @@ def fail_next_write(store) -> None:
         store.fail_next = StorageError("disk full", kind="quota")
         return
     db = store._db
-    for table in ("archive", "sessions", "compressions"):
+    for table in ("archive", "sessions", "compressions", "recall"):
         db.execute(f"CREATE TEMP TRIGGER fail_{table} BEFORE INSERT ON {table} "
                    "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
 
@@ -248,7 +249,87 @@ def test_two_agents_running_turns_at_the_same_time_lose_nothing(store, other_wri
     assert [t.id for t in memory.recent_turns] == list(range(1, 13))
 
 
+# ----------------------------------------------------------- recall blobs
+
+def test_a_recall_blob_is_kept_beside_its_session_and_dropped_on_request(store):
+    run(store.commit_turn(state("a"), [turn(1)]))
+    run(store.commit_turn(state("b"), [turn(1)]))
+    assert run(store.load_recall()) == {}
+    assert run(store.save_recall("a", b"RCL1\x00\xffbinary")) is True
+    assert run(store.save_recall("b", bytearray(b"second"))) is True
+    assert run(store.load_recall()) == {"a": b"RCL1\x00\xffbinary", "b": b"second"}
+    assert run(store.save_recall("a", b"replaced")) is True
+    assert run(store.save_recall("b", None)) is True  # dropped
+    assert run(store.load_recall()) == {"a": b"replaced"}
+    assert isinstance(run(store.load_recall())["a"], bytes)
+
+
+def test_no_recall_blob_outlives_or_precedes_its_session(store):
+    assert run(store.save_recall("ghost", b"x")) is False  # no state: nothing written
+    run(store.commit_turn(state("a"), [turn(1)]))
+    run(store.commit_turn(state("b"), [turn(1)]))
+    run(store.save_recall("a", b"blob a"))
+    run(store.save_recall("b", b"blob b"))
+    assert run(store.delete_session("a")) is True  # the blob goes in the same transaction
+    assert run(store.load_recall()) == {"b": b"blob b"}
+    assert run(store.save_recall("a", b"late")) is False  # a save after the deletion
+    assert run(store.load_recall()) == {"b": b"blob b"}
+
+
+def test_a_recall_blob_must_be_bytes_and_a_failed_save_writes_nothing(store):
+    run(store.commit_turn(state("a"), [turn(1)]))
+    run(store.save_recall("a", b"first"))
+    for wrong in ("text", 42, [1, 2]):
+        with pytest.raises(StorageError):
+            run(store.save_recall("a", wrong))
+    fail_next_write(store)
+    with pytest.raises(StorageError):
+        run(store.save_recall("a", b"second"))
+    assert run(store.load_recall()) == {"a": b"first"}
+
+
+def test_read_turns_gives_the_archived_turns_of_those_ids_in_order(store):
+    run(store.commit_turn(state("a"), [turn(1), turn(2), turn(3), turn(7)]))
+    run(store.commit_turn(state("b"), [turn(2, "another session")]))
+    assert run(store.read_turns("a", [7, 2, 99, 2])) == [turn(2), turn(7)]
+    assert run(store.read_turns("a", [])) == []
+    assert run(store.read_turns("nobody", [1])) == []
+    assert run(store.read_turns("b", [2])) == [turn(2, "another session")]
+    many = list(range(1, 1200))  # more ids than SQLite binds in one statement
+    assert [t.id for t in run(store.read_turns("a", many))] == [1, 2, 3, 7]
+
+
 # ----------------------------------------------------------- SQLite specifics
+
+SCHEMA_1 = """
+CREATE TABLE sessions (session_id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '',
+                       updated_at REAL NOT NULL DEFAULT 0, state TEXT NOT NULL);
+CREATE TABLE archive (session_id TEXT NOT NULL, id INTEGER NOT NULL, turn TEXT NOT NULL,
+                      PRIMARY KEY (session_id, id)) WITHOUT ROWID;
+CREATE TABLE compressions (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+                           record TEXT NOT NULL);
+CREATE INDEX compressions_by_session ON compressions (session_id, seq);
+CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_schema_1_database_is_migrated_and_keeps_its_data(tmp_path):
+    path = tmp_path / "agent.db"
+    with sqlite3.connect(path) as db:  # the first schema, as py-agent wrote it before recall
+        db.executescript(SCHEMA_1)
+        db.execute("INSERT INTO sessions (session_id, title, updated_at, state) VALUES (?, ?, ?, ?)",
+                   ("s1", "old", 1.0, json.dumps(state(title="old").to_dict())))
+        db.execute("INSERT INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
+                   ("s1", 1, json.dumps(turn(1).to_dict())))
+    store = SqliteStore(path)
+    assert SCHEMA_VERSION == 2
+    assert run(store.load("s1")).title == "old" and run(store.read_archive("s1")) == [turn(1)]
+    assert run(store.save_recall("s1", b"blob")) is True
+    assert run(store.load_recall()) == {"s1": b"blob"}
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+
 
 def test_sqlite_data_survives_reopening_the_file(tmp_path):
     path = tmp_path / "agent.db"

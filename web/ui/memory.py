@@ -1,12 +1,14 @@
 # The memory inspector: what the next prompt of the shown session carries (summary,
 # key facts by category, the recent raw turns), how it sits in the model's context
 # window (ui/meter.py), whether memory runs degraded and why, the compaction history
-# and the replaced and forgotten facts (ui/memory_log.py), and "Compact now".
+# and the replaced and forgotten facts (ui/memory_log.py), the turns recalled from the
+# archive into the last prompt (ui/recalled.py), and "Compact now".
 from ui.app import emit, model_usable, on, running, state
 from ui.dom import by_id, clear, clip, listen, make, number, plural
 from ui.link import request
 from ui.memory_log import render_fact_changes, render_history
 from ui.meter import render_meter
+from ui import recalled
 from ui.status import render_status, update_controls
 
 memory_panel = by_id("memory-panel")
@@ -91,6 +93,7 @@ def render_memory(memory):
     render_history(shown.get("compressions"))
     render_fact_changes(shown.get("compressions"))
     render_meter(shown.get("budget"))
+    recalled.render_in_inspector(shown.get("recalled"), shown.get("session_id"))
     memory_info.textContent = memory_line(shown)
     render_degraded(shown.get("degraded"))
     if memory is None:
@@ -259,3 +262,4 @@ def start():
     on("session_opening", lambda session_id: render_memory(None))
     on("turn_finished", lambda *args: refresh_memory())
     listen(compact_form, "submit", on_compact)
+    recalled.start()

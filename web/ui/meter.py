@@ -1,6 +1,7 @@
 # The token meter of the memory inspector: how the next prompt of the shown session
-# fills the model's context window (fixed prefix, memory, recent turns, the room kept
-# for the turn's own work and answer, and what is free), with the numbers as text too.
+# fills the model's context window (fixed prefix, memory, the room planned for turns
+# recalled from the archive, recent turns, the room kept for the turn's own work and
+# answer, and what is free), with the numbers as text too.
 from ui.dom import by_id, clear, make, number
 
 meter = by_id("token-meter")
@@ -12,12 +13,13 @@ legend = meter.querySelector(".meter-legend")
 LABELS = {
     "prefix": "Fixed prefix",
     "memory": "Memory (summary + facts)",
+    "recall": "Room for recalled turns",
     "turns": "Recent turns",
     "free": "Free",
     "reserved": "Reserved for the answer",
 }
-SHORT = {"prefix": "prefix", "memory": "memory", "turns": "turns", "free": "free",
-         "reserved": "answer room"}
+SHORT = {"prefix": "prefix", "memory": "memory", "recall": "recall", "turns": "turns",
+         "free": "free", "reserved": "answer room"}
 
 
 def _int(budget, name):
@@ -35,6 +37,7 @@ def segments(budget):
     window = _int(budget, "context_window")
     parts = [("prefix", _int(budget, "prefix")),
              ("memory", _int(budget, "summary") + _int(budget, "facts")),
+             ("recall", _int(budget, "recall")),
              ("turns", _int(budget, "turns"))]
     reserved = _int(budget, "reserved")
     used = sum(tokens for _, tokens in parts) + reserved
@@ -72,7 +75,7 @@ def render_meter(budget):
         make("span", "legend-value", number(tokens), parent=item)
     # Where automatic compaction starts: when the raw turns pass the trigger.
     trigger = _int(budget, "trigger")
-    start = sizes["prefix"] + sizes["memory"]
+    start = sizes["prefix"] + sizes["memory"] + sizes["recall"]
     if trigger and total:
         mark = make("div", "meter-trigger", attrs={"data-tokens": start + trigger}, parent=bar)
         mark.style.left = "%.3f%%" % min(100.0, 100.0 * (start + trigger) / total)

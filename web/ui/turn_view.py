@@ -13,7 +13,7 @@ from ui.messages import set_answer, show_error, show_unfinished, UNFINISHED
 from ui.scrolling import after_change, at_latest
 from ui.status import render_status
 from ui.streamed_reply import StreamedReply
-from ui import trace
+from ui import recalled, trace
 
 PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
 PREVIEW_BACKOFF = 5  # and waits at least this many times its last render's cost
@@ -106,6 +106,8 @@ class RunningTurn:
             message.setAttribute("data-turn-id", str(data.get("turn_id")))
         elif kind == "tools_retrieved":
             trace.show_offered(message, data.get("tools"))
+        elif kind == "recalled":
+            recalled.show_in_trace(message, data, self.session)
         elif kind == "step_started":
             index = data.get("index", 1)
             self.step = index
