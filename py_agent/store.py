@@ -15,6 +15,11 @@ On success the store bumps the version, in storage and on the written object.
 The archive is append-only by turn id, with one exception: a turn archived with
 status ``"interrupted"`` (how a turn is written when it starts, so a reload
 never loses the user's message) is replaced by the same id's final copy.
+
+A store also keeps one :class:`~py_agent.profile.UserProfile` for all its sessions,
+versioned and written conditionally in the same way; a write of the profile may carry a
+session's state (or a compaction) in the same transaction, and deleting a session takes
+the facts it contributed out of the profile in the deletion's transaction.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import copy
 from typing import Protocol, runtime_checkable
 
+from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 
 
@@ -49,6 +55,15 @@ def check_version(stored: int | None, state: SessionState) -> None:
         raise StateConflictError(f"another tab or process changed this session at the same "
                                  f"moment (stored version {stored or 0}, written from "
                                  f"{state.version})")
+
+
+def check_profile_version(stored: int | None, profile: UserProfile) -> None:
+    """Raise :class:`StateConflictError` unless ``profile`` was made from the stored
+    version (``stored`` is None when no profile was written yet)."""
+    if (stored or 0) != profile.version:
+        raise StateConflictError(f"another tab or process changed the user profile at the "
+                                 f"same moment (stored version {stored or 0}, written from "
+                                 f"{profile.version})")
 
 
 def replaces(archived: dict | Turn | None) -> bool:
@@ -86,10 +101,10 @@ class Store(Protocol):
         and save ``state`` (conditionally), atomically."""
         ...
 
-    async def commit_compaction(self, state: SessionState | None,
-                                record: CompressionRecord) -> None:
+    async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
+                                profile: UserProfile | None = None) -> None:
         """Log a compression and, if it succeeded, save the new state (conditionally),
-        atomically."""
+        and, if given, the user profile (conditionally), atomically."""
         ...
 
     async def read_archive(self, session_id: str) -> list[Turn]:
@@ -105,7 +120,20 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Remove a session's state, archive and log; False if it did not exist."""
+        """Remove a session's state, archive and log, and the facts it contributed to the
+        user profile; False if it did not exist."""
+        ...
+
+    # The user profile (py_agent.profile): one for the whole store.
+
+    async def load_profile(self) -> UserProfile:
+        """The stored profile (an empty one at version 0 if none was written)."""
+        ...
+
+    async def save_profile(self, profile: UserProfile,
+                           state: SessionState | None = None) -> None:
+        """Write the profile (conditionally) and, if given, a session's state
+        (conditionally), atomically."""
         ...
 
 
@@ -137,6 +165,7 @@ class InMemoryStore(FailNextWrite):
         self._states: dict[str, SessionState] = {}
         self._archives: dict[str, list[Turn]] = {}
         self._logs: dict[str, list[CompressionRecord]] = {}
+        self._profile = UserProfile()
 
     async def load(self, session_id: str) -> SessionState | None:
         state = self._states.get(session_id)
@@ -165,11 +194,14 @@ class InMemoryStore(FailNextWrite):
             elif replaces(archive[at]):
                 archive[at] = copy.deepcopy(turn)
 
-    async def commit_compaction(self, state: SessionState | None,
-                                record: CompressionRecord) -> None:
+    async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
+                                profile: UserProfile | None = None) -> None:
         self._check_failure()
+        self._check_writes(state, profile)
         if state is not None:
             self._put_state(state)
+        if profile is not None:
+            self._put_profile(profile)
         self._logs.setdefault(record.session_id, []).append(copy.deepcopy(record))
 
     async def read_archive(self, session_id: str) -> list[Turn]:
@@ -190,4 +222,35 @@ class InMemoryStore(FailNextWrite):
         self._states.pop(session_id, None)
         self._archives.pop(session_id, None)
         self._logs.pop(session_id, None)
+        withdrawn = withdraw(self._profile, session_id, deleted=True)
+        if withdrawn.to_dict() != self._profile.to_dict():
+            withdrawn.version += 1
+            self._profile = withdrawn
         return existed
+
+    # ------------------------------------------------------------ the user profile
+
+    def _check_writes(self, state: SessionState | None, profile: UserProfile | None) -> None:
+        """Check every version a write names before any of it is written."""
+        if state is not None:
+            stored = self._states.get(state.session_id)
+            check_version(None if stored is None else stored.version, state)
+        if profile is not None:
+            check_profile_version(self._profile.version, profile)
+
+    def _put_profile(self, profile: UserProfile) -> None:
+        check_profile_version(self._profile.version, profile)
+        profile.version += 1
+        self._profile = copy.deepcopy(profile)
+
+    async def load_profile(self) -> UserProfile:
+        return copy.deepcopy(self._profile)
+
+    async def save_profile(self, profile: UserProfile,
+                           state: SessionState | None = None) -> None:
+        self._check_failure()
+        self._check_writes(state, profile)
+        if state is not None:
+            self._put_state(state)
+            self._archives.setdefault(state.session_id, [])
+        self._put_profile(profile)
