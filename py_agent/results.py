@@ -88,6 +88,10 @@ class MemoryState:
     degraded: str = ""  # why memory runs on the fallback without the summarizer, if it does
     consecutive_failures: int = 0
     prefix: dict[str, Any] | None = None  # the prefix level in use and why (py_agent.prefix)
+    # The user profile's facts the next prompt shows (py_agent.profile; ids "p…"), and
+    # whether the session is private (then it neither shows nor adds to the profile).
+    profile: list[Fact] = field(default_factory=list)
+    private: bool = False
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -104,7 +108,8 @@ class MemoryState:
                 "compactions": self.compactions, "failed_compactions": self.failed_compactions,
                 "unsaved_turns": self.unsaved_turns, "compacting": self.compacting,
                 "detached": self.detached, "degraded": self.degraded,
-                "consecutive_failures": self.consecutive_failures, "prefix": self.prefix}
+                "consecutive_failures": self.consecutive_failures, "prefix": self.prefix,
+                "profile": [f.to_dict() for f in self.profile], "private": self.private}
 
 
 @dataclass

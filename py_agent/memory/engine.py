@@ -16,7 +16,9 @@ leaves a turn out. The engine also keeps the live memory sessions
 (:mod:`py_agent.memory.live`) in step with every change of a session's memory.
 
 It is built from the session table and the base sessions alone (never from an
-agent), and it reports only through the ``emit`` callable it is given.
+agent), and it reports only through the ``emit`` callable it is given. The user
+profile's facts a session shows (:meth:`MemoryEngine.profile_facts`) count in its
+budget, are read by its fact extractor and held by its live memory session.
 :meth:`close` and :meth:`forget` stop background work at once: every raw turn is
 archived before a pass starts and a stopped pass commits nothing, so nothing is
 lost and nothing is left half-written.
@@ -34,9 +36,11 @@ from ..events import Emit, log
 from ..model import Purpose
 from ..results import CompactionReport
 from ..sessions import SessionTable
+from ..state import Fact, SessionState
 from .fact_rules import may_revise
 from .live import DEFAULT_MAX_LIVE, MemorySessions
 from .passes import Passes, Upkeep
+from .profile_rules import shown_facts
 from .steps import DESTROY_TIMEOUT_S
 
 MAX_PASSES_PER_RUN = 4
@@ -62,9 +66,11 @@ class MemoryEngine:
         self.calls: Counter[str] = calls if calls is not None else Counter()
         self.live = MemorySessions(
             accountant, sessions.state, max_live=memory_sessions,
-            reserve=lambda: accountant.policy.reserved_turn_tokens + bases.tools_tokens())
+            reserve=lambda: accountant.policy.reserved_turn_tokens + bases.tools_tokens(),
+            profile_of=self.profile_facts)
         sessions.when_changed(self.live.memory_changed)
-        self.passes = Passes(sessions, bases, accountant, emit, self.upkeep, self.calls)
+        self.passes = Passes(sessions, bases, accountant, emit, self.upkeep, self.calls,
+                             profile_facts=self.profile_facts)
         self._upkeep: dict[str, Upkeep] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._again: dict[str, tuple[str, str | None]] = {}
@@ -72,6 +78,15 @@ class MemoryEngine:
     def upkeep(self, session_id: str) -> Upkeep:
         """The session's upkeep record (rests, pressure, outdated facts)."""
         return self._upkeep.setdefault(session_id, Upkeep())
+
+    def profile_facts(self, state: SessionState | None) -> list[Fact]:
+        """The user profile's facts the next prompt of ``state``'s session shows (from the
+        profile as last read; see :mod:`py_agent.memory.profile_rules`)."""
+        profiles = self.sessions.profiles
+        if state is None or not profiles.enabled:
+            return []
+        return shown_facts(profiles.current, state, self.accountant.policy,
+                           self.accountant.counter)
 
     # ------------------------------------------------------------ conditions
 
@@ -99,8 +114,9 @@ class MemoryEngine:
         tokens = sum(self.accountant.turn_tokens(t) for t in unread)
         # A turn that may change a key fact is read at once: else the old value would
         # be shown as current until the next periodic refresh.
+        known = state.facts + self.profile_facts(state)
         return tokens >= budget.turn_budget * policy.facts_refresh_ratio or \
-            any(may_revise(t.user, state.facts) for t in unread)
+            any(may_revise(t.user, known) for t in unread)
 
     # ------------------------------------------------------------ scheduling
 

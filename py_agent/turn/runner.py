@@ -102,7 +102,8 @@ class TurnRunner:
             window, used = self.bases.window(Purpose.STEP)
             memory = None if opener.uses_memory else self.sessions.state(session_id)
             text = build_first_prompt(message, offered, memory, window - used,
-                                      self.accountant, steps, tight=tight)
+                                      self.accountant, steps, tight=tight,
+                                      profile=self.memory.profile_facts(memory))
             prompt_tokens = self.accountant.counter.count(text)
             return text
 
