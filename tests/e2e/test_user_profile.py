@@ -80,13 +80,29 @@ def test_a_preference_reaches_a_new_chat_and_forget_removes_it(
     expect(facts.first.get_by_test_id("profile-source")).to_contain_text(
         "From “I'm vegetarian, please remember that.”, turn 1")
 
+    # The meter counts it as memory of this chat.
+    wait_until(page, "document.querySelector('[data-testid=\"token-meter\"] "
+               "[data-segment=\"memory\"]').dataset.tokens > 0")
+
+    # Edit it in the inspector: the next prompt carries the new words.
+    facts.first.get_by_test_id("edit-profile-fact").click()
+    field = page.get_by_test_id("profile-fact-field")
+    field.fill("The user is vegetarian and eats eggs.")
+    field.press("Enter")
+    expect(facts.first.get_by_test_id("profile-fact-text")).to_have_text(
+        "The user is vegetarian and eats eggs.")
+    expect(facts.first.get_by_test_id("profile-source")).to_contain_text("(edited ")
+    chat(page, "Breakfast ideas?")
+    assert "- [preference] The user is vegetarian and eats eggs." in read_by_model(
+        page, "Breakfast ideas?")
+
     # Forget it in the inspector: gone from the profile, and from the next prompt.
     facts.first.get_by_test_id("forget-profile-fact").click()
     page.get_by_test_id("confirm-forget").click()
     expect(facts).to_have_count(0)
     chat(page, "And what for dessert?")
     seen = read_by_model(page, "And what for dessert?")
-    assert "About the user" not in seen and "The user is vegetarian." not in seen
+    assert "About the user" not in seen and "[preference] The user is vegetarian" not in seen
     # The chat it came from has lost its own copy too, after a reload as well.
     boot(page, app_server + "/")
     row(page, first).locator('[data-action="open"]').click()
