@@ -47,6 +47,11 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _count(value: Any, default: int) -> int:
+    """A stored counter, or ``default`` for anything that is not a whole number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
 @dataclass(frozen=True)
 class ProfileFact:
     """A lasting fact about the user, and where it came from.
@@ -163,14 +168,14 @@ class UserProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "UserProfile":
         """A profile from :meth:`to_dict` output; None (nothing stored yet) is empty."""
-        if not data:
+        if not isinstance(data, dict) or not data:
             return cls()
-        facts = [ProfileFact.from_dict(f) for f in data.get("facts", []) if isinstance(f, dict)]
-        return cls(facts=facts,
-                   removed=[RemovedFact.from_dict(r) for r in data.get("removed", [])
-                            if isinstance(r, dict)],
-                   next_id=int(data.get("next_id") or 1),
-                   version=int(data.get("version") or 0))
+        facts, removed = data.get("facts"), data.get("removed")
+        return cls(facts=[ProfileFact.from_dict(f) for f in facts if isinstance(f, dict)
+                          and f.get("id")] if isinstance(facts, list) else [],
+                   removed=[RemovedFact.from_dict(r) for r in removed if isinstance(r, dict)]
+                   if isinstance(removed, list) else [],
+                   next_id=_count(data.get("next_id"), 1), version=_count(data.get("version"), 0))
 
 
 # ------------------------------------------------------------------ pure edits

@@ -48,7 +48,8 @@ class ProfileTable:
 
     def take(self, profile: UserProfile) -> None:
         """Keep ``profile`` (just written, or read) if it is newer than the one held."""
-        if profile.version > self._profile.version or (profile.version == 0 and self._profile.version):
+        newer = profile.version > self._profile.version
+        if newer or (profile.version == 0 and self._profile.version):  # or the data was cleared
             self._profile = profile
             for listener in self._listeners:
                 listener(profile)

@@ -268,7 +268,8 @@ class SessionTable:
         (which may refuse by raising) and the new profile with ``profile_change``, write
         them with ``record`` in one store call, and keep them. Another writer's write
         meanwhile makes it start over (at most ``conflict_retries`` times). A session
-        that runs detached from storage changes no profile.
+        that runs detached from storage changes no profile, nor does a commit while the
+        profile cannot be read (the session's lasting facts join it at a later pass).
 
         Raises :class:`UnknownSessionError` if the session was deleted meanwhile, and
         whatever ``update`` or the store raises; nothing is kept then.
@@ -282,9 +283,14 @@ class SessionTable:
                 updated, profile = update(current), None
                 detached = session_id in self._detached
                 if profile_change is not None and self.profiles.enabled and not detached:
-                    fresh = await self.profiles.refresh(strict=True)
-                    updated = reconcile(updated, fresh) or updated
-                    updated, profile = profile_change(updated, fresh)
+                    try:
+                        fresh = await self.profiles.refresh(strict=True)
+                    except Exception:  # the session's memory must still move on
+                        log.warning("could not read the user profile; committing the "
+                                    "compaction of %s without its changes to it", session_id)
+                    else:
+                        updated = reconcile(updated, fresh) or updated
+                        updated, profile = profile_change(updated, fresh)
                 if not detached:
                     try:
                         await self.store.commit_compaction(updated, record, profile)

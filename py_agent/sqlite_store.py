@@ -9,8 +9,9 @@ state's ``version`` (:class:`~py_agent.store.StateConflictError` when another
 process wrote first); listing puts the most recently updated first. The user profile
 (:mod:`py_agent.profile`) is one JSON row of the ``profile`` table, written
 conditionally on its version too, alone or in the transaction of a session's state or
-compaction; deleting a session takes its facts out of it in the deletion's transaction. Anything SQLite refuses becomes a
-:class:`~py_agent.store.StorageError` whose ``kind`` says why ("quota" for a full
+compaction; deleting a session takes its facts out of it in the deletion's
+transaction. Anything SQLite refuses becomes a :class:`~py_agent.store.StorageError`
+whose ``kind`` says why ("quota" for a full
 disk, "blocked" for a database another process holds locked, "version" for a file
 written by a newer py-agent), and a failed write leaves nothing behind.
 

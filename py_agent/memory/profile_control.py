@@ -26,6 +26,7 @@ from ..budget import MemoryAccountant
 from ..events import AgentEvent, Emit
 from ..profile import (ProfileFact, UnknownProfileFactError, UserProfile, edit, forget,
                        reconcile, withdraw)
+from ..profile_table import ProfileTable
 from ..sessions import SessionTable
 from ..state import SessionState, now_ms
 from .profile_rules import mirror
@@ -39,7 +40,7 @@ class ProfileControl:
         self.sessions, self.accountant, self.emit = sessions, accountant, emit
 
     @property
-    def profiles(self):
+    def profiles(self) -> ProfileTable:
         return self.sessions.profiles
 
     def _check_enabled(self) -> None:

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from py_agent import Agent, InMemoryStore, MemoryPolicy
+from py_agent import Agent, InMemoryStore, MemoryPolicy, StorageError
 from py_agent.memory.profile_rules import shown_facts
 from py_agent.model import Purpose
 from py_agent.profile import (ProfileFact, RemovedFact, UnknownProfileFactError, UserProfile,
@@ -58,7 +58,8 @@ def extractor(call: PromptCall) -> str:
         if match := re.search(r"I live in ([A-Z]\w+)", said):
             facts.append({"category": "background", "text": f"The user lives in {match.group(1)}."})
         if match := re.search(r"planning a trip to ([A-Z]\w+)", said):
-            facts.append({"category": "decision", "text": f"The user plans a trip to {match.group(1)}."})
+            facts.append({"category": "decision",
+                          "text": f"The user plans a trip to {match.group(1)}."})
     return json.dumps({"facts": facts})
 
 
@@ -66,7 +67,8 @@ def extractor(call: PromptCall) -> str:
 POLICY = MemoryPolicy(facts_refresh_ratio=0.001)
 
 
-def new_agent(store=None, model: FunctionModel | None = None, **kwargs) -> tuple[Agent, FunctionModel]:
+def new_agent(store=None, model: FunctionModel | None = None,
+              **kwargs) -> tuple[Agent, FunctionModel]:
     model = model or FunctionModel(make_responder(facts=extractor))
     return Agent(model=model, store=store if store is not None else InMemoryStore(),
                  memory=kwargs.pop("memory", POLICY), **kwargs), model
@@ -100,7 +102,8 @@ def own_texts(agent: Agent, session_id: str) -> list[str]:
 @pytest.mark.parametrize("live", [True, False], ids=["memory-sessions", "whole-prompt"])
 def test_a_preference_said_in_one_session_reaches_the_first_prompt_of_a_new_one(live):
     agent, model = new_agent(memory_sessions=4 if live else 0)
-    say(agent, "a", "Hello there.", "I'm vegetarian, by the way.", "I am planning a trip to Lisbon.")
+    say(agent, "a", "Hello there.", "I'm vegetarian, by the way.",
+        "I am planning a trip to Lisbon.")
     [fact] = run(agent.profile())  # the decision is not a lasting fact: it stays in "a"
     assert (fact.text, fact.category, fact.session_id) == ("The user is vegetarian.",
                                                            "preference", "a")
@@ -388,7 +391,8 @@ def test_the_host_lists_edits_forgets_and_makes_private():
     gone = run(ask({"type": "forget_profile_fact", "id": 5, "fact_id": row["id"]}))
     assert gone["ok"] and run(ask({"type": "profile", "id": 6}))["value"] == []
     unknown = run(ask({"type": "forget_profile_fact", "id": 7, "fact_id": row["id"]}))
-    assert unknown["error"]["name"] == "UnknownProfileFactError" and "traceback" not in unknown["error"]
+    assert unknown["error"]["name"] == "UnknownProfileFactError"
+    assert "traceback" not in unknown["error"]
     # A new chat made private before its first message; the list and the memory say so.
     assert run(ask({"type": "set_private", "id": 8, "session_id": "new", "private": True}))["ok"]
     rows = {r["session_id"]: r for r in run(ask({"type": "sessions", "id": 9}))["value"]}
@@ -402,3 +406,34 @@ def test_the_host_lists_edits_forgets_and_makes_private():
             and e["data"]["by"] == "user"] == ["edited", "forgotten"]
     assert [e["session_id"] for e in events if e["type"] == "session_private"] == ["new"]
     assert any(e["type"] == "profile_updated" and e["data"]["by"] == "memory" for e in events)
+
+
+def test_a_damaged_profile_record_reads_as_what_can_be_read():
+    damaged = {"facts": [{"id": "p1", "category": "need", "text": "a ramp", "session_id": "a"},
+                         {"text": "no id"}, "not a fact"],
+               "removed": "not a list", "next_id": "x", "version": 3}
+    profile = UserProfile.from_dict(damaged)
+    assert [f.id for f in profile.facts] == ["p1"] and profile.removed == []
+    assert (profile.next_id, profile.version) == (1, 3)
+    assert UserProfile.from_dict({"facts": "nope"}) == UserProfile()
+
+
+def test_a_compaction_goes_on_while_the_profile_cannot_be_read():
+    class NoProfile(InMemoryStore):
+        broken = False
+
+        async def load_profile(self):
+            if self.broken:
+                raise StorageError("the profile record is unreadable", kind="unknown")
+            return await super().load_profile()
+
+    store = NoProfile()
+    agent, _ = new_agent(store)
+    say(agent, "a", "Hello.")
+    store.broken = True
+    say(agent, "a", "I'm vegetarian.")   # the turn and its memory pass work without it
+    assert own_texts(agent, "a") == ["The user is vegetarian."]
+    assert run(agent.compressions("a"))[-1].facts_error is None
+    store.broken = False
+    say(agent, "a", "Thanks.")   # the next pass gives the fact to the profile
+    assert profile_texts(agent) == ["The user is vegetarian."]
