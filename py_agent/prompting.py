@@ -142,7 +142,7 @@ def render_facts(facts: Iterable[Fact]) -> str:
     return "\n".join(f"- [{f.category}] {f.text}" for f in facts)
 
 
-PROFILE_HEADING = "About the user, from other chats:"
+PROFILE_HEADING = "About the user, remembered across chats:"
 
 
 def render_profile(facts: Iterable[Fact]) -> str:

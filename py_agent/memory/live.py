@@ -82,7 +82,7 @@ def memory_text(view: MemoryView) -> str:
     return "\n\n".join([head or "Memory:", *(turn_block(t) for t in view.turns)])
 
 
-PROFILE_ADDED_HEADING = "More about the user, from other chats:"
+PROFILE_ADDED_HEADING = "More about the user, remembered across chats:"
 
 
 def profile_lines(facts: list[Fact]) -> tuple[str, ...]:

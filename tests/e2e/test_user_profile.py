@@ -35,7 +35,8 @@ RESPONDER = r"""(input, ctx) => {
   return window.__fakeLM.defaultResponder(input, ctx);
 }"""
 
-PROFILE_LINE = "About the user, from other chats:\n- [preference] The user is vegetarian."
+PROFILE_LINE = ("About the user, remembered across chats:\n"
+                "- [preference] The user is vegetarian.")
 
 
 def read_by_model(page: Page, message: str) -> str:

@@ -112,14 +112,15 @@ def test_a_preference_said_in_one_session_reaches_the_first_prompt_of_a_new_one(
 
     say(agent, "b", "What should I cook tonight?")
     seen = seen_with(model, "What should I cook tonight?")
-    assert "About the user, from other chats:\n- [preference] The user is vegetarian." in seen
+    assert ("About the user, remembered across chats:\n"
+            "- [preference] The user is vegetarian.") in seen
     assert "Lisbon" not in seen
     memory = run(agent.memory_state("b"))
     assert [f.text for f in memory.profile] == ["The user is vegetarian."] and memory.facts == []
     assert memory.budget.profile > 0
     # Its own session shows it once, as its own key fact.
     say(agent, "a", "Thanks.")
-    assert "from other chats" not in seen_with(model, "Thanks.")
+    assert "remembered across chats" not in seen_with(model, "Thanks.")
     assert run(agent.memory_state("a")).profile == []
 
 
@@ -142,8 +143,9 @@ def test_an_open_session_reads_what_another_one_adds_without_a_rebuild():
     assert "- [need] The user is allergic to walnuts." in seen_with(model, "Any dessert ideas?")
     # The memory session of "b" read only the new fact, not its whole memory again.
     assert agent.memory_sessions.stats.built == built
-    assert any(a.input.startswith("More about the user, from other chats:\n- [need] The user "
-                                  "is allergic to walnuts.") for a in model.appends)
+    assert any(a.input.startswith("More about the user, remembered across chats:\n"
+                                  "- [need] The user is allergic to walnuts.")
+               for a in model.appends)
 
 
 def test_a_later_session_updates_a_fact_an_earlier_one_gave():
@@ -330,7 +332,7 @@ def test_shown_facts_keep_to_their_budget_by_priority():
     policy, counter = MemoryPolicy(profile_max_tokens=120), TokenCounter()
     shown = shown_facts(profile, SessionState("s"), policy, counter)
     assert 0 < len(shown) < 40
-    assert counter.count("About the user, from other chats:\n" +
+    assert counter.count("About the user, remembered across chats:\n" +
                          "\n".join(f"- [{f.category}] {f.text}" for f in shown)) <= 120
     # Needs rank above background, the newest first within a category.
     assert {f.text for f in shown if "number 0 " in f.text or "number 30 " in f.text} == {
