@@ -72,6 +72,7 @@ class MemoryEngine:
         self.passes = Passes(sessions, bases, accountant, emit, self.upkeep, self.calls,
                              profile_facts=self.profile_facts)
         self._upkeep: dict[str, Upkeep] = {}
+        self._shown: dict[str, tuple[tuple, list[Fact]]] = {}  # see profile_facts
         self._running: dict[str, asyncio.Task] = {}
         self._again: dict[str, tuple[str, str | None]] = {}
 
@@ -85,8 +86,16 @@ class MemoryEngine:
         profiles = self.sessions.profiles
         if state is None or not profiles.enabled:
             return []
-        return shown_facts(profiles.current, state, self.accountant.policy,
-                           self.accountant.counter)
+        profile, policy = profiles.current, self.accountant.policy
+        # Asked several times a turn (budgets, the prompt, the memory session): the choice
+        # only changes with the profile, the session's own facts or the policy.
+        key = (id(profile), profile.version, id(policy), state.private,
+               tuple((f.id, f.category, f.text) for f in state.facts))
+        cached = self._shown.get(state.session_id)
+        if cached is None or cached[0] != key:
+            cached = self._shown[state.session_id] = (
+                key, shown_facts(profile, state, policy, self.accountant.counter))
+        return list(cached[1])
 
     # ------------------------------------------------------------ conditions
 
@@ -219,6 +228,7 @@ class MemoryEngine:
         """A session is going away: stop its passes, drop its live memory session."""
         await self.cancel(session_id)
         self.live.invalidate(session_id)
+        self._shown.pop(session_id, None)
 
     async def close(self) -> None:
         """Stop every pass and free every live memory session, at once."""
