@@ -107,7 +107,6 @@ class ProfileControl:
             nonlocal changed_profile
             assert state is not None  # created if missing
             state.private = private
-            state.updated_at = max(state.updated_at, now_ms())
             if not self.profiles.enabled:
                 return state, profile
             before = profile.to_dict()
