@@ -6,7 +6,8 @@ The work is done below it, each layer importing only those under it:
   save, schedule memory upkeep;
 - the memory engine (:mod:`py_agent.memory.engine`): background passes that keep
   each session's summary and key facts, and the live memory sessions; beside it the
-  archive recall index (:mod:`py_agent.recall.archive`), fed by the session table;
+  archive recall index (:mod:`py_agent.recall.archive`), fed by the session table; the
+  user's control of the profile shared by the sessions (:mod:`py_agent.memory.profile_control`);
 - the session table (:mod:`py_agent.sessions`) and the base model sessions
   (:mod:`py_agent.bases`);
 - the store, the model and the plain data (state, results, events).
@@ -28,9 +29,11 @@ from .budget import Budget, MemoryAccountant, MemoryPolicy
 from .events import AgentEvent, EventHandler, deliver
 from .memory.engine import MemoryEngine
 from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
+from .memory.profile_control import ProfileControl
 from .memory.steps import base_prompts
 from .model import LanguageModel, Purpose
 from .prefix import PrefixPlan, PrefixPlanner
+from .profile import ProfileFact
 from .prompting import SYSTEM_INSTRUCTION
 from .recall import Hit
 from .recall.archive import ArchiveRecall, local_now
@@ -109,6 +112,7 @@ class Agent:
         self.bases = BaseSessions(model, planner, self.accountant, base_prompts(), self._emit)
         self.memory = MemoryEngine(self.sessions, self.bases, self.accountant, self._emit,
                                    calls=self.model_calls, memory_sessions=memory_sessions)
+        self.profile_control = ProfileControl(self.sessions, self.accountant, self._emit)
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
                                      max_steps, sync_tool_runner)
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
@@ -213,7 +217,8 @@ class Agent:
         """
         state = await self.sessions.open(session_id, create=False)
         window = self.bases.window(Purpose.STEP)
-        budget = (self.accountant.budget(state, *window) if window is not None
+        profile = self.memory.profile_facts(state)
+        budget = (self.accountant.budget(state, *window, profile) if window is not None
                   else self.estimated_budget(state))
         return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
                            facts=list(state.facts), recent_turns=list(state.recent_turns),
@@ -225,8 +230,8 @@ class Agent:
                            degraded=state.degraded,
                            prefix=(self.bases.plan or self.bases.estimate()).to_dict(),
                            consecutive_failures=state.consecutive_failures,
-                           budget_estimated=window is None,
-                           recalled=self._recalled(session_id))
+                           budget_estimated=window is None, profile=profile,
+                           private=state.private, recalled=self._recalled(session_id))
 
     def _recalled(self, session_id: str) -> list[dict]:
         """The turns recalled into the session's last prompt, as the inspector shows them."""
@@ -244,7 +249,31 @@ class Agent:
         """
         plan = self.bases.estimate()
         accountant = MemoryAccountant(plan.policy, self.accountant.counter)
-        return accountant.budget(state, plan.window, plan.tokens)
+        return accountant.budget(state, plan.window, plan.tokens,
+                                 self.memory.profile_facts(state))
+
+    # ------------------------------------------------------------- user profile
+    # Lasting facts shared by every session that is not private; see py_agent.profile.
+
+    async def profile(self) -> list[ProfileFact]:
+        """The user profile: every fact, with the session and turn it came from and when."""
+        return await self.profile_control.facts()
+
+    async def edit_profile_fact(self, fact_id: str, text: str) -> ProfileFact:
+        """Change a profile fact's words (the session it came from follows); raises
+        :class:`~py_agent.profile.UnknownProfileFactError` or ValueError."""
+        return await self.profile_control.edit(fact_id, text)
+
+    async def forget_profile_fact(self, fact_id: str) -> ProfileFact:
+        """Forget a profile fact: it leaves the profile and every prompt, the session it
+        came from included, and is not taken again from the turns that said it. Returns
+        the forgotten fact; raises :class:`~py_agent.profile.UnknownProfileFactError`."""
+        return await self.profile_control.forget(fact_id)
+
+    async def set_private(self, session_id: str, private: bool = True) -> None:
+        """Make a session private (it neither reads nor adds to the profile, and other
+        sessions' recall skips it; what it gave the profile is taken out) or not."""
+        await self.profile_control.set_private(session_id, private)
 
     # ------------------------------------------------------------------- recall
 
@@ -299,9 +328,16 @@ class Agent:
         await self.sessions.rename(session_id, title)
 
     async def delete_session(self, session_id: str) -> bool:
-        """Delete a session; its background memory work is stopped first, at once."""
+        """Delete a session, with the facts it gave the user profile; its background
+        memory work is stopped first, at once."""
         await self.memory.forget(session_id)
-        return await self.sessions.delete(session_id)
+        profile = self.sessions.profiles.current.version
+        existed = await self.sessions.delete(session_id)
+        if self.sessions.profiles.current.version != profile:
+            await self._emit(AgentEvent("profile_updated", session_id, {
+                "version": self.sessions.profiles.current.version, "by": "user",
+                "facts": len(self.sessions.profiles.current.facts), "action": "deleted"}))
+        return existed
 
     async def export_bundle(self, session_id: str) -> SessionBundle:
         """A consistent snapshot of a session: state, every raw turn, compression log

@@ -17,10 +17,10 @@ nothing of theirs. :mod:`py_agent.memory` re-exports these names.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
 from .prompting import MemoryView, render_facts, render_turn
-from .state import FACT_CATEGORIES, SessionState, Turn
+from .state import FACT_CATEGORIES, Fact, SessionState, Turn
 from .tokens import TokenCounter
 
 # The smallest sizes a scaled-down policy keeps (see MemoryPolicy.scaled).
@@ -28,6 +28,7 @@ MIN_RESERVED_TOKENS = 384
 MIN_SUMMARY_TOKENS = 96
 MIN_FACTS_TOKENS = 96
 MIN_RECALL_TOKENS = 96
+MIN_PROFILE_TOKENS = 64
 
 
 class MemoryPolicyError(ValueError):
@@ -95,6 +96,14 @@ class MemoryPolicy:
         recall_min_coverage: a turn is recalled unasked only if it matches at least
             this share of the message's weight (its words by rarity; ``Hit.why.coverage``):
             a turn that shares only common words with the message stays out.
+
+    The user profile (:mod:`py_agent.profile`, facts shared by every session):
+        user_profile: keep lasting facts in the profile and show it in every session
+            that is not private.
+        profile_categories: the fact categories the profile keeps.
+        profile_max_tokens: the share of the prompt the profile's facts may take;
+            past it, the facts of lowest priority (``fact_priority``, then age) are left
+            out of that prompt (they stay in the profile).
     """
 
     reserved_turn_tokens: int = 2048
@@ -124,6 +133,10 @@ class MemoryPolicy:
     recall_max_tokens: int = 400
     recall_k: int = 3
     recall_min_coverage: float = 0.4
+    # the user profile
+    user_profile: bool = True
+    profile_categories: tuple[str, ...] = ("preference", "need", "background")
+    profile_max_tokens: int = 300
 
     def __post_init__(self) -> None:
         problems = []
@@ -137,6 +150,7 @@ class MemoryPolicy:
                             "smaller than the trigger, or compaction never frees room")
         for name in ("reserved_turn_tokens", "summary_target_tokens", "summary_max_tokens",
                      "facts_max_tokens", "max_facts", "fact_max_chars", "micro_compact_chars",
+                     "profile_max_tokens",
                      "summary_timeout_s", "facts_timeout_s", "fallback_after_failures",
                      "fallback_turn_chars"):
             if not getattr(self, name) > 0:
@@ -154,6 +168,10 @@ class MemoryPolicy:
         if unknown:
             problems.append(f"fact_priority names unknown categories {unknown}; "
                             f"known: {list(FACT_CATEGORIES)}")
+        unknown = [c for c in self.profile_categories if c not in FACT_CATEGORIES]
+        if unknown:
+            problems.append(f"profile_categories names unknown categories {unknown}; "
+                            f"known: {list(FACT_CATEGORIES)}")
         if self.summary_max_tokens < self.summary_target_tokens:
             problems.append("summary_max_tokens must be at least summary_target_tokens")
         if problems:
@@ -169,12 +187,18 @@ class MemoryPolicy:
             summary_max_tokens=max(2 * MIN_SUMMARY_TOKENS, int(self.summary_max_tokens * factor)),
             facts_max_tokens=max(MIN_FACTS_TOKENS, int(self.facts_max_tokens * factor)),
             recall_max_tokens=max(min(MIN_RECALL_TOKENS, self.recall_max_tokens),
-                                  int(self.recall_max_tokens * factor)))
+                                  int(self.recall_max_tokens * factor)),
+            profile_max_tokens=max(MIN_PROFILE_TOKENS, int(self.profile_max_tokens * factor)))
 
     @property
     def recall_tokens(self) -> int:
         """The room planned for recalled turns (0 when automatic recall is off)."""
         return self.recall_max_tokens if self.recall_k > 0 else 0
+
+    @property
+    def planned_profile_tokens(self) -> int:
+        """The tokens planned for the user profile in a prompt (0 when there is none)."""
+        return self.profile_max_tokens if self.user_profile else 0
 
     def backoff_s(self, failures: int) -> float:
         """How long to wait before asking the model again after ``failures`` in a row."""
@@ -186,6 +210,7 @@ class MemoryPolicy:
         """The policy as JSON-ready data, logged with each compaction for replay."""
         data = asdict(self)
         data["fact_priority"] = list(self.fact_priority)
+        data["profile_categories"] = list(self.profile_categories)
         return data
 
     @classmethod
@@ -193,8 +218,9 @@ class MemoryPolicy:
         """A policy from :meth:`to_dict` output; unknown keys (from a newer py-agent) are
         ignored and missing ones take today's defaults."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        if "fact_priority" in known:
-            known["fact_priority"] = tuple(known["fact_priority"])
+        for name in ("fact_priority", "profile_categories"):
+            if name in known:
+                known[name] = tuple(known[name])
         return cls(**known)
 
     def check_window(self, context_window: int, prefix_tokens: int) -> None:
@@ -228,6 +254,7 @@ class Budget:
     trigger: int
     keep: int
     recall: int = 0  # planned for turns recalled from the archive into the first prompt
+    profile: int = 0  # the user profile's facts shown (py_agent.profile)
 
     @property
     def due(self) -> bool:
@@ -263,17 +290,26 @@ class MemoryAccountant:
     def turns_tokens(self, turns: list[Turn]) -> int:
         return sum(self.counter.count(text) + 4 for text in self._rendered(turns))
 
-    def budget(self, state: SessionState, context_window: int, prefix: int) -> Budget:
+    def budget(self, state: SessionState, context_window: int, prefix: int,
+               profile: Sequence[Fact] = ()) -> Budget:
+        """The split of the window for ``state``, whose prompts also show the user
+        profile's facts ``profile``."""
         summary = self.counter.count(state.summary)
         facts = self.counter.count(render_facts(state.facts))
         recall = self.policy.recall_tokens
+        shared = self.profile_tokens(profile)
         turn_budget = max(0, context_window - prefix - self.policy.reserved_turn_tokens
-                          - summary - facts - recall)
+                          - summary - facts - recall - shared)
         return Budget(context_window=context_window, prefix=prefix,
                       reserved=self.policy.reserved_turn_tokens, summary=summary, facts=facts,
                       turns=self.turns_tokens(state.recent_turns), turn_budget=turn_budget,
                       trigger=int(turn_budget * self.policy.trigger_ratio),
-                      keep=int(turn_budget * self.policy.keep_recent_ratio), recall=recall)
+                      keep=int(turn_budget * self.policy.keep_recent_ratio), recall=recall,
+                      profile=shared)
+
+    def profile_tokens(self, profile: Sequence[Fact]) -> int:
+        """What the user profile's facts ``profile`` take in a prompt."""
+        return self.counter.count(MemoryView(profile=list(profile)).render()) if profile else 0
 
     def boundary(self, turns: list[Turn], keep_budget: int) -> int:
         """Index of the first turn to keep raw; turns before it get compacted.
@@ -305,8 +341,10 @@ class MemoryAccountant:
             used += cost
         return chosen
 
-    def view(self, state: SessionState, room: int) -> tuple[MemoryView, int]:
-        """The memory as the next prompt shows it, within ``room`` tokens.
+    def view(self, state: SessionState, room: int,
+             profile: Sequence[Fact] = ()) -> tuple[MemoryView, int]:
+        """The memory as the next prompt shows it, within ``room`` tokens, with the user
+        profile's facts ``profile`` (already chosen within their budget).
 
         Old observations are micro-compacted. If compaction is lagging (it runs
         in the background, or failed), the oldest raw turns are left out of this
@@ -314,12 +352,14 @@ class MemoryAccountant:
         are compacted later. Returns the view and how many turns it left out.
         """
         rendered = self._rendered(state.recent_turns)
-        fixed = self.counter.count(state.summary) + self.counter.count(render_facts(state.facts))
+        fixed = (self.counter.count(state.summary) + self.counter.count(render_facts(state.facts))
+                 + self.profile_tokens(profile))
         costs = [self.counter.count(text) + 4 for text in rendered]
         dropped = 0
         while rendered and fixed + sum(costs) > room:
             rendered.pop(0)
             costs.pop(0)
             dropped += 1
-        return MemoryView(summary=state.summary, facts=list(state.facts), turns=rendered), dropped
+        return MemoryView(summary=state.summary, facts=list(state.facts), turns=rendered,
+                          profile=list(profile)), dropped
 

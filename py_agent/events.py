@@ -29,6 +29,10 @@ EventType = Literal[
     "prefix_planned",      # {level, tokens, window, scaled, reason, ...}; session_id ""
     "constraint_level",    # {purpose, level, label, refused: [{level, error, lasting}], index?}
     "error",               # {message, kind}
+    # the user profile (py_agent.profile): changed by a memory pass of session_id ("by":
+    # "memory") or by the user ("user"; session_id: the session a fact came from, or "")
+    "profile_updated",     # {version, facts, by, action}
+    "session_private",     # {private}
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable
 
 from .agent import Agent
 from .events import AgentEvent, log
+from .profile import UnknownProfileFactError
 from .store import UnknownSessionError
 from .transfer import SessionImportError, export_filename, parse_session
 
@@ -36,6 +37,9 @@ class AgentHost:
             "rename_session": self._rename, "delete_session": self._delete, "tools": self._tools,
             "export": self._export, "import": self._import, "save_recall": self._save_recall,
             "recall": self._recall,
+            # the user profile (py_agent.profile)
+            "profile": self._profile, "edit_profile_fact": self._edit_profile_fact,
+            "forget_profile_fact": self._forget_profile_fact, "set_private": self._set_private,
         }
 
     def _forward(self, event: AgentEvent) -> None:
@@ -56,8 +60,8 @@ class AgentHost:
             if handler is None:
                 raise ValueError(f"unknown request type {kind!r}")
             value = await handler(message)
-        except UnknownSessionError as exc:
-            self._reply(request_id, ok=False, error={"name": "UnknownSessionError",
+        except (UnknownSessionError, UnknownProfileFactError) as exc:
+            self._reply(request_id, ok=False, error={"name": type(exc).__name__,
                                                      "message": str(exc)})
         except SessionImportError as exc:  # the user's file, not a bug: no traceback
             self._reply(request_id, ok=False, error={"name": "SessionImportError",
@@ -153,6 +157,36 @@ class AgentHost:
     async def _save_recall(self, message: dict[str, Any]) -> int:
         """The page is hidden (and may be closed): save the recall blobs that lag."""
         return await self.agent.save_recall()
+    # ------------------------------------------------------------ the user profile
+
+    async def _profile(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every profile fact with its source, and the source session's title ("" if that
+        session has none, ``session_listed`` False if it is gone from the list)."""
+        titles = {info.session_id: info.title for info in await self.agent.store.list_sessions()}
+        return [{**fact.to_dict(), "session_title": titles.get(fact.session_id, ""),
+                 "session_listed": fact.session_id in titles}
+                for fact in await self.agent.profile()]
+
+    @staticmethod
+    def _fact_id(message: dict[str, Any]) -> str:
+        fact_id = message.get("fact_id")
+        if not isinstance(fact_id, str) or not fact_id:
+            raise ValueError("fact_id is required")
+        return fact_id
+
+    async def _edit_profile_fact(self, message: dict[str, Any]) -> dict[str, Any]:
+        fact = await self.agent.edit_profile_fact(self._fact_id(message), message.get("text"))
+        return fact.to_dict()
+
+    async def _forget_profile_fact(self, message: dict[str, Any]) -> dict[str, Any]:
+        return (await self.agent.forget_profile_fact(self._fact_id(message))).to_dict()
+
+    async def _set_private(self, message: dict[str, Any]) -> bool:
+        private = message.get("private")
+        if not isinstance(private, bool):
+            raise ValueError("private must be true or false")
+        await self.agent.set_private(self._session(message), private)
+        return private
 
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description, "signature": t.signature(),

@@ -84,16 +84,17 @@ class PrefixPlan:
                 "reserved_turn_tokens": self.policy.reserved_turn_tokens,
                 "summary_target_tokens": self.policy.summary_target_tokens,
                 "facts_max_tokens": self.policy.facts_max_tokens,
-                "recall_max_tokens": self.policy.recall_tokens}
+                "recall_max_tokens": self.policy.recall_tokens,
+                "profile_max_tokens": self.policy.planned_profile_tokens}
 
 
 def turn_room(window: int, prefix: int, policy: MemoryPolicy, tools_tokens: int) -> int:
     """Tokens left for raw turns: the window less the prefix, the reserve for the turn's
     work (at least the tool descriptions plus half the reserve), the longest summary,
-    the facts budget and the room for recalled turns."""
+    the facts budget, the room for recalled turns and the user profile's share."""
     reserve = max(policy.reserved_turn_tokens, tools_tokens + policy.reserved_turn_tokens // 2)
     return (window - prefix - reserve - policy.summary_max_tokens - policy.facts_max_tokens
-            - policy.recall_tokens)
+            - policy.recall_tokens - policy.planned_profile_tokens)
 
 
 def plan_prefix(window: int, policy: MemoryPolicy, counter: TokenCounter, *,
@@ -127,7 +128,7 @@ def plan_prefix(window: int, policy: MemoryPolicy, counter: TokenCounter, *,
     level = next((lv for lv in LEVELS if sizes[lv] <= policy.max_prefix_ratio * window),
                  "minimal")
     fixed = (policy.reserved_turn_tokens + policy.summary_max_tokens + policy.facts_max_tokens
-             + policy.recall_tokens)
+             + policy.recall_tokens + policy.planned_profile_tokens)
     factor = min(1.0, max(0.0, (window - floor - sizes[level]) / fixed))
     scaled = policy.scaled(factor)
     room = turn_room(window, sizes[level], scaled, tools_tokens)

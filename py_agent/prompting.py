@@ -172,16 +172,30 @@ def render_facts(facts: Iterable[Fact]) -> str:
     return "\n".join(f"- [{f.category}] {f.text}" for f in facts)
 
 
+PROFILE_HEADING = "About the user, remembered across chats:"
+
+
+def render_profile(facts: Iterable[Fact]) -> str:
+    """The user profile's facts as a prompt shows them (py_agent.profile)."""
+    lines = render_facts(facts)
+    return f"{PROFILE_HEADING}\n{lines}" if lines else ""
+
+
 @dataclass
 class MemoryView:
-    """What of the memory goes into a prompt, already micro-compacted."""
+    """What of the memory goes into a prompt, already micro-compacted. ``profile``: the
+    user profile's facts this session shows (shared by every session, first: they
+    change least)."""
 
     summary: str = ""
     facts: list[Fact] = field(default_factory=list)
     turns: list[str] = field(default_factory=list)
+    profile: list[Fact] = field(default_factory=list)
 
     def render(self) -> str:
         parts = []
+        if self.profile:
+            parts.append(render_profile(self.profile))
         if self.summary:
             parts.append(f"Summary of the earlier conversation:\n{self.summary}")
         if self.facts:

@@ -93,6 +93,10 @@ class MemoryState:
     # The turns recalled from the archive into the last prompt (Hit.to_dict() and the
     # session's title), kept in memory only: empty after a restart until the next turn.
     recalled: list[dict[str, Any]] = field(default_factory=list)
+    # The user profile's facts the next prompt shows (py_agent.profile; ids "p…"), and
+    # whether the session is private (then it neither shows nor adds to the profile).
+    profile: list[Fact] = field(default_factory=list)
+    private: bool = False
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -110,7 +114,8 @@ class MemoryState:
                 "unsaved_turns": self.unsaved_turns, "compacting": self.compacting,
                 "detached": self.detached, "degraded": self.degraded,
                 "consecutive_failures": self.consecutive_failures, "prefix": self.prefix,
-                "recalled": list(self.recalled)}
+                "recalled": list(self.recalled),
+                "profile": [f.to_dict() for f in self.profile], "private": self.private}
 
 
 @dataclass

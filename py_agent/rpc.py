@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable
 
 from .model import (Availability, Message, ModelAbortedError, ModelError, ModelNetworkError,
                     ModelUnavailableError, Purpose, QuotaExceededError, ResponseConstraintError)
+from .profile import UserProfile
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import StateConflictError, StorageError, check_blob
 
@@ -231,13 +232,16 @@ class RpcStore(StorageClient):
                          json.dumps([t.to_dict() for t in turns]))
         state.version += 1
 
-    async def commit_compaction(self, state: SessionState | None,
-                                record: CompressionRecord) -> None:
+    async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
+                                profile: UserProfile | None = None) -> None:
         await self._call("commitCompaction",
                          None if state is None else json.dumps(state.to_dict()),
-                         json.dumps(record.to_dict()))
+                         json.dumps(record.to_dict()),
+                         None if profile is None else json.dumps(profile.to_dict()))
         if state is not None:
             state.version += 1
+        if profile is not None:
+            profile.version += 1
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         return [Turn.from_dict(t) for t in self._json(await self._call("readArchive", session_id))]
@@ -272,6 +276,19 @@ class RpcStore(StorageClient):
         ids = sorted({int(i) for i in turn_ids})
         return [Turn.from_dict(t) for t in self._json(await self._call("readTurns", session_id,
                                                                        json.dumps(ids)))]
+
+    # The user profile: one JSON document, written with the version it was read at.
+
+    async def load_profile(self) -> UserProfile:
+        return UserProfile.from_dict(self._json(await self._call("loadProfile")))
+
+    async def save_profile(self, profile: UserProfile,
+                           state: SessionState | None = None) -> None:
+        await self._call("saveProfile", json.dumps(profile.to_dict()),
+                         None if state is None else json.dumps(state.to_dict()))
+        if state is not None:
+            state.version += 1
+        profile.version += 1
 
 
 def as_bytes(value: Any) -> bytes:

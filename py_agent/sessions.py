@@ -17,6 +17,13 @@ It knows nothing of models or memory passes; whoever keeps something derived
 from a state (the live memory sessions) registers with :meth:`SessionTable.when_changed`,
 and whoever keeps something derived from the archive (the recall index) with
 :meth:`SessionTable.when_written`.
+
+It also holds the store's user profile (:attr:`SessionTable.profiles`, a
+:class:`~py_agent.profile_table.ProfileTable`): a session opened here has its own copies
+of profile facts brought in line with the profile (:func:`~py_agent.profile.reconcile`:
+a fact forgotten or superseded elsewhere is dropped, an edited one takes its new text),
+and a compaction or a user's change of the profile is written with the session's state
+in one transaction (:meth:`SessionTable.commit_compaction`, :meth:`SessionTable.save_with_profile`).
 """
 
 from __future__ import annotations
@@ -26,9 +33,18 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .events import log
+from .profile import UserProfile, reconcile
+from .profile_table import ProfileTable
 from .state import CompressionRecord, SessionState, Turn, now_ms
 from .store import StateConflictError, Store, UnknownSessionError
 from .transfer import SessionBundle, id_candidates
+
+# A pass's change of the user profile, made with the session's new state and the profile
+# as they are now: the state to write (maybe changed) and the profile to write (None: none).
+ProfileChange = Callable[[SessionState, UserProfile], "tuple[SessionState, UserProfile | None]"]
+# A user's change of the profile and, maybe, of one session's state (None: no such session).
+ProfileEdit = Callable[["SessionState | None", UserProfile],
+                       "tuple[SessionState | None, UserProfile]"]
 
 # Writes retried after another tab or process wrote the same session first.
 CONFLICT_RETRIES = 5
@@ -88,11 +104,14 @@ class SessionTable:
     Args:
         store: where sessions persist.
         conflict_retries: how often a write is tried again after another writer's.
+        profiles: the store's user profile (one is made if not given).
     """
 
-    def __init__(self, store: Store, *, conflict_retries: int = CONFLICT_RETRIES) -> None:
+    def __init__(self, store: Store, *, conflict_retries: int = CONFLICT_RETRIES,
+                 profiles: ProfileTable | None = None) -> None:
         self.store = store
         self.conflict_retries = conflict_retries
+        self.profiles = profiles if profiles is not None else ProfileTable(store)
         self._states: dict[str, SessionState] = {}
         self._unsaved: dict[str, list[Turn]] = {}
         # Turn ids whose start was written: an unsaved turn with another id may be
@@ -150,14 +169,26 @@ class SessionTable:
         return self._state_locks.setdefault(session_id, asyncio.Lock())
 
     async def open(self, session_id: str, *, create: bool) -> SessionState:
-        """The session's state, reloaded if another tab or process wrote it since; a new
-        one with ``create``, else :class:`UnknownSessionError` for an unknown session."""
+        """The session's state, reloaded if another tab or process wrote it since, and in
+        line with the user profile as it is now; a new one with ``create``, else
+        :class:`UnknownSessionError` for an unknown session."""
         state = await self.refresh(session_id)
         if state is None:
             if not create:
                 raise UnknownSessionError(session_id)
             state = self._states[session_id] = SessionState(session_id=session_id)
-        return state
+        return self._reconciled(session_id, await self.profiles.refresh())
+
+    def _reconciled(self, session_id: str, profile: UserProfile) -> SessionState:
+        """The state in memory with its copies of profile facts in line with ``profile``
+        (kept in memory; the session's next write stores it)."""
+        state = self._states[session_id]
+        updated = reconcile(state, profile)
+        if updated is None:
+            return state
+        self._states[session_id] = updated
+        self._changed(session_id)
+        return updated
 
     async def refresh(self, session_id: str) -> SessionState | None:
         """Load the stored state and take it if it is newer than the one in memory (with
@@ -259,25 +290,81 @@ class SessionTable:
         return problem
 
     async def commit_compaction(self, session_id: str, record: CompressionRecord,
-                                update: Callable[[SessionState], SessionState]
-                                ) -> SessionState:
-        """Under the session's state lock: take the state as it is now (another tab may
-        have written it), make the new one with ``update`` (which may refuse by raising),
-        write it with ``record`` in one store call, and keep it.
+                                update: Callable[[SessionState], SessionState], *,
+                                profile_change: ProfileChange | None = None) -> SessionState:
+        """Under the session's state lock: take the state and the user profile as they are
+        now (another tab may have written them), make the new state with ``update``
+        (which may refuse by raising) and the new profile with ``profile_change``, write
+        them with ``record`` in one store call, and keep them. Another writer's write
+        meanwhile makes it start over (at most ``conflict_retries`` times). A session
+        that runs detached from storage changes no profile, nor does a commit while the
+        profile cannot be read (the session's lasting facts join it at a later pass).
 
         Raises :class:`UnknownSessionError` if the session was deleted meanwhile, and
         whatever ``update`` or the store raises; nothing is kept then.
         """
         async with self._lock(session_id):
-            current = await self.refresh(session_id)
-            if current is None:
-                raise UnknownSessionError(session_id)
-            updated = update(current)
-            if session_id not in self._detached:
-                await self.store.commit_compaction(updated, record)
-            self._states[session_id] = updated
-            self._changed(session_id)
-            return updated
+            problem: Exception | None = None
+            for _ in range(self.conflict_retries):
+                current = await self.refresh(session_id)
+                if current is None:
+                    raise UnknownSessionError(session_id)
+                updated, profile = update(current), None
+                detached = session_id in self._detached
+                if profile_change is not None and self.profiles.enabled and not detached:
+                    try:
+                        fresh = await self.profiles.refresh(strict=True)
+                    except Exception:  # the session's memory must still move on
+                        log.warning("could not read the user profile; committing the "
+                                    "compaction of %s without its changes to it", session_id)
+                    else:
+                        updated = reconcile(updated, fresh) or updated
+                        updated, profile = profile_change(updated, fresh)
+                if not detached:
+                    try:
+                        await self.store.commit_compaction(updated, record, profile)
+                    except StateConflictError as exc:
+                        problem = exc
+                        continue
+                self._states[session_id] = updated
+                if profile is not None:
+                    self.profiles.take(profile)
+                self._changed(session_id)
+                return updated
+            assert problem is not None
+            raise problem
+
+    async def save_with_profile(self, session_id: str, change: ProfileEdit, *,
+                                create: bool = False) -> tuple[SessionState | None, UserProfile]:
+        """A user's change of the profile and of one session's state, written together:
+        under the session's state lock, ``change`` gets a copy of the session's state (None
+        for an unknown session, unless ``create`` makes a new one) and of the profile as
+        they are now, and returns both to write (a state of None: only the profile). A
+        session that runs detached from storage changes in memory only. Another writer's
+        write meanwhile makes it start over (at most ``conflict_retries`` times)."""
+        async with self._lock(session_id):
+            problem: Exception | None = None
+            for _ in range(self.conflict_retries):
+                current = await self.refresh(session_id)
+                if current is None and create:
+                    current = SessionState(session_id=session_id)
+                profile = await self.profiles.refresh(strict=True)
+                state, updated = change(None if current is None else current.copy(),
+                                        profile.copy())
+                detached = session_id in self._detached
+                try:
+                    await self.store.save_profile(updated, None if detached else state)
+                except StateConflictError as exc:
+                    problem = exc
+                    continue
+                if state is not None:
+                    self._states[session_id] = state
+                    self._changed(session_id)
+                    self._written(SessionWrite(session_id, state))
+                self.profiles.take(updated)
+                return state, updated
+            assert problem is not None
+            raise problem
 
     async def rename(self, session_id: str, title: str) -> None:
         """Give the session a title (whitespace collapsed, at most 80 characters)."""
@@ -288,15 +375,28 @@ class SessionTable:
             self._states[session_id] = state
             self._written(SessionWrite(session_id, state))
 
+    async def set_private(self, session_id: str, private: bool) -> None:
+        """Mark the session private or not (made if it does not exist yet), for a store
+        without a user profile (else :meth:`save_with_profile` writes both)."""
+        async with self._lock(session_id):
+            state = (await self.open(session_id, create=True)).copy()
+            state.private = private
+            if session_id not in self._detached:
+                await self.store.save(state)
+            self._states[session_id] = state
+            self._written(SessionWrite(session_id, state))
+
     async def delete(self, session_id: str) -> bool:
-        """Forget the session here and delete it from the store; True if it was stored."""
+        """Forget the session here and delete it from the store (with the facts it gave the
+        user profile); True if it was stored."""
         async with self._lock(session_id):
             self._states.pop(session_id, None)
             self._unsaved.pop(session_id, None)
             self._detached.discard(session_id)
             existed = await self.store.delete_session(session_id)
             self._written(SessionWrite(session_id, None))
-            return existed
+        await self.profiles.refresh()
+        return existed
 
     # ------------------------------------------------------- export, import
 

@@ -6,8 +6,12 @@ append-only (a turn id already archived keeps its first copy, unless that copy i
 ``"interrupted"`` placeholder); ``commit_compaction`` logs a compression and, when it
 succeeded, saves the new state, atomically; state writes are conditional on the
 state's ``version`` (:class:`~py_agent.store.StateConflictError` when another
-process wrote first); listing puts the most recently updated first. Anything SQLite refuses becomes a
-:class:`~py_agent.store.StorageError` whose ``kind`` says why ("quota" for a full
+process wrote first); listing puts the most recently updated first. The user profile
+(:mod:`py_agent.profile`) is one JSON row of the ``profile`` table, written
+conditionally on its version too, alone or in the transaction of a session's state or
+compaction; deleting a session takes its facts out of it in the deletion's
+transaction. Anything SQLite refuses becomes a :class:`~py_agent.store.StorageError`
+whose ``kind`` says why ("quota" for a full
 disk, "blocked" for a database another process holds locked, "version" for a file
 written by a newer py-agent), and a failed write leaves nothing behind.
 
@@ -26,10 +30,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
+from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StateConflictError, StorageError, check_blob, check_version
+from .store import (StateConflictError, StorageError, check_blob, check_profile_version,
+                    check_version)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+PROFILE_KEY = "user"
 
 # Ordered migrations: index i brings the schema from version i to i + 1. Append only.
 _MIGRATIONS = [
@@ -59,6 +66,13 @@ _MIGRATIONS = [
     CREATE TABLE recall (
         session_id TEXT PRIMARY KEY,
         blob       BLOB NOT NULL             -- py_agent.recall.dump_session()
+    ) WITHOUT ROWID;
+    """,
+    # 3: the user profile (py_agent.profile), one row
+    """
+    CREATE TABLE IF NOT EXISTS profile (
+        key        TEXT PRIMARY KEY,
+        data       TEXT NOT NULL             -- UserProfile.to_dict() as JSON
     ) WITHOUT ROWID;
     """,
 ]
@@ -192,17 +206,21 @@ class SqliteStore:
                            rows)
         state.version += 1
 
-    async def commit_compaction(self, state: SessionState | None,
-                                record: CompressionRecord) -> None:
+    async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
+                                profile: UserProfile | None = None) -> None:
         if state is not None:
             _check_state(state)
         with _storage_errors("log the compaction"), self._transaction() as db:
             if state is not None:
                 self._put_state(db, state)
+            if profile is not None:
+                self._put_profile(db, profile)
             db.execute("INSERT INTO compressions (session_id, record) VALUES (?, ?)",
                        (record.session_id, json.dumps(record.to_dict(), ensure_ascii=False)))
         if state is not None:
             state.version += 1
+        if profile is not None:
+            profile.version += 1
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         _check_session_id(session_id)
@@ -236,6 +254,10 @@ class SqliteStore:
             db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM compressions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM recall WHERE session_id = ?", (session_id,))
+            profile = self._read_profile(db)
+            withdrawn = withdraw(profile, session_id, deleted=True)
+            if withdrawn.to_dict() != profile.to_dict():
+                self._put_profile(db, withdrawn)
         return existed
 
     # ------------------------------------------------------------ recall blobs
@@ -272,6 +294,40 @@ class SqliteStore:
                                         (session_id, *chunk)).fetchall()
                 turns += [Turn.from_dict(json.loads(r[0])) for r in rows]
         return turns
+
+    # ------------------------------------------------------------ the user profile
+
+    @staticmethod
+    def _read_profile(db: sqlite3.Connection) -> UserProfile:
+        row = db.execute("SELECT data FROM profile WHERE key = ?", (PROFILE_KEY,)).fetchone()
+        return UserProfile.from_dict(None if row is None else json.loads(row[0]))
+
+    def _put_profile(self, db: sqlite3.Connection, profile: UserProfile) -> None:
+        """Write ``profile`` one version up, if the stored one is the version it was made
+        from (as :meth:`_put_state`)."""
+        row = db.execute("SELECT json_extract(data, '$.version') FROM profile WHERE key = ?",
+                         (PROFILE_KEY,)).fetchone()
+        check_profile_version(None if row is None else int(row[0] or 0), profile)
+        data = {**profile.to_dict(), "version": profile.version + 1}
+        db.execute("INSERT INTO profile (key, data) VALUES (?, ?) ON CONFLICT (key)"
+                   " DO UPDATE SET data = excluded.data",
+                   (PROFILE_KEY, json.dumps(data, ensure_ascii=False)))
+
+    async def load_profile(self) -> UserProfile:
+        with _storage_errors("read the user profile"):
+            return self._read_profile(self._db)
+
+    async def save_profile(self, profile: UserProfile,
+                           state: SessionState | None = None) -> None:
+        if state is not None:
+            _check_state(state)
+        with _storage_errors("save the user profile"), self._transaction() as db:
+            if state is not None:
+                self._put_state(db, state)
+            self._put_profile(db, profile)
+        if state is not None:
+            state.version += 1
+        profile.version += 1
 
     def key_value_store(self) -> "SqliteKeyValueStore":
         """Tools' JSON values, kept in this database's ``kv`` table."""

@@ -19,6 +19,10 @@ never loses the user's message) is replaced by the same id's final copy.
 A store may also keep each session's part of the archive recall index
 (:class:`RecallStore`: a blob beside the archive, deleted with its session, never
 exported); a store without it works too, its index rebuilt from the archive at start.
+A store also keeps one :class:`~py_agent.profile.UserProfile` for all its sessions,
+versioned and written conditionally in the same way; a write of the profile may carry a
+session's state (or a compaction) in the same transaction, and deleting a session takes
+the facts it contributed out of the profile in the deletion's transaction.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import copy
 from typing import Protocol, runtime_checkable
 
+from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 
 
@@ -59,6 +64,13 @@ def check_blob(blob: object) -> None:
     """Refuse a recall blob that is not bytes (None, to drop one, is fine)."""
     if blob is not None and not isinstance(blob, (bytes, bytearray, memoryview)):
         raise StorageError(f"a recall blob must be bytes, not {type(blob).__name__}")
+def check_profile_version(stored: int | None, profile: UserProfile) -> None:
+    """Raise :class:`StateConflictError` unless ``profile`` was made from the stored
+    version (``stored`` is None when no profile was written yet)."""
+    if (stored or 0) != profile.version:
+        raise StateConflictError(f"another tab or process changed the user profile at the "
+                                 f"same moment (stored version {stored or 0}, written from "
+                                 f"{profile.version})")
 
 
 def replaces(archived: dict | Turn | None) -> bool:
@@ -96,10 +108,10 @@ class Store(Protocol):
         and save ``state`` (conditionally), atomically."""
         ...
 
-    async def commit_compaction(self, state: SessionState | None,
-                                record: CompressionRecord) -> None:
+    async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
+                                profile: UserProfile | None = None) -> None:
         """Log a compression and, if it succeeded, save the new state (conditionally),
-        atomically."""
+        and, if given, the user profile (conditionally), atomically."""
         ...
 
     async def read_archive(self, session_id: str) -> list[Turn]:
@@ -115,7 +127,20 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Remove a session's state, archive and log; False if it did not exist."""
+        """Remove a session's state, archive and log, and the facts it contributed to the
+        user profile; False if it did not exist."""
+        ...
+
+    # The user profile (py_agent.profile): one for the whole store.
+
+    async def load_profile(self) -> UserProfile:
+        """The stored profile (an empty one at version 0 if none was written)."""
+        ...
+
+    async def save_profile(self, profile: UserProfile,
+                           state: SessionState | None = None) -> None:
+        """Write the profile (conditionally) and, if given, a session's state
+        (conditionally), atomically."""
         ...
 
 
@@ -169,6 +194,7 @@ class InMemoryStore(FailNextWrite):
         self._archives: dict[str, list[Turn]] = {}
         self._logs: dict[str, list[CompressionRecord]] = {}
         self._recall: dict[str, bytes] = {}
+        self._profile = UserProfile()
 
     async def load(self, session_id: str) -> SessionState | None:
         state = self._states.get(session_id)
@@ -197,11 +223,14 @@ class InMemoryStore(FailNextWrite):
             elif replaces(archive[at]):
                 archive[at] = copy.deepcopy(turn)
 
-    async def commit_compaction(self, state: SessionState | None,
-                                record: CompressionRecord) -> None:
+    async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
+                                profile: UserProfile | None = None) -> None:
         self._check_failure()
+        self._check_writes(state, profile)
         if state is not None:
             self._put_state(state)
+        if profile is not None:
+            self._put_profile(profile)
         self._logs.setdefault(record.session_id, []).append(copy.deepcopy(record))
 
     async def read_archive(self, session_id: str) -> list[Turn]:
@@ -223,6 +252,10 @@ class InMemoryStore(FailNextWrite):
         self._archives.pop(session_id, None)
         self._logs.pop(session_id, None)
         self._recall.pop(session_id, None)
+        withdrawn = withdraw(self._profile, session_id, deleted=True)
+        if withdrawn.to_dict() != self._profile.to_dict():
+            withdrawn.version += 1
+            self._profile = withdrawn
         return existed
 
     # ------------------------------------------------------------ RecallStore
@@ -245,3 +278,30 @@ class InMemoryStore(FailNextWrite):
         wanted = set(turn_ids)
         return copy.deepcopy(sorted((t for t in self._archives.get(session_id, [])
                                      if t.id in wanted), key=lambda t: t.id))
+
+    # ------------------------------------------------------------ the user profile
+
+    def _check_writes(self, state: SessionState | None, profile: UserProfile | None) -> None:
+        """Check every version a write names before any of it is written."""
+        if state is not None:
+            stored = self._states.get(state.session_id)
+            check_version(None if stored is None else stored.version, state)
+        if profile is not None:
+            check_profile_version(self._profile.version, profile)
+
+    def _put_profile(self, profile: UserProfile) -> None:
+        check_profile_version(self._profile.version, profile)
+        profile.version += 1
+        self._profile = copy.deepcopy(profile)
+
+    async def load_profile(self) -> UserProfile:
+        return copy.deepcopy(self._profile)
+
+    async def save_profile(self, profile: UserProfile,
+                           state: SessionState | None = None) -> None:
+        self._check_failure()
+        self._check_writes(state, profile)
+        if state is not None:
+            self._put_state(state)
+            self._archives.setdefault(state.session_id, [])
+        self._put_profile(profile)

@@ -50,12 +50,13 @@ take_over_worker()
 
 
 def start_later():
-    # The side panels (sessions, memory, tools: beside the chat, or in the drawer on
+    # The side panels (sessions, memory with the user profile, tools: beside the chat, or in the drawer on
     # phones) show nothing until the agent is ready, and the tools panel sits below the
     # fold: they are imported and started after the page has painted and the worker is
     # taken over. Each catches up on a boot that finished before it started.
-    from ui import memory, sessions, tools_panel
+    from ui import memory, profile, sessions, tools_panel
     memory.start()
+    profile.start()
     sessions.start()
     tools_panel.start()
 

@@ -21,6 +21,9 @@
 //                                                   session's part of the archive recall index
 //                                                   (py_agent.recall.dump_session), derived
 //                                                   from the archive, deleted with the session
+//   profile      keyPath 'key' (v4)                 one record {key: 'user', ...}: the user
+//                                                   profile, UserProfile.to_dict()
+//                                                   (py_agent.profile), versioned like states
 //
 // The reference design's data (database 'AgentMemoryDB', read by legacy_import.js) is
 // copied in on the first open, once; the 'legacy-migrated' meta record says it was.
@@ -42,25 +45,33 @@
 // that a turn archived with status 'interrupted' (written when a turn starts) is replaced
 // by the same id's final copy. IndexedDB runs readwrite transactions over the same stores
 // one at a time, so check and write are one step for every tab.
+//
+// The user profile is written the same way (its own `version`), alone or in the
+// transaction of a session's state (saveProfile) or compaction (commitCompaction);
+// deleteSession takes the deleted session's facts out of it in its own transaction.
 
 import { LEGACY_DB_NAME, LEGACY_STORE, readLegacySessions } from './legacy_import.js';
 
 export const DB_NAME = 'py-agent';
-export const DB_VERSION = 3;
+export const DB_VERSION = 4;
+const PROFILE_KEY = 'user';
 const LEGACY_META_KEY = 'legacy-migrated';
 
 // The methods the worker may expose over RPC (all return promises).
 export const STORE_METHODS = Object.freeze([
   'load', 'save', 'commitTurn', 'commitCompaction', 'readArchive', 'compressions',
-  'listSessions', 'deleteSession', 'saveRecall', 'loadRecall', 'readTurns',
+  'listSessions', 'deleteSession', 'saveRecall', 'loadRecall', 'readTurns', 'loadProfile',
+  'saveProfile',
 ]);
 
 // The key-value methods (py_agent.kv.RpcKeyValueStore), over the same transport.
 export const KV_METHODS = Object.freeze(['kvGet', 'kvPut', 'kvDelete', 'kvList']);
 
 // Ordered schema migrations: [version, step(db, upgradeTransaction)]. onupgradeneeded runs
-// every step whose version is above the database's old version, oldest first. A future
-// schema change appends a step and bumps DB_VERSION; never edit a released step.
+// every step whose version is above the database's old version, oldest first; versions
+// may have gaps (a step numbered by another branch), and a step that creates a store
+// checks it is not there yet. A future schema change appends a step and bumps
+// DB_VERSION; never edit a released step.
 const MIGRATIONS = [
   [1, (db) => {
     db.createObjectStore('sessions', { keyPath: 'session_id' });
@@ -75,6 +86,9 @@ const MIGRATIONS = [
   }],
   [3, (db) => {
     db.createObjectStore('recall', { keyPath: 'session_id' });
+  }],
+  [4, (db) => {
+    if (!db.objectStoreNames.contains('profile')) db.createObjectStore('profile', { keyPath: 'key' });
   }],
 ];
 
@@ -178,6 +192,44 @@ function putVersioned(tx, state, fail) {
     }
     sessions.put({ ...state, version: madeFrom + 1 });
   };
+}
+
+// The user profile without what `sessionId` contributed (py_agent.profile.withdraw with
+// deleted=True): its facts, and the facts removed from it that came from that session.
+function withdrawSession(profile, sessionId) {
+  const facts = (profile.facts || []).filter((f) => f.session_id !== sessionId);
+  const removed = (profile.removed || []).filter((r) => r.session_id !== sessionId);
+  const changed = facts.length !== (profile.facts || []).length ||
+                  removed.length !== (profile.removed || []).length;
+  return changed ? { ...profile, facts, removed } : null;
+}
+
+function storedProfileVersion(stored) {
+  return stored && Number.isInteger(stored.version) ? stored.version : 0;
+}
+
+// Inside a readwrite transaction: put the user profile one version up if the stored one is
+// the version it was made from, else fail(StateConflictError), as putVersioned does.
+function putProfile(tx, profile, fail) {
+  const store = tx.objectStore('profile');
+  const request = store.get(PROFILE_KEY);
+  request.onsuccess = () => {
+    const storedVersion = storedProfileVersion(request.result);
+    const madeFrom = Number.isInteger(profile.version) ? profile.version : 0;
+    if (storedVersion !== madeFrom) {
+      fail(namedError('StateConflictError', 'another tab or process changed the user profile ' +
+                      `at the same moment (stored version ${storedVersion}, written from ${madeFrom})`));
+      return;
+    }
+    store.put({ ...profile, key: PROFILE_KEY, version: madeFrom + 1 });
+  };
+}
+
+function checkProfile(profile) {
+  if (!profile || typeof profile !== 'object' || Array.isArray(profile) || !Array.isArray(profile.facts)) {
+    throw invalid('a user profile must be an object with a facts array');
+  }
+  return profile;
 }
 
 // Inside a readwrite transaction: archive `turn` unless its id is there already; an
@@ -358,18 +410,21 @@ export class IdbStore {
     });
   }
 
-  // Log a compression and, when stateJson is not null, save the state (conditionally), in
-  // one transaction.
-  async commitCompaction(stateJsonOrNull, recordJson) {
+  // Log a compression and, when stateJson is not null, save the state (conditionally), and
+  // when profileJson is given and not null, the user profile (conditionally), in one
+  // transaction.
+  async commitCompaction(stateJsonOrNull, recordJson, profileJsonOrNull = null) {
     const state = stateJsonOrNull == null ? null : checkState(parseJson(stateJsonOrNull, 'stateJson'));
     const record = parseJson(recordJson, 'recordJson');
     if (!record || typeof record !== 'object' || typeof record.session_id !== 'string') {
       throw invalid('a compression record needs a session_id string');
     }
-    const stores = state ? ['compressions', 'sessions'] : ['compressions'];
+    const profile = profileJsonOrNull == null ? null : checkProfile(parseJson(profileJsonOrNull, 'profileJson'));
+    const stores = ['compressions', ...(state ? ['sessions'] : []), ...(profile ? ['profile'] : [])];
     return this._transaction(stores, 'readwrite', (tx, fail) => {
       tx.objectStore('compressions').add(record);
       if (state) putVersioned(tx, state, fail);
+      if (profile) putProfile(tx, profile, fail);
     });
   }
 
@@ -413,11 +468,13 @@ export class IdbStore {
     });
   }
 
-  // Remove a session's state, archive, compression log and recall blob in one transaction. Resolves
-  // to whether the session (its state) existed.
+  // Remove a session's state, archive, compression log and recall blob, and the facts it
+  // contributed to the user profile, in one transaction. Resolves to whether the session
+  // (its state) existed.
   async deleteSession(sessionId) {
     checkSessionId(sessionId);
-    return this._transaction(['sessions', 'archive', 'compressions', 'recall'], 'readwrite', (tx) => {
+    const stores = ['sessions', 'archive', 'compressions', 'recall', 'profile'];
+    return this._transaction(stores, 'readwrite', (tx) => {
       const sessions = tx.objectStore('sessions');
       const existed = sessions.count(sessionId);
       sessions.delete(sessionId);
@@ -426,6 +483,12 @@ export class IdbStore {
       const compressions = tx.objectStore('compressions');
       compressions.index('by_session').getAllKeys(sessionId).onsuccess = (event) => {
         for (const key of event.target.result) compressions.delete(key);
+      };
+      const profiles = tx.objectStore('profile');
+      profiles.get(PROFILE_KEY).onsuccess = (event) => {
+        const stored = event.target.result;
+        const withdrawn = stored && withdrawSession(stored, sessionId);
+        if (withdrawn) profiles.put({ ...withdrawn, version: storedProfileVersion(stored) + 1 });
       };
       return () => existed.result > 0;
     });
@@ -479,6 +542,32 @@ export class IdbStore {
         .map((id) => archive.get([sessionId, id]));
       return () => JSON.stringify(requests.map((r) => r.result).filter((t) => t !== undefined)
         .map(({ session_id, ...turn }) => turn));
+    });
+  }
+
+  // --- the user profile: one versioned JSON document ------------------------------------
+
+  // The stored user profile as JSON (without its key), or null if none was written.
+  async loadProfile() {
+    return this._transaction('profile', 'readonly', (tx) => {
+      const request = tx.objectStore('profile').get(PROFILE_KEY);
+      return () => {
+        if (request.result === undefined) return null;
+        const { key, ...profile } = request.result;
+        return JSON.stringify(profile);
+      };
+    });
+  }
+
+  // Write the user profile (conditionally) and, when stateJson is given and not null, a
+  // session's state (conditionally), in one transaction.
+  async saveProfile(profileJson, stateJsonOrNull = null) {
+    const profile = checkProfile(parseJson(profileJson, 'profileJson'));
+    const state = stateJsonOrNull == null ? null : checkState(parseJson(stateJsonOrNull, 'stateJson'));
+    const stores = state ? ['profile', 'sessions'] : ['profile'];
+    return this._transaction(stores, 'readwrite', (tx, fail) => {
+      putProfile(tx, profile, fail);
+      if (state) putVersioned(tx, state, fail);
     });
   }
 

@@ -16,7 +16,9 @@ leaves a turn out. The engine also keeps the live memory sessions
 (:mod:`py_agent.memory.live`) in step with every change of a session's memory.
 
 It is built from the session table and the base sessions alone (never from an
-agent), and it reports only through the ``emit`` callable it is given.
+agent), and it reports only through the ``emit`` callable it is given. The user
+profile's facts a session shows (:meth:`MemoryEngine.profile_facts`) count in its
+budget, are read by its fact extractor and held by its live memory session.
 :meth:`close` and :meth:`forget` stop background work at once: every raw turn is
 archived before a pass starts and a stopped pass commits nothing, so nothing is
 lost and nothing is left half-written.
@@ -34,9 +36,11 @@ from ..events import Emit, log
 from ..model import Purpose
 from ..results import CompactionReport
 from ..sessions import SessionTable
+from ..state import Fact, SessionState
 from .fact_rules import may_revise
 from .live import DEFAULT_MAX_LIVE, MemorySessions
 from .passes import Passes, Upkeep
+from .profile_rules import shown_facts
 from .steps import DESTROY_TIMEOUT_S
 
 MAX_PASSES_PER_RUN = 4
@@ -63,18 +67,38 @@ class MemoryEngine:
         self.live = MemorySessions(
             accountant, sessions.state, max_live=memory_sessions,
             reserve=lambda: (accountant.policy.reserved_turn_tokens + bases.tools_tokens()
-                             + accountant.policy.recall_tokens))  # recalled turns: per prompt
+                             + accountant.policy.recall_tokens),  # recalled turns: per prompt
+            profile_of=self.profile_facts)
         sessions.when_changed(self.live.memory_changed)
         sessions.when_changed(self._committed)
         self._commits: dict[str, asyncio.Event] = {}
-        self.passes = Passes(sessions, bases, accountant, emit, self.upkeep, self.calls)
+        self.passes = Passes(sessions, bases, accountant, emit, self.upkeep, self.calls,
+                             profile_facts=self.profile_facts)
         self._upkeep: dict[str, Upkeep] = {}
+        self._shown: dict[str, tuple[tuple, list[Fact]]] = {}  # see profile_facts
         self._running: dict[str, asyncio.Task] = {}
         self._again: dict[str, tuple[str, str | None]] = {}
 
     def upkeep(self, session_id: str) -> Upkeep:
         """The session's upkeep record (rests, pressure, outdated facts)."""
         return self._upkeep.setdefault(session_id, Upkeep())
+
+    def profile_facts(self, state: SessionState | None) -> list[Fact]:
+        """The user profile's facts the next prompt of ``state``'s session shows (from the
+        profile as last read; see :mod:`py_agent.memory.profile_rules`)."""
+        profiles = self.sessions.profiles
+        if state is None or not profiles.enabled:
+            return []
+        profile, policy = profiles.current, self.accountant.policy
+        # Asked several times a turn (budgets, the prompt, the memory session): the choice
+        # only changes with the profile, the session's own facts or the policy.
+        key = (id(profile), profile.version, id(policy), state.private,
+               tuple((f.id, f.category, f.text) for f in state.facts))
+        cached = self._shown.get(state.session_id)
+        if cached is None or cached[0] != key:
+            cached = self._shown[state.session_id] = (
+                key, shown_facts(profile, state, policy, self.accountant.counter))
+        return list(cached[1])
 
     # ------------------------------------------------------------ conditions
 
@@ -102,8 +126,9 @@ class MemoryEngine:
         tokens = sum(self.accountant.turn_tokens(t) for t in unread)
         # A turn that may change a key fact is read at once: else the old value would
         # be shown as current until the next periodic refresh.
+        known = state.facts + self.profile_facts(state)
         return tokens >= budget.turn_budget * policy.facts_refresh_ratio or \
-            any(may_revise(t.user, state.facts) for t in unread)
+            any(may_revise(t.user, known) for t in unread)
 
     # ------------------------------------------------------------ scheduling
 
@@ -223,6 +248,7 @@ class MemoryEngine:
         """A session is going away: stop its passes, drop its live memory session."""
         await self.cancel(session_id)
         self.live.invalidate(session_id)
+        self._shown.pop(session_id, None)
 
     async def close(self) -> None:
         """Stop every pass and free every live memory session, at once."""

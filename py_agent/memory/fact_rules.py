@@ -1,6 +1,6 @@
 """Deterministic judgements about facts, made without the model.
 
-Four questions the memory passes must answer even when the model is small, wrong
+Five questions the memory passes must answer even when the model is small, wrong
 or absent:
 
 - Do two facts speak of the same subject with different values, so the newer
@@ -15,14 +15,15 @@ or absent:
 - May a new user message change a key fact (it takes something back or changes
   it, or it speaks of a known fact's subject)? Then it is read for facts at once,
   not at the next periodic refresh, so the old value is not shown as current.
+- Which of the turns an extraction read said a fact (for the user profile's sources)?
 """
 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, Sequence
 
-from ..state import Fact
+from ..state import Fact, Turn
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # Words that mark a change of value rather than a different subject.
@@ -169,3 +170,22 @@ def _names(text: str) -> set[str]:
 
 def _long_stems(said: list[str]) -> set[str]:
     return {_stem(w) for w in said if len(w) >= 5 and w.lower() not in _STOPWORDS}
+
+
+def stated_in(fact: Fact, turns: Sequence[Turn]) -> int | None:
+    """The turn of ``turns`` that most likely said ``fact``: the one whose user message
+    shares most of the fact's names, numbers and longer words (names and numbers count
+    double; the later turn wins a tie). The newest turn when none shares any; None
+    without turns. An extraction reads several turns at once and does not say which
+    one a fact came from; this is where the user profile says it came from."""
+    if not turns:
+        return None
+    _, values, _ = shape(fact.text)
+    stems = _long_stems(words(fact.text))
+    best, best_score = turns[-1].id, 0
+    for turn in turns:
+        said = words(turn.user)
+        score = 2 * len(values & {normal_value(w) for w in said}) + len(stems & _long_stems(said))
+        if score and score >= best_score:
+            best, best_score = turn.id, score
+    return best

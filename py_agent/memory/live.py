@@ -30,6 +30,14 @@ How it stays correct:
   append or build that fails (a model error, a quota error, an overflow, a
   timeout, a cancellation) destroys that memory session: nothing half-appended
   is ever cloned; the next turn builds a new one from the stored state.
+- The user profile's facts (:mod:`py_agent.memory.profile_rules`) are read first, at
+  the head of the memory. The profile changes under a chat (another session's pass
+  adds a fact, the user forgets one in another tab), so before every turn the facts the
+  chat shows now are compared with those its memory session read: facts that are only
+  new are appended as a short message of their own ("More about the user…"); a fact
+  that changed, left the profile or was crowded out of its budget means the memory
+  session is rebuilt before the turn, as for a changed key fact: a forgotten fact is
+  never served from an old memory session.
 - A turn whose clone overflows is retried by the loop on a clone of the plain
   base with today's full prompt, and the memory session is rebuilt afterwards.
 - At most ``max_live`` chats keep a memory session; the least recently used is
@@ -53,7 +61,7 @@ from typing import Callable
 from ..budget import MemoryAccountant
 from ..model import ModelSession, Purpose
 from ..prompting import MemoryView, render_facts, render_turn
-from ..state import SessionState
+from ..state import Fact, SessionState
 
 log = logging.getLogger("py_agent")
 
@@ -68,9 +76,18 @@ def turn_block(text: str) -> str:
 
 
 def memory_text(view: MemoryView) -> str:
-    """The memory as one message: summary and facts, then each kept turn as a block."""
-    head = MemoryView(summary=view.summary, facts=view.facts).render()
+    """The memory as one message: the profile's facts, summary and facts, then each kept
+    turn as a block."""
+    head = MemoryView(summary=view.summary, facts=view.facts, profile=view.profile).render()
     return "\n\n".join([head or "Memory:", *(turn_block(t) for t in view.turns)])
+
+
+PROFILE_ADDED_HEADING = "More about the user, remembered across chats:"
+
+
+def profile_lines(facts: list[Fact]) -> tuple[str, ...]:
+    """The profile's facts as a memory session reads them, one line each."""
+    return tuple(render_facts([f]) for f in facts)
 
 
 def supports_append(session: ModelSession) -> bool:
@@ -87,6 +104,7 @@ class _Live:
     facts: str  # the facts alone, rendered
     last_turn_id: int  # the newest turn it holds (0: none)
     turn_ids: list[int] = field(default_factory=list)
+    profile: tuple[str, ...] = ()  # the user profile's facts it has read, one line each
 
 
 @dataclass
@@ -107,14 +125,17 @@ class MemorySessions:
         reserve: tokens a turn needs beyond the memory (the turn's own work and the
             longest tool list), as a callable since the policy is planned late.
         max_live: how many chats keep a memory session (0: the feature is off).
+        profile_of: the user profile's facts a chat shows (none if not given).
     """
 
     def __init__(self, accountant: MemoryAccountant,
                  state_of: Callable[[str], SessionState | None],
                  reserve: Callable[[], int], *, max_live: int = DEFAULT_MAX_LIVE,
-                 timeout_s: float = APPEND_TIMEOUT_S) -> None:
+                 timeout_s: float = APPEND_TIMEOUT_S,
+                 profile_of: Callable[[SessionState], list[Fact]] = lambda _: []) -> None:
         self.accountant = accountant
         self.state_of = state_of
+        self.profile_of = profile_of
         self.reserve = reserve
         self.max_live = max_live
         self.timeout_s = timeout_s
@@ -179,6 +200,8 @@ class MemorySessions:
             # A changed or retracted fact must not be served: rebuild now.
             await self._discard(session_id)
             live = None
+        if live is not None:
+            live = await self._follow_profile(session_id, live, state)
         elif live is not None and live.head != _head(state):
             # Only the summary changed: the old session holds the turns it was made
             # from, so it serves until the one rebuilt in the background is ready.
@@ -192,6 +215,32 @@ class MemorySessions:
             live = await self._build(state, base, room)
             self.stats.built += 1
             self._keep(session_id, live)
+        return live
+
+    async def _follow_profile(self, session_id: str, live: _Live,
+                              state: SessionState) -> _Live | None:
+        """Bring the memory session's profile facts up to date: new ones are appended; if
+        one it read is no longer shown (changed, removed, crowded out), it is discarded
+        (None) so that the turn builds a new one."""
+        shown = profile_lines(self.profile_of(state))
+        if set(shown) == set(live.profile):
+            return live
+        if not set(live.profile) <= set(shown):
+            await self._discard(session_id)
+            return None
+        new = [line for line in shown if line not in live.profile]
+        try:
+            await asyncio.wait_for(live.session.append(
+                PROFILE_ADDED_HEADING + "\n" + "\n".join(new), purpose=Purpose.STEP),
+                self.timeout_s)
+        except asyncio.CancelledError:
+            await self._discard(session_id)
+            raise
+        except Exception as exc:
+            log.warning("memory session of %s dropped: append failed (%r)", session_id, exc)
+            await self._discard(session_id)
+            return None
+        live.profile = live.profile + tuple(new)
         return live
 
     def turn_finished(self, session_id: str) -> None:
@@ -235,7 +284,8 @@ class MemorySessions:
     async def _build(self, state: SessionState, base: ModelSession, room: int) -> _Live:
         """A new memory session from ``state``: a clone of the base that read the memory
         view (within ``room`` tokens) as one appended message."""
-        view, dropped = self.accountant.view(state, max(0, room))
+        profile = self.profile_of(state)
+        view, dropped = self.accountant.view(state, max(0, room), profile)
         kept = [t.id for t in state.recent_turns][dropped:]
         session = await asyncio.wait_for(base.clone(), self.timeout_s)
         try:
@@ -247,7 +297,8 @@ class MemorySessions:
             raise
         head = _head(state)
         last = state.recent_turns[-1].id if state.recent_turns else 0
-        return _Live(session, base, head, render_facts(state.facts), last, kept)
+        return _Live(session, base, head, render_facts(state.facts), last, kept,
+                     profile_lines(profile))
 
     async def _rebuild(self, session_id: str) -> None:
         try:

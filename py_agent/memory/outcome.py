@@ -31,6 +31,10 @@ class Pass:
     summary: str | None = None
     summary_error: str | None = None
     summary_asked: bool = False
+    # The user profile: the facts of it the extractor saw, and the turn that said each
+    # new fact (see py_agent.memory.profile_rules).
+    profile_shown: list[Fact] = field(default_factory=list)
+    stated: dict[str, int] = field(default_factory=dict)
 
 
 class StaleSummaryError(Exception):

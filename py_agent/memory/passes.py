@@ -18,6 +18,12 @@ Two kinds of pass keep a session's memory (when each runs is
   model (the user's own words, shortened) and the session is shown as degraded
   until a summary works again; otherwise the raw turns wait for the next try.
 
+The user profile takes part in both (:mod:`py_agent.memory.profile_rules`): the
+extractor of a session that is not private sees the profile's facts beside the
+session's own, so it can update or retract a fact another session contributed; the
+commit writes the profile's changes (facts that left it, lasting facts that enter it)
+in the transaction of the session's state.
+
 Every model call is a clone of a prefilled base session with a timeout, destroyed
 afterwards (:func:`~py_agent.memory.steps.bounded_call`); a failure makes the model
 rest for ``retry_backoff_s``, doubling. Every raw turn is archived before a pass
@@ -34,19 +40,21 @@ import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..bases import BaseSessions
 from ..budget import Budget, MemoryAccountant, MemoryPolicy
 from ..constraints import LevelChange
 from ..events import AgentEvent, Emit, log
 from ..model import ModelError, Purpose
+from ..profile import UserProfile
 from ..results import CompactionReport
 from ..sessions import SessionTable
 from ..state import CompressionRecord, Fact, FactChange, SessionState, Turn, now_ms
 from ..store import UnknownSessionError
 from .facts import over_budget, render_known
 from .outcome import Pass, StaleSummaryError, apply_pass
+from .profile_rules import block_forgotten, own_facts, profile_after_pass, stated_turns
 from .steps import (Ask, CompactionPreemptedError, bounded_call, extract_facts, outdated,
                     settle_folds, summarize)
 from .summary import InvalidSummaryError, fallback_summary
@@ -82,13 +90,16 @@ class Passes:
             ``compaction_failed``, ``storage_error``).
         upkeep: a session's :class:`Upkeep` record.
         calls: model calls counted by purpose.
+        profile_facts: the user profile's facts a session shows (none if not given).
     """
 
     def __init__(self, sessions: SessionTable, bases: BaseSessions,
                  accountant: MemoryAccountant, emit: Emit,
-                 upkeep: Callable[[str], Upkeep], calls: Counter[str]) -> None:
+                 upkeep: Callable[[str], Upkeep], calls: Counter[str],
+                 profile_facts: Callable[[SessionState], Sequence[Fact]] = lambda _: ()) -> None:
         self.sessions, self.bases, self.accountant = sessions, bases, accountant
         self.emit, self.upkeep, self.calls = emit, upkeep, calls
+        self.profile_facts = profile_facts
 
     @property
     def policy(self) -> MemoryPolicy:
@@ -99,7 +110,7 @@ class Passes:
         window = self.bases.window(Purpose.STEP)
         if window is None or state is None:
             return None
-        return self.accountant.budget(state, *window)
+        return self.accountant.budget(state, *window, self.profile_facts(state))
 
     def fit(self, turns: list[Turn], facts_tokens: int) -> list[Turn]:
         """The oldest turns whose prompts fit the summarizer's and the extractor's window
@@ -226,7 +237,8 @@ class Passes:
             tokens_before=budget.summary + budget.facts + budget.turns if budget else 0,
             facts_before=list(state.facts), policy=self.policy.to_dict())
         return Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
-                    last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0)
+                    last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0,
+                    profile_shown=list(self.profile_facts(state)))
 
     async def _extract_facts(self, session_id: str, work: Pass, asked: bool) -> None:
         """Facts from the unread turns (up to the newest raw one), consolidated; a failed
@@ -243,9 +255,12 @@ class Passes:
         async def announce(change: LevelChange) -> None:
             await self.emit(AgentEvent("constraint_level", session_id, change.to_dict()))
 
+        # The profile's facts beside the session's own: consolidation works across sessions.
+        own_ids = {f.id for f in work.facts}
+        shown = work.profile_shown = [f for f in work.profile_shown if f.id not in own_ids]
         try:
             result, work.next_fact_id = await extract_facts(
-                self._asker(session_id), record, work.facts, unread, self.policy,
+                self._asker(session_id), record, work.facts + shown, unread, self.policy,
                 work.next_fact_id, constraints=self.bases.constraints(), announce=announce)
         except CompactionPreemptedError as exc:
             record.facts_error = str(exc)
@@ -257,8 +272,12 @@ class Passes:
             return
         upkeep.facts_failures = 0
         upkeep.retry_at.pop(Purpose.FACTS, None)
-        work.facts, work.facts_through = result.facts, unread[-1].id
-        work.changes += result.changes
+        stated = stated_turns(result.added, unread)
+        facts, blocked = block_forgotten(own_facts(result.facts, shown), result.added,
+                                         self.sessions.profiles.current, session_id, stated)
+        work.facts, work.facts_through = facts, unread[-1].id
+        work.stated.update(stated)
+        work.changes += result.changes + blocked
         upkeep.outdated.extend(outdated(result.changes))
         record.fact_changes = work.changes
 
@@ -273,7 +292,8 @@ class Passes:
             earlier = [t for t in await self.sessions.transcript(session_id)
                        if work.facts_through < t.id < state.recent_turns[0].id
                        and t.status != "error"]
-        return self.fit(earlier + raw, self.accountant.counter.count(render_known(work.facts)))
+        return self.fit(earlier + raw, self.accountant.counter.count(
+            render_known(work.facts + work.profile_shown)))
 
     async def _summarize(self, session_id: str, state: SessionState, work: Pass,
                          focus: str | None, folding: list[Fact], *, rest: bool = True) -> None:
@@ -321,8 +341,19 @@ class Passes:
             record.tokens_after = (after.summary + after.facts + after.turns) if after else 0
             return updated
 
+        profile_changed = False
+
+        def profile_change(state: SessionState,
+                           profile: UserProfile) -> tuple[SessionState, UserProfile | None]:
+            nonlocal profile_changed
+            changed = profile_after_pass(profile, state, work.changes, self.policy,
+                                         shown=work.profile_shown, stated=work.stated)
+            profile_changed = changed is not None
+            return state, changed
+
         try:
-            updated = await self.sessions.commit_compaction(session_id, record, update)
+            updated = await self.sessions.commit_compaction(session_id, record, update,
+                                                            profile_change=profile_change)
         except UnknownSessionError:
             return CompactionReport(False, 0, error="the session was deleted meanwhile")
         except StaleSummaryError as exc:
@@ -332,6 +363,10 @@ class Passes:
                 "message": f"Could not save the compacted memory ({exc}); the raw turns "
                            "are kept.", "kind": getattr(exc, "kind", "unknown")}))
             return CompactionReport(False, 0, error=str(exc), record=record)
+        if profile_changed:
+            profile = self.sessions.profiles.current
+            await self.emit(AgentEvent("profile_updated", session_id, {
+                "version": profile.version, "facts": len(profile.facts), "by": "memory"}))
         brief = {"kind": record.kind, "turn_ids": record.turn_ids,
                  "facts_turn_ids": record.facts_turn_ids, "trigger": trigger,
                  "tokens_before": record.tokens_before, "tokens_after": record.tokens_after,

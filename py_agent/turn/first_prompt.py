@@ -17,13 +17,13 @@ condensed below the message.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..budget import MemoryAccountant
 from ..prompting import MemoryView, first_prompt
 from ..results import StepTrace
 from ..retrieval import ScoredTool
-from ..state import SessionState
+from ..state import Fact, SessionState
 from .loop import condensed_steps
 
 
@@ -36,7 +36,7 @@ def without_memory(message: str, offered: list[ScoredTool], recalled: str = "") 
 def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionState | None,
                        free_tokens: int, accountant: MemoryAccountant,
                        steps: Iterable[StepTrace] = (), *, tight: bool = False,
-                       recalled: str = "") -> str:
+                       recalled: str = "", profile: Sequence[Fact] = ()) -> str:
     """The first prompt of a turn.
 
     Args:
@@ -50,6 +50,8 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
         tight: the turn's work overflowed once: give the memory half the room.
         recalled: the recalled turns' section (:func:`py_agent.turn.recalled.render`),
             within the room the policy planned for it; "" for none.
+        profile: the user profile's facts the session shows (chosen within their
+            budget, see :mod:`py_agent.memory.profile_rules`), at the head of the memory.
     """
     counter, policy = accountant.counter, accountant.policy
     fixed = without_memory(message, offered, recalled)
@@ -59,6 +61,6 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
     extra = condensed_steps(list(steps), policy.micro_compact_chars) if tight else ""
     if tight:
         room = room // 2 - counter.count(extra)
-    view, _ = accountant.view(memory, max(0, room))
+    view, _ = accountant.view(memory, max(0, room), profile)
     text = first_prompt(message, offered, view, recalled)
     return text + "\n\n" + extra if extra else text

@@ -116,7 +116,8 @@ class TurnRunner:
             memory = None if opener.uses_memory else self.sessions.state(session_id)
             text = build_first_prompt(message, offered, memory, window - used,
                                       self.accountant, steps, tight=tight,
-                                      recalled=recalled.text)
+                                      recalled=recalled.text,
+                                      profile=self.memory.profile_facts(memory))
             prompt_tokens = self.accountant.counter.count(text)
             return text
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import pytest
 
+from py_agent.profile import ProfileFact, RemovedFact, UserProfile
 from py_agent.rpc import storage_error
 from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
 
@@ -141,7 +142,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     assert r["missing"] is None and r["saved"] is None
     assert r["typeofText"] == "string"
     assert SessionState.from_dict(json.loads(r["text"])) == replace(s, version=1)
-    assert r["info"] == {"name": "py-agent", "version": 3, "constant": 3}
+    assert r["info"] == {"name": "py-agent", "version": 4, "constant": 4}
     assert r["schema"] == {
         "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "archive": {"keyPath": ["session_id", "id"], "autoIncrement": False,
@@ -151,6 +152,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
         "meta": {"keyPath": "key", "autoIncrement": False, "indexes": []},
         "kv": {"keyPath": None, "autoIncrement": False, "indexes": []},
         "recall": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
+        "profile": {"keyPath": "key", "autoIncrement": False, "indexes": []},
     }
     assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
     assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
@@ -482,7 +484,7 @@ V1_DATABASE = r"""async ([state, turns, compression]) => {
 }"""
 
 
-def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_and_recall(store_page):
+def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_recall_and_profile(store_page):
     s = state("old", summary="Planned a trip to Lisbon.", recent_turns=[turn(1), turn(2)],
               next_turn_id=3, facts=[Fact("preference", "vegetarian", 1)], compactions=1)
     before = store_page.evaluate(V1_DATABASE, [dumps_state(s), dumps_turns([turn(1), turn(2)]),
@@ -502,15 +504,16 @@ def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_and_recall(store_
         store.close();
         return out;
     }""")
-    assert r["version"] == 3
-    assert r["stores"] == ["archive", "compressions", "kv", "meta", "recall", "sessions"]
+    assert r["version"] == 4
+    assert r["stores"] == ["archive", "compressions", "kv", "meta", "profile", "recall",
+                           "sessions"]
     assert r["migration"] is None            # the v1 database had already migrated legacy data
     assert json.loads(r["kv"]) == [["note:000001", {"title": "Trip", "text": "Lisbon"}]]
     assert r["saved"] is True and r["blobs"] == [["old", [82, 67, 76, 49]]]
     # Every v1 record is still there, unchanged, and reads back through the store.
     for name, rows in raw_before.items():
         after = store_page.evaluate("(n) => rawRead('py-agent', n)", name)
-        assert after["version"] == 3 and after["rows"] == rows, name
+        assert after["version"] == 4 and after["rows"] == rows, name
     assert loaded(store_page, "old") == s
     assert archive_of(store_page, "old") == [turn(1), turn(2)]
     logged = store_page.evaluate("async () => (await IdbStore.open()).compressions('old')")
@@ -733,7 +736,7 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert r["inWorker"] is True
     assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
                             "compressions", "listSessions", "deleteSession", "saveRecall",
-                            "loadRecall", "readTurns"]
+                            "loadRecall", "readTurns", "loadProfile", "saveProfile"]
     assert r["blobs"] == [["w1", [7, 8, 9]]]
     assert r["kvMethods"] == ["kvGet", "kvPut", "kvDelete", "kvList"]
     assert SessionState.from_dict(json.loads(r["loaded"])) == replace(s, version=1)
@@ -741,3 +744,116 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert json.loads(r["list"])[0]["turns"] == 1
     assert r["error"] == "StorageQuotaError"
     assert r["page"] == r["loaded"]
+
+
+# --- the user profile ------------------------------------------------------------------
+
+def profile_json(*texts: str, session_id: str = "s1", version: int = 0) -> str:
+    profile = UserProfile(version=version)
+    for i, text in enumerate(texts, 1):
+        profile.facts.append(ProfileFact(profile.new_id(), "preference", text, session_id,
+                                         f"f{i}", i, 1000.0 + i))
+    return json.dumps(profile.to_dict())
+
+
+def loaded_profile(page) -> UserProfile | None:
+    text = page.evaluate("async () => (await IdbStore.open()).loadProfile()")
+    return None if text is None else UserProfile.from_dict(json.loads(text))
+
+
+def test_the_profile_round_trips_and_is_written_conditionally(store_page):
+    written = UserProfile.from_dict(json.loads(profile_json("likes tea", "ünïcode 日本")))
+    written.removed.append(RemovedFact("s0", "f9", "need", "a visa", 3, "forgotten", 5.0))
+    r = store_page.evaluate("""async ([first, stale, other]) => {
+        const tab1 = await IdbStore.open(), tab2 = await IdbStore.open();
+        const empty = await tab1.loadProfile();
+        await tab1.saveProfile(first);
+        const conflicts = [await caught(tab2.saveProfile(stale)),
+                           await caught(tab2.commitCompaction(null, other, stale))];
+        const bad = await caught(tab1.saveProfile(JSON.stringify({ facts: 'no' })));
+        const log = await tab1.compressions('s1');
+        tab1.close(); tab2.close();
+        return { empty, conflicts, bad, log };
+    }""", [json.dumps(written.to_dict()), profile_json("stale"),
+           json.dumps(record("s1", 1).to_dict())])
+    assert r["empty"] is None
+    for error in r["conflicts"]:
+        assert error["name"] == "StateConflictError" and "user profile" in error["message"]
+        assert storage_error(error).kind == "conflict"
+    assert r["bad"]["name"] == "StorageError" and r["log"] == "[]"
+    assert loaded_profile(store_page) == replace(written, version=1)
+
+
+def test_a_profile_write_carries_a_state_or_a_compaction_in_one_transaction(store_page):
+    r = store_page.evaluate("""async ([p0, p1, p2, stateNew, stateStale, rec, failing]) => {
+        const store = await IdbStore.open();
+        await store.saveProfile(p0, stateNew);                 // profile and a new session
+        const staleState = await caught(store.saveProfile(p1, stateStale));
+        const afterStale = JSON.parse(await store.loadProfile()).version;
+        await store.commitCompaction(null, rec, p1);           // a compaction with the profile
+        IdbStore.failNextWrite('QuotaExceededError');
+        const quota = await caught(store.saveProfile(p2, failing));
+        const out = { staleState, afterStale, quota,
+                      state: JSON.parse(await store.load('mine')),
+                      failing: await store.load('never'),
+                      log: JSON.parse(await store.compressions('s1')).length,
+                      profile: JSON.parse(await store.loadProfile()) };
+        store.close();
+        return out;
+    }""", [profile_json("likes tea"), profile_json("likes coffee", version=1),
+           profile_json("likes juice", version=2),
+           dumps_state(state("mine", private=True)), dumps_state(state("mine", version=7)),
+           json.dumps(record("s1", 1).to_dict()), dumps_state(state("never"))])
+    assert r["staleState"]["name"] == "StateConflictError" and r["afterStale"] == 1
+    assert r["quota"]["name"] == "StorageQuotaError" and r["failing"] is None
+    assert r["state"]["private"] is True and r["state"]["version"] == 1
+    assert r["log"] == 1
+    assert r["profile"]["version"] == 2 and [f["text"] for f in r["profile"]["facts"]] == [
+        "likes coffee"]
+
+
+def test_deleting_a_session_takes_its_facts_out_of_the_profile(store_page):
+    profile = UserProfile.from_dict(json.loads(profile_json("likes tea", session_id="drop")))
+    profile.facts.append(ProfileFact("p9", "need", "a quiet room", "keep", "f1", 1, 2.0))
+    profile.removed.append(RemovedFact("drop", "f7", "need", "old", 1, "forgotten", 1.0))
+    r = store_page.evaluate("""async ([profile, drop, keep, turns]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(drop, turns);
+        await store.commitTurn(keep, turns);
+        await store.saveProfile(profile);
+        const deleted = await store.deleteSession('drop');
+        const after = JSON.parse(await store.loadProfile());
+        await store.deleteSession('nobody');   // nothing of it in the profile: not written
+        const again = JSON.parse(await store.loadProfile()).version;
+        store.close();
+        return { deleted, after, again };
+    }""", [json.dumps(profile.to_dict()), dumps_state(state("drop")), dumps_state(state("keep")),
+           dumps_turns([turn(1)])])
+    assert r["deleted"] is True
+    assert [(f["text"], f["session_id"]) for f in r["after"]["facts"]] == [("a quiet room", "keep")]
+    assert r["after"]["removed"] == [] and r["after"]["version"] == 2 and r["again"] == 2
+
+
+def test_upgrade_from_version_2_adds_the_profile_and_keeps_everything(store_page):
+    """A database of version 2 (kv, no recall or profile store) opens at version 4: the
+    steps above 2 run (4 here; a step 3 another part adds runs too), nothing else moves."""
+    s = state("old", summary="kept", recent_turns=[turn(1)], next_turn_id=2)
+    r = store_page.evaluate("""async ([s, t]) => {
+        const v2 = await IdbStore.open({ version: 2, legacyName: null });
+        await v2.commitTurn(s, t);
+        await v2.kvPut('note:1', JSON.stringify({ a: 1 }));
+        const before = [...v2._db.objectStoreNames].sort();
+        v2.close();
+        const store = await IdbStore.open({ legacyName: null });
+        const out = { before, version: store._db.version,
+                      stores: [...store._db.objectStoreNames].sort(),
+                      state: JSON.parse(await store.load('old')), kv: await store.kvGet('note:1'),
+                      profile: await store.loadProfile() };
+        await store.saveProfile(JSON.stringify({ facts: [], removed: [], next_id: 1, version: 0 }));
+        out.saved = JSON.parse(await store.loadProfile()).version;
+        store.close();
+        return out;
+    }""", [dumps_state(s), dumps_turns([turn(1)])])
+    assert "profile" not in r["before"] and r["version"] == 4
+    assert "profile" in r["stores"] and r["profile"] is None and r["saved"] == 1
+    assert r["state"]["summary"] == "kept" and json.loads(r["kv"]) == {"a": 1}

@@ -88,8 +88,11 @@ def make_responder(step: Callable[[PromptCall], str] = echo_agent_reply,
 FAST_TOOLS = ToolPolicy(timeout_s=0.3, max_attempts=3, backoff_s=0.01)
 
 # A small window makes compaction come quickly; the policy fits it (make_agent(**SMALL)).
+# A small window whose policy fits unscaled: recalled turns and the profile get about
+# the share of the window they get in Gemini Nano's.
 SMALL = dict(window=3500, memory=MemoryPolicy(reserved_turn_tokens=900, summary_target_tokens=200,
-                                              summary_max_tokens=400))
+                                              summary_max_tokens=400, recall_max_tokens=150,
+                                              profile_max_tokens=120))
 LONG = "and here are many more details about it " * 12
 PREFERENCE = "I'm vegetarian, please remember that."
 

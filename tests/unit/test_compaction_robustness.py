@@ -78,8 +78,8 @@ def test_no_prompt_leaves_turns_out_while_the_summarizer_fails(make_agent):
         left_out = []
         view = agent.accountant.view
 
-        def counting_view(state, room):
-            shown, dropped = view(state, room)
+        def counting_view(state, room, *profile):
+            shown, dropped = view(state, room, *profile)
             left_out.append(dropped)
             return shown, dropped
 

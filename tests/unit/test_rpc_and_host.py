@@ -7,8 +7,10 @@ from py_agent import (Agent, InMemoryStore, ModelAbortedError, ModelError, Model
                       ModelUnavailableError, QuotaExceededError, StorageError, Turn)
 from py_agent.host import AgentHost
 from py_agent.model import Purpose
+from py_agent.profile import ProfileFact, UserProfile
 from py_agent.rpc import BridgeModel, RpcStore, model_error
-from py_agent.state import SessionState
+from py_agent.state import CompressionRecord, SessionState
+from py_agent.store import StateConflictError
 from py_agent.testing import FunctionModel, context_text, user_message
 from tests.unit.support import echo_agent_reply, make_responder, run
 
@@ -82,6 +84,21 @@ def store_transport(backing: InMemoryStore, fail: dict):
             return {"ok": True, "value": json.dumps([vars(i) for i in await backing.list_sessions()])}
         elif method == "deleteSession":
             return {"ok": True, "value": await backing.delete_session(args[0])}
+        elif method == "commitCompaction":
+            state = None if args[0] is None else SessionState.from_dict(json.loads(args[0]))
+            profile = None if args[2] is None else UserProfile.from_dict(json.loads(args[2]))
+            await backing.commit_compaction(state, CompressionRecord.from_dict(json.loads(args[1])),
+                                            profile)
+        elif method == "loadProfile":
+            profile = await backing.load_profile()
+            return {"ok": True, "value": json.dumps(profile.to_dict()) if profile.version else None}
+        elif method == "saveProfile":
+            try:
+                await backing.save_profile(
+                    UserProfile.from_dict(json.loads(args[0])),
+                    None if args[1] is None else SessionState.from_dict(json.loads(args[1])))
+            except StateConflictError as exc:
+                return {"ok": False, "error": {"name": "StateConflictError", "message": str(exc)}}
         return {"ok": True, "value": None}
 
     return transport
@@ -251,6 +268,23 @@ def test_rpc_store_round_trips_and_maps_storage_errors():
         run(store.commit_turn(state, []))
     assert err.value.kind == "quota"
     assert run(store.delete_session("x")) is True and run(store.load("x")) is None
+
+
+def test_rpc_store_keeps_the_user_profile_with_its_version():
+    backing = InMemoryStore()
+    store = RpcStore(store_transport(backing, {}))
+    assert run(store.load_profile()) == UserProfile()
+    profile = UserProfile(facts=[ProfileFact("p1", "need", "a quiet table", "x", "f1", 3, 9.0)],
+                          next_id=2)
+    run(store.save_profile(profile, SessionState("x", private=True)))
+    assert profile.version == 1 and run(store.load_profile()) == profile
+    assert run(backing.load("x")).private is True
+    with pytest.raises(StateConflictError):  # written from version 0 again: refused
+        run(store.save_profile(UserProfile()))
+    record = CompressionRecord(session_id="x", started_at=1.0, duration_ms=1.0, ok=True,
+                               turn_ids=[], previous_summary="", summary_prompt="", summary="")
+    run(store.commit_compaction(None, record, profile))
+    assert profile.version == 2 and run(backing.load_profile()).version == 2
 
 
 def host_for(agent: Agent):

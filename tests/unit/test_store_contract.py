@@ -14,6 +14,7 @@ import pytest
 
 from py_agent import Agent, InMemoryStore, StorageError, Store
 from py_agent.store import StateConflictError
+from py_agent.profile import ProfileFact, RemovedFact, UserProfile
 from py_agent.sqlite_store import SCHEMA_VERSION, SqliteStore
 from py_agent.memory import MemoryPolicy
 from py_agent.state import CompressionRecord, Fact, FactChange, SessionState, StepRecord, Turn
@@ -323,12 +324,13 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_data(tmp_path):
         db.execute("INSERT INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
                    ("s1", 1, json.dumps(turn(1).to_dict())))
     store = SqliteStore(path)
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     assert run(store.load("s1")).title == "old" and run(store.read_archive("s1")) == [turn(1)]
     assert run(store.save_recall("s1", b"blob")) is True
     assert run(store.load_recall()) == {"s1": b"blob"}
+    assert run(store.load_profile()) == UserProfile()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_sqlite_data_survives_reopening_the_file(tmp_path):
@@ -387,3 +389,105 @@ def test_sqlite_key_values_keep_json_by_prefix(tmp_path):
         run(kv.put("", 1))
     with pytest.raises(ValueError):
         run(kv.put("k", float("nan")))
+
+
+# ------------------------------------------------------------- the user profile
+
+def profile_with(*texts: str, session_id: str = "s1", version: int = 0) -> UserProfile:
+    profile = UserProfile(version=version)
+    for i, text in enumerate(texts, 1):
+        profile.facts.append(ProfileFact(profile.new_id(), "preference", text, session_id,
+                                         f"f{i}", i, 1000.0 + i))
+    return profile
+
+
+def test_the_profile_round_trips_and_starts_empty(store):
+    assert run(store.load_profile()) == UserProfile()
+    written = profile_with("likes tea", "ünïcode 日本")
+    written.removed.append(RemovedFact("s0", "f9", "need", "a visa", 3, "forgotten", 5.0))
+    run(store.save_profile(written))
+    assert written.version == 1  # the written object learns its stored version
+    assert run(store.load_profile()) == written
+    loaded = run(store.load_profile())
+    loaded.facts.clear()  # a copy: the stored profile is not changed through it
+    assert len(run(store.load_profile()).facts) == 2
+
+
+def test_a_profile_write_from_an_outdated_version_is_refused(store, other_writer):
+    run(store.save_profile(profile_with("likes tea")))
+    run(other_writer.save_profile(profile_with("likes coffee", version=1)))  # another tab
+    for write in (lambda: store.save_profile(profile_with("stale", version=1)),
+                  lambda: store.commit_compaction(None, record(n=3), profile_with("x", version=1))):
+        with pytest.raises(StateConflictError) as caught:
+            run(write())
+        assert "user profile" in str(caught.value)
+    assert [f.text for f in run(store.load_profile()).facts] == ["likes coffee"]
+    assert run(store.compressions("s1")) == []  # the refused compaction logged nothing
+
+
+def test_a_profile_write_carries_a_session_state_in_one_transaction(store):
+    run(store.save_profile(profile_with("likes tea"), state("mine", private=True)))
+    assert run(store.load("mine")).private is True
+    assert [i.session_id for i in run(store.list_sessions())] == ["mine"]
+    # Either version outdated: nothing of the write is kept.
+    with pytest.raises(StateConflictError):
+        run(store.save_profile(profile_with("new", version=1), state("mine", title="x")))
+    with pytest.raises(StateConflictError):
+        run(store.save_profile(profile_with("new"), state("mine", title="x", version=1)))
+    assert run(store.load("mine")).title == "" and run(store.load_profile()).version == 1
+    assert [f.text for f in run(store.load_profile()).facts] == ["likes tea"]
+
+
+def test_a_compaction_commits_the_profile_with_the_state(store):
+    run(store.commit_turn(state(), [turn(1)]))
+    run(store.commit_compaction(state(summary="new", version=1), record(n=1),
+                                profile_with("likes tea")))
+    assert run(store.load("s1")).summary == "new"
+    assert [f.text for f in run(store.load_profile()).facts] == ["likes tea"]
+    assert len(run(store.compressions("s1"))) == 1
+    # A state conflict keeps the profile out too.
+    with pytest.raises(StateConflictError):
+        run(store.commit_compaction(state(summary="stale", version=1), record(n=2),
+                                    profile_with("likes coffee", version=1)))
+    assert [f.text for f in run(store.load_profile()).facts] == ["likes tea"]
+
+
+def test_a_failed_profile_write_writes_nothing(store):
+    run(store.save_profile(profile_with("likes tea")))
+    fail_next_write(store)
+    with pytest.raises(StorageError):
+        run(store.save_profile(profile_with("likes coffee", version=1), state("new-one")))
+    assert run(store.load("new-one")) is None
+    assert [f.text for f in run(store.load_profile()).facts] == ["likes tea"]
+
+
+def test_deleting_a_session_takes_its_facts_out_of_the_profile(store):
+    run(store.commit_turn(state("a"), [turn(1)]))
+    run(store.commit_turn(state("b"), [turn(1)]))
+    profile = profile_with("likes tea", session_id="a")
+    profile.facts.append(ProfileFact("p9", "need", "a quiet room", "b", "f1", 1, 2.0))
+    profile.removed.append(RemovedFact("a", "f7", "need", "old", 1, "forgotten", 1.0))
+    run(store.save_profile(profile))
+    assert run(store.delete_session("a")) is True
+    left = run(store.load_profile())
+    assert [(f.text, f.session_id) for f in left.facts] == [("a quiet room", "b")]
+    assert left.removed == [] and left.version == 2
+    assert run(store.delete_session("nobody")) is False
+    assert run(store.load_profile()).version == 2  # nothing to take out: not written
+
+
+def test_an_older_sqlite_file_gains_the_profile_table(tmp_path):
+    path = tmp_path / "agent.db"
+    SqliteStore(path).close()
+    with sqlite3.connect(path) as db:  # a file of schema 2 (recall blobs, no profile)
+        db.execute("DROP TABLE profile")
+        db.execute("PRAGMA user_version = 2")
+        db.execute("INSERT INTO sessions (session_id, title, updated_at, state) VALUES "
+                   "('old', 'Old', 1, ?)", (json.dumps(state("old", title="Old").to_dict()),))
+    store = SqliteStore(path)
+    assert run(store.load("old")).title == "Old" and run(store.load_profile()) == UserProfile()
+    run(store.save_profile(profile_with("likes tea")))
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert [f.text for f in run(SqliteStore(path).load_profile()).facts] == ["likes tea"]

@@ -109,6 +109,7 @@ def render_memory(memory):
     memory_panel.setAttribute("data-state", panel_state)
     memory_panel.setAttribute("data-compactions", str(shown.get("compactions", 0)))
     render_status()   # the status line says when memory is degraded
+    emit("memory_shown", memory)   # ui/profile.py marks what the next prompt carries
 
 
 def render_degraded(reason):

@@ -12,7 +12,7 @@ legend = meter.querySelector(".meter-legend")
 # Each segment's label (segments() below gives the order the bar shows them in).
 LABELS = {
     "prefix": "Fixed prefix",
-    "memory": "Memory (summary + facts)",
+    "memory": "Memory (summary, facts, profile)",
     "recall": "Room for recalled turns",
     "turns": "Recent turns",
     "free": "Free",
@@ -36,7 +36,8 @@ def segments(budget):
     before the reserved room, because that is where the raw turns grow until compaction."""
     window = _int(budget, "context_window")
     parts = [("prefix", _int(budget, "prefix")),
-             ("memory", _int(budget, "summary") + _int(budget, "facts")),
+             ("memory", _int(budget, "summary") + _int(budget, "facts")
+              + _int(budget, "profile")),   # the user profile's facts shown (ui/profile.py)
              ("recall", _int(budget, "recall")),
              ("turns", _int(budget, "turns"))]
     reserved = _int(budget, "reserved")

@@ -1,5 +1,7 @@
 # The sessions sidebar: list, create, switch, rename (inline) and delete (with an inline
-# confirmation) sessions; the last one shown reopens on load.
+# confirmation) sessions, and make one private (the lock: it neither reads nor adds to the
+# user profile; a new chat can be private from its first message); the last one shown
+# reopens on load.
 #
 # Keyboard: Tab reaches each session and its Rename/Delete buttons; in the list, Up/Down
 # (and Home/End) move between sessions, F2 renames and Delete deletes the focused one.
@@ -23,6 +25,8 @@ session_list = by_id("session-list")
 _edit = {"mode": None, "session": None, "field": None, "rendering": False}
 # Titles shown before the agent has saved one (derived from the first message).
 _pending_titles = {}
+# Whether a session not listed yet (a new chat) was made private, until it is listed.
+_private_unsaved = {}
 
 
 def new_session_id():
@@ -86,6 +90,7 @@ def refresh_sessions():
             for row in value:
                 if row.get("title"):
                     _pending_titles.pop(row["session_id"], None)
+                _private_unsaved.pop(row["session_id"], None)
         elif not ok:
             storage_problem("Could not list the saved sessions", value)
         render_sessions()
@@ -107,7 +112,7 @@ def shown_rows():
     current = state["session"]
     if current and find_row(current) is None:
         rows.insert(0, {"session_id": current, "title": "", "turns": 0, "updated_at": 0,
-                        "unsaved": True})
+                        "unsaved": True, "private": _private_unsaved.get(current, False)})
     return rows
 
 
@@ -180,12 +185,23 @@ def render_row(item, row, current, busy):
     title = title_of(row)
     button = make("button", "session", attrs={"type": "button", "data-session-id": session_id,
                                               "data-action": "open"}, parent=item)
+    private = bool(row.get("private"))
     make("span", "session-title", title, parent=button)
-    make("span", "session-meta", plural(row.get("turns") or 0, "turn"), parent=button)
-    button.title = "%s (%s)" % (title, session_id)
+    meta = plural(row.get("turns") or 0, "turn") + (" · private" if private else "")
+    make("span", "session-meta", meta, parent=button)
+    button.title = "%s (%s)%s" % (title, session_id, ", private" if private else "")
     if current:
         button.setAttribute("aria-current", "true")
     button.disabled = busy
+    item.setAttribute("data-private", "true" if private else "false")
+    lock = make("button", "session-action", "🔒" if private else "🔓", parent=item, attrs={
+        "type": "button", "data-action": "private", "data-testid": "private-session",
+        "aria-pressed": "true" if private else "false",
+        "aria-label": "Private: “%s” neither reads nor adds to your profile" % title,
+        "title": ("Private: this chat neither reads nor adds to your profile (click to share "
+                  "it again)" if private else "Make this chat private: nothing from it "
+                  "enters your profile")})
+    lock.disabled = busy
     if row.get("unsaved"):
         return   # nothing stored to rename or delete yet
     rename = make("button", "session-action", "✎", parent=item, attrs={
@@ -312,6 +328,33 @@ def delete_session(session_id):
     request("delete_session", done, session_id=session_id)
 
 
+def toggle_private(session_id):
+    """Make a session private or not (a new, unsaved one too); shown at once, put back if
+    the worker refuses."""
+    row = find_row(session_id)
+    unsaved = row is None
+    if unsaved:
+        private = not _private_unsaved.get(session_id, False)
+        _private_unsaved[session_id] = private
+    else:
+        private = not row.get("private")
+        row["private"] = private
+    render_sessions()
+
+    def done(ok, value):
+        if not ok:
+            if unsaved:
+                _private_unsaved.pop(session_id, None)
+            elif find_row(session_id) is not None:
+                find_row(session_id)["private"] = not private
+            render_sessions()
+            show_storage_warning("Could not change whether the session is private (%s: %s)." % (
+                value.get("name", "Error"), value.get("message", "")))
+            return
+        refresh_sessions()
+    request("set_private", done, session_id=session_id, private=private)
+
+
 def show_imported(session_id, title, turns):
     """List a session the worker has just imported and open it."""
     if find_row(session_id) is None:
@@ -335,6 +378,9 @@ def on_list_click(event):
         if not running() and session_id != state["session"]:
             open_session(session_id)
             render_sessions()
+    elif action == "private":
+        if not running():
+            toggle_private(session_id)
     elif action == "rename":
         start_edit("rename", session_id)
     elif action == "delete":
