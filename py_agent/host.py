@@ -82,10 +82,7 @@ class AgentHost:
 
     @staticmethod
     def _session(message: dict[str, Any]) -> str:
-        session_id = message.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError("session_id is required")
-        return session_id
+        return required_text(message, "session_id")
 
     async def _run(self, message: dict[str, Any]) -> dict[str, Any]:
         session_id = self._session(message)
@@ -169,10 +166,7 @@ class AgentHost:
 
     @staticmethod
     def _fact_id(message: dict[str, Any]) -> str:
-        fact_id = message.get("fact_id")
-        if not isinstance(fact_id, str) or not fact_id:
-            raise ValueError("fact_id is required")
-        return fact_id
+        return required_text(message, "fact_id")
 
     async def _edit_profile_fact(self, message: dict[str, Any]) -> dict[str, Any]:
         fact = await self.agent.edit_profile_fact(self._fact_id(message), message.get("text"))
@@ -206,3 +200,11 @@ class AgentHost:
         # Agent.import_bundle checks the wanted id (a non-empty string, if given).
         session_id = await self.agent.import_bundle(bundle, message.get("session_id") or None)
         return {"session_id": session_id, "title": bundle.state.title, "turns": len(bundle.turns)}
+
+
+def required_text(message: dict[str, Any], key: str) -> str:
+    """The request's non-empty string ``key``; a ValueError the page shows if missing."""
+    value = message.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{key} is required")
+    return value
