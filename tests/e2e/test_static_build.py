@@ -120,7 +120,7 @@ HOST_PAGE = """<!doctype html>
 def ask_the_example_page(page: Page, url: str) -> None:
     """The example page (examples/index.html): ready, then one question answered."""
     page.goto(url)
-    expect(page.locator("#answer")).to_have_text("Ready: ask about plant_care, compact.",
+    expect(page.locator("#answer")).to_have_text("Ready: ask about plant_care, compact, recall.",
                                                  timeout=BOOT_TIMEOUT_MS)
     page.locator("#ask button").click()
     expect(page.locator("#answer")).to_have_text(FERN, timeout=BOOT_TIMEOUT_MS)

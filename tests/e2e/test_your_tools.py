@@ -199,7 +199,7 @@ def test_your_own_page_from_the_readme_answers(page: Page, project: Path,
           return reply;
         }""")
         assert second == {
-            "tools": ["brew_time", "compact"],
+            "tools": ["brew_time", "compact", "recall"],
             "errors": [{"module": "nope", "message": "tool module 'nope': is not served here "
                         "(served: demo_tools, tea_tools); start serve.py with --tools "
                         "PATH/nope.py"}],
@@ -217,7 +217,7 @@ def test_the_example_page_streams_an_answer_with_its_own_tool(
         install_fake_lm(page, responderSource=TOOL_RESPONDER, chunkDelayMs=5)
         page.goto(served.url + "/")
         expect(page.locator("#answer")).to_have_text(
-            "Ready: ask about plant_care, compact.", timeout=BOOT_TIMEOUT_MS)
+            "Ready: ask about plant_care, compact, recall.", timeout=BOOT_TIMEOUT_MS)
         texts = []
         page.expose_function("seen", lambda text: texts.append(text))
         page.evaluate("""() => new MutationObserver(() => seen(

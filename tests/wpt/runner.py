@@ -50,6 +50,7 @@ HARNESS_INTEGRITY = ("sha512-hMFl9Dwlc8cztxhm0y2SjLA9LmZdLk5w5ySLpDFNgPh37zjzgja
 HARNESS_MEMBER = "package/testharness/testharness.js"
 
 FILE_TIMEOUT_S = 120      # a whole file, META timeout=long included, on a loaded machine
+SIDE_BY_SIDE = 6          # files run at once, each in its own browser context
 PASS = "Pass"
 
 
@@ -227,36 +228,79 @@ class FileResult:
     subtests: dict[str, tuple[str, str | None]]   # name -> (status, message)
 
 
-def run_file(browser: Any, base_url: str, path: str, config: dict[str, Any],
-             fake_scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> FileResult:
+class FileRun:
     """One test file in a fresh context (no user activation carried over), the fake
-    installed with ``config``; its subtests once the harness completes."""
-    context = browser.new_context()
+    installed with ``config``: started at once, then polled until the harness completes,
+    so that several files can run side by side (most of a file's time is waiting)."""
+
+    def __init__(self, browser: Any, base_url: str, path: str, config: dict[str, Any],
+                 fake_scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> None:
+        self.path = path
+        self.deadline = time.monotonic() + FILE_TIMEOUT_S
+        self._clicks: list[tuple[Any, str]] = []
+        self._context = browser.new_context()
+        try:
+            self._page = self._context.new_page()
+            self._page.expose_binding("__wptClick", lambda source, element_id:
+                                      self._clicks.append((source["frame"], element_id)))
+            install_fake_lm_scripts(self._page, config, scripts=fake_scripts)
+            self._page.goto(base_url + page_url(path))
+        except BaseException:
+            self._context.close()
+            raise
+
+    def poll(self) -> FileResult | None:
+        """The file's result once its harness completed (or its time ran out), else None."""
+        while self._clicks:
+            frame, element_id = self._clicks.pop(0)
+            try:
+                frame.click(f"#{element_id}", timeout=10_000)
+            except PlaywrightError:
+                pass   # the frame went away: its test times out and says so
+        report = self._page.evaluate("window.__wptReport && window.__wptReport.done "
+                                     "? window.__wptReport : null")
+        if report:
+            subtests = {t["name"]: (t["status"], t["message"]) for t in report["tests"]}
+            return FileResult(self.path, report["harness"]["status"],
+                              report["harness"]["message"], subtests)
+        if time.monotonic() > self.deadline:
+            return FileResult(self.path, "NOT RUN", f"no report within {FILE_TIMEOUT_S} s", {})
+        return None
+
+    def close(self) -> None:
+        self._context.close()
+
+
+def run_files(browser: Any, base_url: str, files: list[tuple[str, dict[str, Any]]],
+              fake_scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS, *,
+              side_by_side: int = SIDE_BY_SIDE) -> Iterator[FileResult]:
+    """Each (path, config) in ``files``, up to ``side_by_side`` at a time, each in its own
+    context; results in the order the files finish. One broken page does not hide the
+    others."""
+    waiting = list(files)
+    running: list[FileRun] = []
     try:
-        page = context.new_page()
-        clicks: list[tuple[Any, str]] = []
-        page.expose_binding("__wptClick", lambda source, element_id: clicks.append(
-            (source["frame"], element_id)))
-        install_fake_lm_scripts(page, config, scripts=fake_scripts)
-        page.goto(base_url + page_url(path))
-        deadline = time.monotonic() + FILE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            while clicks:
-                frame, element_id = clicks.pop(0)
+        while waiting or running:
+            while waiting and len(running) < side_by_side:
+                path, config = waiting.pop(0)
                 try:
-                    frame.click(f"#{element_id}", timeout=10_000)
-                except PlaywrightError:
-                    pass   # the frame went away: its test times out and says so
-            report = page.evaluate("window.__wptReport && window.__wptReport.done "
-                                   "? window.__wptReport : null")
-            if report:
-                subtests = {t["name"]: (t["status"], t["message"]) for t in report["tests"]}
-                return FileResult(path, report["harness"]["status"],
-                                  report["harness"]["message"], subtests)
-            page.wait_for_timeout(25)
-        return FileResult(path, "NOT RUN", f"no report within {FILE_TIMEOUT_S} s", {})
+                    running.append(FileRun(browser, base_url, path, config, fake_scripts))
+                except PlaywrightError as error:
+                    yield FileResult(path, "ERROR", f"the page failed: {error}", {})
+            for run in list(running):
+                try:
+                    result = run.poll()
+                except PlaywrightError as error:
+                    result = FileResult(run.path, "ERROR", f"the page failed: {error}", {})
+                if result is not None:
+                    running.remove(run)
+                    run.close()
+                    yield result
+            if running:
+                time.sleep(0.025)
     finally:
-        context.close()
+        for run in running:
+            run.close()
 
 
 # ------------------------------------------------------------------ expectations
@@ -345,12 +389,9 @@ def run_all(browser: Any, expectations: Expectations,
             fake_scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS,
             paths: list[str] | None = None) -> Iterator[FileResult]:
     with WptServer() as server:
-        for path in paths or wpt_files():
-            try:
-                yield run_file(browser, server.url, path, expectations.config_for(path),
-                               fake_scripts)
-            except PlaywrightError as error:   # one broken page must not hide the others
-                yield FileResult(path, "ERROR", f"the page failed: {error}", {})
+        yield from run_files(browser, server.url,
+                             [(path, expectations.config_for(path)) for path in paths or wpt_files()],
+                             fake_scripts)
 
 
 # Chromium as the e2e conftest launches it, plus gc() for the garbage-collection tests
