@@ -130,3 +130,16 @@ def app_server():
     yield server.url
     server.shutdown()
     server.server_close()
+
+
+# Tests that run only when -m names their marker (python run_tests.py -- -m thorough):
+# heavier than the default suite's budget (12 minutes on two cores) allows.
+OPT_IN_MARKERS = ("thorough", "page_model_heavy")
+
+
+def pytest_collection_modifyitems(config, items):
+    chosen = config.option.markexpr or ""
+    for item in items:
+        for name in OPT_IN_MARKERS:
+            if item.get_closest_marker(name) and name not in chosen:
+                item.add_marker(pytest.mark.skip(reason=f"opt-in: run with -m {name}"))

@@ -159,6 +159,7 @@ def damage_served_snapshot(page: Page, how: str) -> None:
         page.route("**/vendor/manifest.json", restale)
 
 
+@pytest.mark.thorough   # two full boots and a snapshot build each
 @pytest.mark.parametrize("how", ["flip", "stale"])
 def test_a_damaged_or_stale_served_snapshot_falls_back_and_the_browser_makes_its_own(
         page: Page, app_server: str, install_fake_lm, how: str) -> None:
@@ -178,6 +179,7 @@ def test_a_damaged_or_stale_served_snapshot_falls_back_and_the_browser_makes_its
     assert chat(page, "what is 2+3") == "calculate -> 2+3 = 5"
 
 
+@pytest.mark.thorough   # five full boots and three snapshot builds
 def test_second_load_restores_and_damaged_snapshots_are_rebuilt(
         page: Page, snapshot_server: str, install_fake_lm) -> None:
     install_fake_lm(page, responderSource=CALC)
@@ -240,6 +242,7 @@ def greeting_server(app_server, tmp_path):
     server.server_close()
 
 
+@pytest.mark.thorough   # three full boots, two snapshot builds
 def test_a_changed_tool_module_invalidates_the_snapshot(
         page: Page, greeting_server: tuple[str, Path], install_fake_lm) -> None:
     base, module = greeting_server
@@ -305,6 +308,7 @@ WATCH_BOX = """(() => {
 })();"""
 
 
+@pytest.mark.thorough   # serve.py makes a second snapshot; test_your_tools edits a module too
 def test_a_changed_tool_module_gets_a_new_served_snapshot(
         page: Page, app_server: str, install_fake_lm, tmp_path: Path) -> None:
     module = tmp_path / "greeting_tools.py"

@@ -126,6 +126,7 @@ def ask_the_example_page(page: Page, url: str) -> None:
     expect(page.locator("#answer")).to_have_text(FERN, timeout=BOOT_TIMEOUT_MS)
 
 
+@pytest.mark.thorough   # four visits, a service worker's install and an isolated reload
 def test_create_agent_works_from_the_builds_pages_and_from_another_sites_page(
         page: Page, app_server: str, tmp_path: Path, install_fake_lm) -> None:
     # The example page at the top of --site, and the same page one folder down.

@@ -50,7 +50,7 @@ HARNESS_INTEGRITY = ("sha512-hMFl9Dwlc8cztxhm0y2SjLA9LmZdLk5w5ySLpDFNgPh37zjzgja
 HARNESS_MEMBER = "package/testharness/testharness.js"
 
 FILE_TIMEOUT_S = 120      # a whole file, META timeout=long included, on a loaded machine
-SIDE_BY_SIDE = 6          # files run at once, each in its own browser context
+SIDE_BY_SIDE = 1          # files run at once (more is slower on two cores: the run is CPU-bound)
 PASS = "Pass"
 
 
@@ -229,24 +229,23 @@ class FileResult:
 
 
 class FileRun:
-    """One test file in a fresh context (no user activation carried over), the fake
-    installed with ``config``: started at once, then polled until the harness completes,
-    so that several files can run side by side (most of a file's time is waiting)."""
+    """One test file in a page of its own (a new document: no user activation carried
+    over), the fake installed with ``config``: started, then polled until the harness
+    completes, so that a runner can keep several going."""
 
-    def __init__(self, browser: Any, base_url: str, path: str, config: dict[str, Any],
+    def __init__(self, context: Any, base_url: str, path: str, config: dict[str, Any],
                  fake_scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> None:
         self.path = path
         self.deadline = time.monotonic() + FILE_TIMEOUT_S
         self._clicks: list[tuple[Any, str]] = []
-        self._context = browser.new_context()
+        self._page = context.new_page()
         try:
-            self._page = self._context.new_page()
             self._page.expose_binding("__wptClick", lambda source, element_id:
                                       self._clicks.append((source["frame"], element_id)))
             install_fake_lm_scripts(self._page, config, scripts=fake_scripts)
             self._page.goto(base_url + page_url(path))
         except BaseException:
-            self._context.close()
+            self._page.close()
             raise
 
     def poll(self) -> FileResult | None:
@@ -268,23 +267,25 @@ class FileRun:
         return None
 
     def close(self) -> None:
-        self._context.close()
+        self._page.close()
 
 
 def run_files(browser: Any, base_url: str, files: list[tuple[str, dict[str, Any]]],
               fake_scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS, *,
               side_by_side: int = SIDE_BY_SIDE) -> Iterator[FileResult]:
-    """Each (path, config) in ``files``, up to ``side_by_side`` at a time, each in its own
-    context; results in the order the files finish. One broken page does not hide the
-    others."""
+    """Each (path, config) in ``files``, up to ``side_by_side`` at a time, each in a page
+    of its own in one browser context (a context per file costs a renderer process each:
+    a third of the run); results in the order the files finish. One broken page does not
+    hide the others."""
     waiting = list(files)
     running: list[FileRun] = []
+    context = browser.new_context()
     try:
         while waiting or running:
             while waiting and len(running) < side_by_side:
                 path, config = waiting.pop(0)
                 try:
-                    running.append(FileRun(browser, base_url, path, config, fake_scripts))
+                    running.append(FileRun(context, base_url, path, config, fake_scripts))
                 except PlaywrightError as error:
                     yield FileResult(path, "ERROR", f"the page failed: {error}", {})
             for run in list(running):
@@ -301,6 +302,7 @@ def run_files(browser: Any, base_url: str, files: list[tuple[str, dict[str, Any]
     finally:
         for run in running:
             run.close()
+        context.close()
 
 
 # ------------------------------------------------------------------ expectations
