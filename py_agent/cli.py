@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from . import session_commands
+from .openai_compat.environment import API_KEY_VARIABLES, api_key_from_environment
 from .tool_files import ToolFileError
 
-API_KEY_VARIABLES = ("PY_AGENT_API_KEY", "OPENAI_API_KEY")
 
 
 def default_db_path() -> Path:
@@ -37,13 +37,6 @@ def default_db_path() -> Path:
     else:
         base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "py-agent" / "sessions.db"
-
-
-def api_key_from_environment() -> str | None:
-    for name in API_KEY_VARIABLES:
-        if os.environ.get(name):
-            return os.environ[name]
-    return None
 
 
 def build_parser() -> argparse.ArgumentParser:

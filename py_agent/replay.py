@@ -221,8 +221,8 @@ def _model_from(args: argparse.Namespace) -> tuple[LanguageModel, str]:
         from .testing import FunctionModel
         return FunctionModel(_load_fixture(args.fixture), context_window=args.window), \
             f"fixture {args.fixture}"
-    from .cli import api_key_from_environment
     from .openai_compat import OpenAIModel
+    from .openai_compat.environment import api_key_from_environment
     model = OpenAIModel(args.base_url, args.model, api_key=api_key_from_environment(),
                         context_window=args.window if args.window_given else None,
                         stream=False)
