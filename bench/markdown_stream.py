@@ -39,11 +39,10 @@ sys.path.insert(0, str(ROOT))
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
 from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
-from tests.e2e.pages import fake_lm_config_script, step_responder  # noqa: E402
+from tests.e2e.pages import install_fake_lm_scripts, step_responder  # noqa: E402
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update"]
-FAKE_LM = ROOT / "tests" / "e2e" / "fake_language_model.js"
 TIMEOUT_MS = 600_000
 
 # What the page would cost if answers were plain text: the renderer's exports, textContent.
@@ -66,8 +65,7 @@ def open_page(browser, base: str, answer: str, plain: bool, chunk: int):
         "return step({thought: 'Answering.', finalAnswer: %s});" % json.dumps(answer))
     config = {"responderSource": responder, "chunkSize": chunk, "chunkDelayMs": 0,
               "contextWindow": 1_000_000}
-    page.add_init_script(script=fake_lm_config_script(config))
-    page.add_init_script(path=str(FAKE_LM))
+    install_fake_lm_scripts(page, config)
     if plain:
         page.route("**/markdown.js", lambda route: route.fulfill(
             status=200, body=PLAIN_MODULE, content_type="application/javascript"))

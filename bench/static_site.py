@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
 from serving.static_build import build_site  # noqa: E402
-from tests.e2e.conftest import CHROMIUM_FLAGS, FAKE_LM_JS  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS  # noqa: E402
+from tests.e2e.pages import install_fake_lm_scripts  # noqa: E402
 
 TIMEOUT_MS = 240_000
 MODES = ("cold", "warm", "offline")
@@ -103,7 +104,7 @@ def visits(playwright, url: str, static: bool) -> dict[str, dict]:
                 str(profile), executable_path=shutil.which("chromium"), headless=True,
                 args=CHROMIUM_FLAGS, offline=mode == "offline")
             try:
-                context.add_init_script(path=str(FAKE_LM_JS))
+                install_fake_lm_scripts(context, {})   # a context takes init scripts too
                 page = context.pages[0] if context.pages else context.new_page()
                 results[mode] = visit(page, url, keep=mode == "cold", static=static)
             finally:

@@ -23,7 +23,6 @@ test: numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -36,9 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
-from tests.e2e.pages import ask_worker, tool_call_responder  # noqa: E402
+from tests.e2e.pages import ask_worker, install_fake_lm_scripts, tool_call_responder  # noqa: E402
 
-FAKE_LM_JS = ROOT / "tests" / "e2e" / "fake_language_model.js"
 RESPONDER = tool_call_responder(r"""[
     [/^Calculate (.+)$/i, (m) => ['calculate', {expression: m[1]}]],
 ]""")
@@ -62,9 +60,7 @@ def turn(page, text: str) -> float:
 def measure(browser, base: str, query: str, calls: int) -> dict:
     context = browser.new_context()
     page = context.new_page()
-    page.add_init_script(script="window.__fakeLMConfig = "
-                         + json.dumps({"responderSource": RESPONDER}) + ";")
-    page.add_init_script(path=str(FAKE_LM_JS))
+    install_fake_lm_scripts(page, {"responderSource": RESPONDER})
     started = time.perf_counter()
     page.goto(f"{base}/{query}")
     page.get_by_test_id("chat-input").wait_for(state="visible", timeout=TIMEOUT_MS)
