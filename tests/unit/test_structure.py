@@ -4,7 +4,9 @@
   an import only moves the failure from import time to call time);
 - nothing imports a ``_private`` module from outside that module's folder (tests and
   benchmarks included);
-- no module reads or writes another object's ``_private`` attribute.
+- no module reads or writes another object's ``_private`` attribute;
+- imports go down the layers: agent → turn → memory and recall → the session table and
+  base sessions → the store, model and plain data (entry points excepted).
 """
 
 from __future__ import annotations
@@ -102,3 +104,39 @@ def test_no_module_touches_another_objects_private_attributes():
                 if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
                     wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert wrong == []
+
+
+# The layers, top to bottom (docs/layout.md): a module imports its own layer or lower
+# ones, never upward; memory and recall sit side by side and do not import each other.
+# Entry points (the package's front, the page's and the terminal's glue, replay) sit
+# above them all and may import anything.
+LAYERS = {"py_agent.agent": ("agent", 5), "py_agent.turn": ("turn", 4),
+          "py_agent.memory": ("memory", 3), "py_agent.recall": ("recall", 3),
+          "py_agent.sessions": ("sessions", 2), "py_agent.bases": ("sessions", 2),
+          "py_agent.profile_table": ("sessions", 2)}
+ENTRY_POINTS = {"py_agent", "py_agent.browser", "py_agent.chat_repl", "py_agent.cli",
+                "py_agent.commands", "py_agent.host", "py_agent.remote_tools", "py_agent.replay",
+                "py_agent.replay_report", "py_agent.session_commands", "py_agent.__main__"}
+
+
+def layer_of(name: str) -> tuple[str, int]:
+    """The layer's name and rank (the plain-data, store and model modules: rank 1)."""
+    for prefix, layer in LAYERS.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return layer
+    return "base", 1
+
+
+def test_imports_go_down_the_layers():
+    known = modules()
+    upward = []
+    for name, path in known.items():
+        if any(name == e or name.startswith(e + ".") for e in ENTRY_POINTS - {"py_agent"}) \
+                or name == "py_agent":
+            continue
+        own, rank = layer_of(name)
+        for target in imported(path, set(known)):
+            other, target_rank = layer_of(target)
+            if target_rank > rank or (target_rank == rank and other != own):
+                upward.append(f"{name} -> {target}")
+    assert upward == []
