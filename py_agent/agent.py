@@ -31,6 +31,7 @@ from .memory.engine import MemoryEngine
 from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
 from .memory.profile_control import ProfileControl
 from .memory.steps import base_prompts
+from .memory_report import estimated_budget, memory_report
 from .model import LanguageModel, Purpose
 from .prefix import PrefixPlan, PrefixPlanner
 from .profile import ProfileFact
@@ -48,7 +49,6 @@ from .transfer import SessionBundle, parse_session
 from .turn.compact_tool import COMPACT_TOOL, compact_tool
 from .turn.policies import StepPolicy, ToolPolicy
 from .turn.recall_tool import RECALL_TOOL, recall_tool
-from .turn.recalled import described
 from .turn.runner import TurnRunner, TurnSettings
 from .turn.tool_runner import SyncRunner
 
@@ -209,48 +209,14 @@ class Agent:
         return await self.memory.wait_idle(session_id, timeout)
 
     async def memory_state(self, session_id: str) -> MemoryState:
-        """What the next prompt of ``session_id`` will carry; raises for unknown sessions.
-
-        The budget is measured on the base session once one exists; before that it
-        is estimated (see :meth:`estimated_budget`), so the page can show a meter
-        right away without creating a session, which could start a model download.
-        """
-        state = await self.sessions.open(session_id, create=False)
-        window = self.bases.window(Purpose.STEP)
-        profile = self.memory.profile_facts(state)
-        budget = (self.accountant.budget(state, *window, profile) if window is not None
-                  else self.estimated_budget(state))
-        return MemoryState(session_id=session_id, title=state.title, summary=state.summary,
-                           facts=list(state.facts), recent_turns=list(state.recent_turns),
-                           budget=budget, compactions=state.compactions,
-                           failed_compactions=state.failed_compactions,
-                           unsaved_turns=self.sessions.unsaved(session_id),
-                           detached=self.sessions.is_detached(session_id),
-                           compacting=self.memory.running(session_id),
-                           degraded=state.degraded,
-                           prefix=(self.bases.plan or self.bases.estimate()).to_dict(),
-                           consecutive_failures=state.consecutive_failures,
-                           budget_estimated=window is None, profile=profile,
-                           private=state.private, recalled=self._recalled(session_id))
-
-    def _recalled(self, session_id: str) -> list[dict]:
-        """The turns recalled into the session's last prompt, as the inspector shows them."""
-        archive = self.archive_recall
-        if archive is None:
-            return []
-        return [described(hit, archive.title) for hit in archive.last_recalled(session_id)]
+        """What the next prompt of ``session_id`` will carry; raises for unknown sessions
+        (see :func:`py_agent.memory_report.memory_report`)."""
+        return await memory_report(session_id, self.sessions, self.bases, self.accountant,
+                                   self.memory, self.archive_recall)
 
     def estimated_budget(self, state: SessionState) -> Budget:
-        """The budget as it would be, computed without any model session.
-
-        The window is the model's ``context_window`` if it has one as a plain
-        attribute, else :data:`~py_agent.bases.DEFAULT_CONTEXT_WINDOW`; the prefix and
-        policy are planned for it as a session would be, with the agent's token counter.
-        """
-        plan = self.bases.estimate()
-        accountant = MemoryAccountant(plan.policy, self.accountant.counter)
-        return accountant.budget(state, plan.window, plan.tokens,
-                                 self.memory.profile_facts(state))
+        """The budget as it would be, computed without any model session."""
+        return estimated_budget(state, self.bases, self.accountant, self.memory)
 
     # ------------------------------------------------------------- user profile
     # Lasting facts shared by every session that is not private; see py_agent.profile.
