@@ -30,20 +30,12 @@ def nano(availability: str = "available") -> FunctionModel:
     return model
 
 
-class Page:
-    """The switch with its page: what it posted, and a way to ask and wait."""
+class SwitchReplies:
+    """The page's side of a BackendSwitch: requests in, the replies and events it posted."""
 
-    def __init__(self, prompt_api, settings: ServerSettings | None) -> None:
-        self.posted: list[dict] = []
-        self.store = InMemoryStore()
-        self.switch = BackendSwitch(
-            prompt_api, settings,
-            make_server_model=lambda name: ServerModel(settings, StdlibTransport(),
-                                                       wanted=name, timeouts=FAST),
-            make_agent=lambda model, policy: Agent(model=model, store=self.store,
-                                                   tools=[calculate], memory=policy),
-            post=self.posted.append)
-        self._ids = 0
+    switch: BackendSwitch
+    posted: list[dict]
+    _ids = 0
 
     async def ask(self, kind: str, **fields) -> dict:
         self._ids += 1
@@ -59,6 +51,23 @@ class Page:
     def model_events(self) -> list[dict]:
         return [m["event"]["data"] for m in self.posted
                 if m.get("type") == "event" and m["event"].get("type") == "model"]
+
+
+class Page(SwitchReplies):
+    """The switch with its page: what it posted, and a way to ask and wait."""
+
+    def __init__(self, prompt_api, settings: ServerSettings | None) -> None:
+        self.posted: list[dict] = []
+        self.store = InMemoryStore()
+        self.switch = BackendSwitch(
+            prompt_api, settings,
+            make_server_model=lambda name: ServerModel(settings, StdlibTransport(),
+                                                       wanted=name, timeouts=FAST),
+            make_agent=lambda model, policy: Agent(model=model, store=self.store,
+                                                   tools=[calculate], memory=policy),
+            post=self.posted.append)
+        self._ids = 0
+
 
 
 def settings_for(url: str, **kwargs) -> ServerSettings:

@@ -20,6 +20,7 @@ from py_agent.browser.page_model import PAGE_MODEL, PageModelBridge, PageModelSo
 from py_agent.browser.server_model import ServerModel, ServerSettings
 from py_agent.model import Purpose
 from py_agent.openai_compat import StdlibTransport, Timeouts
+from tests.unit.test_backend_switch import SwitchReplies
 from py_agent.rpc import BridgeModel
 from py_agent.testing import FunctionModel, context_text, step_json, user_message
 from tests.fake_openai_server import FakeServer, agent_responder
@@ -61,7 +62,7 @@ class Engine:
         return await self.inner(method, args)
 
 
-class Page:
+class Page(SwitchReplies):
     def __init__(self, nano: FunctionModel, engine: Engine, server_url: str | None = None,
                  offered=(TINY, OTHER)) -> None:
         self.posted: list[dict] = []
@@ -86,20 +87,6 @@ class Page:
             post=self.posted.append, page_models=offered, make_page_model=make_page_model)
         self._ids = 0
 
-    async def ask(self, kind: str, **fields) -> dict:
-        self._ids += 1
-        request_id = f"r{self._ids}"
-        self.switch.handle({"type": kind, "id": request_id, **fields})
-        for _ in range(500):
-            replies = [m for m in self.posted if m.get("id") == request_id]
-            if replies:
-                return replies[0]
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"no reply to {kind}")
-
-    def model_events(self) -> list[dict]:
-        return [m["event"]["data"] for m in self.posted
-                if m.get("type") == "event" and m["event"].get("type") == "model"]
 
 
 def test_one_session_moves_between_nano_the_in_page_model_and_a_server_and_keeps_its_memory():
