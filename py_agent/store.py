@@ -54,23 +54,25 @@ class StateConflictError(StorageError):
 def check_version(stored: int | None, state: SessionState) -> None:
     """Raise :class:`StateConflictError` unless ``state`` was made from the stored
     version (``stored`` is None for a session without a state)."""
-    if (stored or 0) != state.version:
-        raise StateConflictError(f"another tab or process changed this session at the same "
-                                 f"moment (stored version {stored or 0}, written from "
-                                 f"{state.version})")
+    _check_written_from(stored, state.version, "this session")
+
+
+def check_profile_version(stored: int | None, profile: UserProfile) -> None:
+    """Raise :class:`StateConflictError` unless ``profile`` was made from the stored
+    version (``stored`` is None when no profile was written yet)."""
+    _check_written_from(stored, profile.version, "the user profile")
+
+
+def _check_written_from(stored: int | None, version: int, what: str) -> None:
+    if (stored or 0) != version:
+        raise StateConflictError(f"another tab or process changed {what} at the same moment "
+                                 f"(stored version {stored or 0}, written from {version})")
 
 
 def check_blob(blob: object) -> None:
     """Refuse a recall blob that is not bytes (None, to drop one, is fine)."""
     if blob is not None and not isinstance(blob, (bytes, bytearray, memoryview)):
         raise StorageError(f"a recall blob must be bytes, not {type(blob).__name__}")
-def check_profile_version(stored: int | None, profile: UserProfile) -> None:
-    """Raise :class:`StateConflictError` unless ``profile`` was made from the stored
-    version (``stored`` is None when no profile was written yet)."""
-    if (stored or 0) != profile.version:
-        raise StateConflictError(f"another tab or process changed the user profile at the "
-                                 f"same moment (stored version {stored or 0}, written from "
-                                 f"{profile.version})")
 
 
 def replaces(archived: dict | Turn | None) -> bool:
