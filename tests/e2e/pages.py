@@ -105,6 +105,11 @@ def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
                                                             timeout=BOOT_TIMEOUT_MS)
     if wait_for_chat:
         expect(page.get_by_test_id("chat-input")).to_be_enabled()
+    # The sessions list is asked for after the boot: wait until it shows what is stored
+    # (pages without the list, like an embedding page, have nothing to wait for).
+    wait_until(page, "(() => { const list = document.querySelector("
+               "'[data-testid=\"session-list\"]'); return !list || !!list.dataset.state; })()",
+               timeout_ms=TURN_TIMEOUT_MS)
 
 
 def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> Watch:

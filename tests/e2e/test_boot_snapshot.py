@@ -293,18 +293,24 @@ def test_a_message_sent_while_the_agent_starts_waits_for_it(
     assert "when parsed" not in locked and all(when > typed_at for when in locked), locked
 
 
-# Notes every time the message box is disabled or made read-only, from its parsing on.
+# Notes every time the message box is disabled or made read-only, from its parsing on:
+# a MutationObserver on the document sees the box the moment the parser adds it (waiting
+# for DOMContentLoaded would be too late: a fast test has sent its message by then).
 WATCH_BOX = """(() => {
   window.__boxLocked = [];
-  document.addEventListener('DOMContentLoaded', () => {
-    const box = document.querySelector('[data-testid="chat-input"]');
+  const watch = (box) => {
     const check = (when) => {
       if (box.disabled || box.readOnly) window.__boxLocked.push(when);
     };
     check('when parsed');
     new MutationObserver(() => check(Math.round(performance.now()))).observe(
       box, {attributes: true, attributeFilter: ['disabled', 'readonly']});
+  };
+  const find = new MutationObserver(() => {
+    const box = document.querySelector('[data-testid="chat-input"]');
+    if (box) { find.disconnect(); watch(box); }
   });
+  find.observe(document, {childList: true, subtree: true});
 })();"""
 
 

@@ -80,6 +80,7 @@ def start_session(details=None):
         rows = state["sessions"]
         open_session(rows[0]["session_id"] if rows else new_session_id())
         render_sessions()
+        mark_listed(ok)
     request("sessions", listed)
 
 
@@ -94,7 +95,15 @@ def refresh_sessions():
         elif not ok:
             storage_problem("Could not list the saved sessions", value)
         render_sessions()
+        mark_listed(ok)
     request("sessions", done)
+
+
+def mark_listed(ok):
+    """The list shows what storage holds (or could not be read): ``data-state`` says so
+    for whoever waits on it (tests, assistive tools); before that it is still loading."""
+    session_list.setAttribute("data-state", "listed" if ok else "failed")
+    session_list.setAttribute("aria-busy", "false")
 
 
 # ------------------------------------------------------------------ rendering
