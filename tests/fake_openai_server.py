@@ -133,7 +133,7 @@ class FakeServer:
                  response_formats: tuple[str, ...] = ("json_schema", "json_object"),
                  refusal_status: int = 400, refused_keywords: tuple[str, ...] = (),
                  stream_options: bool = True, cors: bool = True, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, chunk_pause_s: float = 0.0) -> None:
         self.responder = responder
         self.models = models
         self.api_key = api_key
@@ -145,6 +145,8 @@ class FakeServer:
         self.refused_keywords = refused_keywords
         self.stream_options = stream_options
         self.cors = cors
+        # seconds between streamed events, as a model that generates as it goes
+        self.chunk_pause_s = chunk_pause_s
         self.requests: list[dict[str, Any]] = []
         self.queued: list[Action] = []
         self.lock = threading.Lock()
@@ -411,6 +413,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             payload = event if isinstance(event, str) else json.dumps(event)
+            if index and self.fake.chunk_pause_s:
+                time.sleep(self.fake.chunk_pause_s)
             self._chunk(f"data: {payload}\n\n".encode())
         self._chunk(b"")
 

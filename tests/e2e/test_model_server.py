@@ -83,7 +83,11 @@ def test_the_server_answers_with_a_tool_streams_compacts_and_is_remembered_after
     expect(page.get_by_test_id("model-choice")).to_have_value("server:fake-model")
 
     page.evaluate(RECORD_CHUNKS)
-    answer = chat(page, "What is 17 times 23?")
+    model_server.chunk_pause_s = 0.05   # paced like a model: the page draws a reply as it
+    try:                                # grows, at most every 80 ms
+        answer = chat(page, "What is 17 times 23?")
+    finally:
+        model_server.chunk_pause_s = 0.0
     assert "391" in answer
     expect(page.locator(ASSISTANT).last.get_by_test_id("trace")).to_contain_text("calculate")
     # The step streamed in pieces (server-sent events read by the worker's fetch).

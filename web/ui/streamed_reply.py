@@ -30,6 +30,12 @@ def value_start(text, key):
     at = text.find('"%s"' % key)
     if at < 0:
         return -1
+    return value_after(text, at, key)
+
+
+def value_after(text, at, key):
+    """Where the string value starts after the quoted ``key`` found at ``at``, or -1
+    (not a string value, or not arrived yet)."""
     at = skip_space(text, at + len(key) + 2)
     if text[at:at + 1] != ":":
         return -1
@@ -92,6 +98,8 @@ class StreamedReply:
     def __init__(self):
         self.head = ""          # the reply up to where the answer's value starts
         self.size = 0           # characters fed
+        self.key_at = -1        # where the answer's key is in head, once it arrived
+        self.searched = 0       # head before this holds no start of the answer's key
         self.parts = None       # decoded pieces of the answer, once it started
         self.raw = ""           # answer characters not decoded yet
         self.closed = False     # the answer's closing quote arrived
@@ -101,7 +109,7 @@ class StreamedReply:
         self.size += len(chunk)
         if self.parts is None:
             self.head += chunk
-            start = value_start(self.head, ANSWER_KEY)
+            start = self._answer_start()
             if start < 0:
                 return
             chunk = self.head[start:]
@@ -109,6 +117,20 @@ class StreamedReply:
             self.parts = []
         if not self.closed:
             self._scan(chunk)
+
+    def _answer_start(self):
+        """Where the answer's value starts in head, or -1. Each call reads what arrived
+        since the last one (and the key's length before it), so that a long thought
+        streamed in many small chunks costs time in proportion to its length."""
+        head = self.head
+        if self.key_at < 0:
+            quoted = '"%s"' % ANSWER_KEY
+            at = head.find(quoted, self.searched)
+            if at < 0:
+                self.searched = max(0, len(head) - len(quoted) + 1)
+                return -1
+            self.key_at = at
+        return value_after(head, self.key_at, ANSWER_KEY)
 
     def _scan(self, chunk):
         for index in range(len(chunk)):

@@ -15,7 +15,7 @@ from ui.status import render_status
 from ui.streamed_reply import StreamedReply
 from ui import recalled, trace
 
-PREVIEW_MS = 80      # the streamed answer is re-rendered at most this often,
+PREVIEW_MS = 80      # the streamed reply is drawn at most this often,
 PREVIEW_BACKOFF = 5  # and waits at least this many times its last render's cost
 
 
@@ -34,9 +34,8 @@ class RunningTurn:
         self.final = False           # the answer is final: no more previews of it
         self._shown = None           # the final answer as shown (rich text only)
         self._reply = None           # the StreamedReply of the model call streaming now
-        self._answering = False      # ...which answers (rather than calling a tool)
-        self._preview = None         # the reply waiting to be shown
-        self._timer = None           # the preview's pending timeout
+        self._preview = None         # the reply waiting to be drawn
+        self._timer = None           # the drawing's pending timeout
         self._quiet_until = 0        # no preview before this time (ms)
         self._thought = None         # (step index, its thought line, the text shown)
 
@@ -160,50 +159,19 @@ class RunningTurn:
     # ------------------------------------------------------------------ streaming
 
     def take_chunk(self, detail):
-        """A streamed delta of a model call: the step's thought and, from a step that
-        answers (not one that calls a tool), its answer. Only the delta is read (the text
-        so far would be a copy of the whole reply per chunk)."""
+        """A streamed delta of a model call. Only the delta is read (the text so far
+        would be a copy of the whole reply per chunk), and here it is only fed to the
+        StreamedReply: what the page shows of it is drawn by flush_preview, at most every
+        PREVIEW_MS, so that a fast stream of tiny chunks never keeps the page busy."""
         if self.final or str(getattr(detail, "purpose", "")) != "step":
             return
         reply = self._reply
         offset = int(detail.offset)
         if reply is None or offset != reply.size:   # a new model call (or a gap): start over
             reply = self._reply = StreamedReply()
-            self._answering = False
             if offset:   # joined mid-call: catch up once
                 reply.feed(str(detail.text)[:offset])
-        had_answer = reply.parts is not None
         reply.feed(str(detail.chunk))
-        if not had_answer:
-            thought = reply.field("thought")
-            if thought:
-                self._show_thought(thought)
-            self._answering = reply.parts is not None and reply.field("toolName") == "none"
-        if self._answering:
-            self._preview_answer(reply)
-
-    def _show_thought(self, thought):
-        """The thought of the step streaming now, as far as it has arrived. Its trace
-        line is looked up once per step (chunks come fast), and written only when it
-        changed."""
-        index = self.step or 1
-        shown = self._thought
-        if shown is None or shown[0] != index:
-            node = part(trace.trace_step(self.message, index), ".thought")
-        elif shown[2] == thought:
-            return
-        else:
-            node = shown[1]
-        self._thought = (index, node, thought)
-        was_at_latest = at_latest()
-        node.textContent = thought
-        node.hidden = False
-        after_change(was_at_latest)
-
-    def _preview_answer(self, reply):
-        """Show the answer of ``reply`` as it streams: at most every PREVIEW_MS, and never
-        more than a sixth of the time (a long answer that is slow to render is shown less
-        often, so the page stays responsive however long it gets)."""
         self._preview = reply
         if self._timer is not None:
             return
@@ -214,6 +182,11 @@ class RunningTurn:
             self._timer = window.setTimeout(_flush_proxy, wait)
 
     def flush_preview(self):
+        """Draw the streaming reply as far as it has come: the step's thought, and the
+        answer once the step turns out to answer (rather than call a tool). The next
+        drawing waits at least PREVIEW_MS and PREVIEW_BACKOFF times this one's cost (a
+        long answer that is slow to render is shown less often, so the page stays
+        responsive however long it gets)."""
         self._timer = None
         reply = self._preview
         self._preview = None
@@ -221,10 +194,33 @@ class RunningTurn:
             return
         started = now_ms()
         was_at_latest = at_latest()
-        set_answer(self.message, reply.answer(), streaming=True)
-        after_change(was_at_latest)
+        changed = self._show_thought(reply.field("thought"))
+        if reply.parts is not None and reply.field("toolName") == "none":
+            set_answer(self.message, reply.answer(), streaming=True)
+            changed = True
+        if changed:
+            after_change(was_at_latest)
         ended = now_ms()
         self._quiet_until = ended + max(PREVIEW_MS, PREVIEW_BACKOFF * (ended - started))
+
+    def _show_thought(self, thought):
+        """The thought of the step streaming now, as far as it has arrived; whether the
+        page changed. Its trace line is looked up once per step, and written only when
+        the thought changed."""
+        if not thought:
+            return False
+        index = self.step or 1
+        shown = self._thought
+        if shown is None or shown[0] != index:
+            node = part(trace.trace_step(self.message, index), ".thought")
+        elif shown[2] == thought:
+            return False
+        else:
+            node = shown[1]
+        self._thought = (index, node, thought)
+        node.textContent = thought
+        node.hidden = False
+        return True
 
 
 def _flush_running():
