@@ -82,3 +82,28 @@ def test_a_model_that_escapes_badly_still_shows_text() -> None:
     streamed.feed('{"toolName": "none", "finalAnswer": "bad \\x escape')
     assert streamed.answer() == "bad \\x escape"
     assert streamed.field("toolName") == "none"
+
+
+@settings(max_examples=300, deadline=None)
+@given(thought=st.text(max_size=60), answer=st.text(max_size=80),
+       before=st.sampled_from(["", " ", "\n  ", "\t"]), after=st.sampled_from(["", " ", "\n "]),
+       cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=60))
+def test_the_answer_is_found_however_the_key_and_its_colon_are_cut(
+        thought: str, answer: str, before: str, after: str, cuts: list[int]) -> None:
+    # The answer's key is looked for only in what arrived since the last chunk: a key,
+    # its colon or its opening quote cut across chunks, with a model's own spacing, and
+    # a thought that mentions the key, must still give the answer and only it.
+    text = ('{"thought": %s, "toolName": "none", "finalAnswer"%s:%s%s}'
+            % (json.dumps(thought + ' "finalAnswer": "not this"'), before, after,
+               json.dumps(answer)))
+    seen = stream(text, [c for c in cuts if c < len(text)])
+    assert seen[-1] == (thought + ' "finalAnswer": "not this"', answer)
+    for _, so_far in seen:
+        assert so_far is None or answer.startswith(so_far)
+
+
+def test_a_key_that_is_not_followed_by_a_string_gives_no_answer() -> None:
+    streamed = StreamedReply()
+    for piece in ['{"thought": "x", "final', 'Answer"', ': 42, "toolName": "none"}']:
+        streamed.feed(piece)
+    assert streamed.answer() is None and streamed.field("toolName") == "none"
