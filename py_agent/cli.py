@@ -28,7 +28,6 @@ from .openai_compat.environment import API_KEY_VARIABLES, api_key_from_environme
 from .tool_files import ToolFileError
 
 
-
 def default_db_path() -> Path:
     """``$XDG_DATA_HOME/py-agent/sessions.db`` (``~/.local/share`` by default;
     ``%LOCALAPPDATA%`` on Windows)."""

@@ -8,6 +8,7 @@
 import json
 
 ANSWER_KEY = "finalAnswer"
+QUOTED_ANSWER_KEY = '"%s"' % ANSWER_KEY
 
 
 def partial_string(text, key):
@@ -124,10 +125,9 @@ class StreamedReply:
         streamed in many small chunks costs time in proportion to its length."""
         head = self.head
         if self.key_at < 0:
-            quoted = '"%s"' % ANSWER_KEY
-            at = head.find(quoted, self.searched)
+            at = head.find(QUOTED_ANSWER_KEY, self.searched)
             if at < 0:
-                self.searched = max(0, len(head) - len(quoted) + 1)
+                self.searched = max(0, len(head) - len(QUOTED_ANSWER_KEY) + 1)
                 return -1
             self.key_at = at
         return value_after(head, self.key_at, ANSWER_KEY)
