@@ -105,10 +105,14 @@ def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
                                                             timeout=BOOT_TIMEOUT_MS)
     if wait_for_chat:
         expect(page.get_by_test_id("chat-input")).to_be_enabled()
-    # The sessions list is asked for after the boot: wait until it shows what is stored
-    # (pages without the list, like an embedding page, have nothing to wait for).
+    # The sessions list and the reopened session's transcript are asked for after the
+    # boot: wait until both show what is stored (pages without them, like an embedding
+    # page, have nothing to wait for).
     wait_until(page, "(() => { const list = document.querySelector("
                "'[data-testid=\"session-list\"]'); return !list || !!list.dataset.state; })()",
+               timeout_ms=TURN_TIMEOUT_MS)
+    wait_until(page, "(() => { const shown = document.querySelector("
+               "'[data-testid=\"messages\"]'); return !shown || shown.dataset.loading === 'false'; })()",
                timeout_ms=TURN_TIMEOUT_MS)
 
 

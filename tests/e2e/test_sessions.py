@@ -201,10 +201,16 @@ def test_keyboard_switching_and_the_last_session_reopens(page: Page, app_server:
     page.keyboard.press("Home")
     expect(row(page, beta).locator('[data-action="open"]')).to_be_focused()
 
-    # A reload reopens the session shown last (alpha), not the newest (beta).
+    # A reload reopens the session shown last (alpha), not the newest (beta); the
+    # messages list says it is loading from its parsing until it shows that transcript.
+    page.add_init_script(script=WATCH_MESSAGES)
     boot(page, app_server + "/")
     assert current_session(page) == alpha
-    expect(page.locator(USER_TEXT)).to_have_text("alpha: the first conversation")
+    assert page.locator(USER_TEXT).all_text_contents() == ["alpha: the first conversation"]
+    seen = page.evaluate("window.__messagesStates")
+    assert seen[0] == {"when": "parsed", "loading": "true", "busy": "true", "users": 0}, seen
+    shown = next(state for state in seen if state["loading"] == "false")
+    assert shown["busy"] == "false" and shown["users"] == 1, seen
     assert session_ids(page) == [beta, alpha]
     # Once more after switching back.
     row(page, beta).locator('[data-action="open"]').click()
@@ -214,3 +220,23 @@ def test_keyboard_switching_and_the_last_session_reopens(page: Page, app_server:
     expect(page.locator(USER_TEXT)).to_have_text("beta: the second conversation")
     assert watch.problems == []
 
+
+
+# Notes the messages list's loading state (and how many user messages it holds) when it
+# is parsed and at every change of that state.
+WATCH_MESSAGES = """(() => {
+  window.__messagesStates = [];
+  const watch = (list) => {
+    const note = (when) => window.__messagesStates.push({
+      when, loading: list.getAttribute('data-loading'), busy: list.getAttribute('aria-busy'),
+      users: list.querySelectorAll('[data-role="user"]').length});
+    note('parsed');
+    new MutationObserver(() => note('changed')).observe(
+      list, {attributes: true, attributeFilter: ['data-loading', 'aria-busy']});
+  };
+  const find = new MutationObserver(() => {
+    const list = document.querySelector('[data-testid="messages"]');
+    if (list) { find.disconnect(); watch(list); }
+  });
+  find.observe(document, {childList: true, subtree: true});
+})();"""

@@ -151,6 +151,7 @@ def show_transcript(session_id, turns, memory):
     for turn in turns or []:
         render_past_turn(turn, compacted)
     messages_el.setAttribute("data-loading", "false")
+    messages_el.setAttribute("aria-busy", "false")
     scroll_to_latest()
     emit("transcript_shown", session_id)
 
@@ -170,6 +171,7 @@ def on_session_opening(session_id):
     clear(messages_el)
     messages_el.setAttribute("data-session-id", session_id)
     messages_el.setAttribute("data-loading", "true")
+    messages_el.setAttribute("aria-busy", "true")
     hide_jump()
 
 
