@@ -24,16 +24,21 @@ pytestmark = pytest.mark.e2e
 
 # Small enough that a few turns compact (the agent's prefix planner scales memory to it).
 WINDOW = 1500
-# Each streamed piece, and the thought the page shows once it has handled it (the page's
-# own listener runs first: it was added first).
+# Records every chunk the page hears of, and every text the newest answer's first step
+# thought shows (each time the page redraws it, not only when a chunk arrives: the page
+# draws at most every 80 ms, and a loaded page may draw the whole thought after its last
+# chunk).
 RECORD_CHUNKS = """() => {
   window.__chunks = [];
   window.__shown = [];
-  window.pyAgentLLM.addEventListener('chunk', (event) => {
-    window.__chunks.push(event.detail);
-    const thoughts = document.querySelectorAll('[data-role="assistant"] .thought');
-    window.__shown.push(thoughts.length ? thoughts[thoughts.length - 1].textContent : '');
-  });
+  window.pyAgentLLM.addEventListener('chunk', (event) => window.__chunks.push(event.detail));
+  const messages = document.querySelector('[data-testid="messages"]');
+  new MutationObserver(() => {
+    const answers = messages.querySelectorAll('[data-role="assistant"]');
+    const thought = answers.length && answers[answers.length - 1].querySelector('.thought');
+    const text = thought ? thought.textContent : '';
+    if (text && text !== window.__shown[window.__shown.length - 1]) window.__shown.push(text);
+  }).observe(messages, {childList: true, subtree: true, characterData: true});
 }"""
 
 
@@ -83,7 +88,7 @@ def test_the_server_answers_with_a_tool_streams_compacts_and_is_remembered_after
     expect(page.get_by_test_id("model-choice")).to_have_value("server:fake-model")
 
     page.evaluate(RECORD_CHUNKS)
-    model_server.chunk_pause_s = 0.05   # paced like a model: the page draws a reply as it
+    model_server.chunk_pause_s = 0.1    # paced like a model: the page draws a reply as it
     try:                                # grows, at most every 80 ms
         answer = chat(page, "What is 17 times 23?")
     finally:
@@ -99,7 +104,8 @@ def test_the_server_answers_with_a_tool_streams_compacts_and_is_remembered_after
     for texts in by_request.values():   # each step's reply grows piece by piece
         assert all(a == b[:len(a)] and len(a) < len(b) for a, b in zip(texts, texts[1:]))
     # ...and the page showed the first step's thought growing as it came.
-    shown = [t for t in page.evaluate("window.__shown") if t]
+    shown = page.evaluate("window.__shown")
+    assert "This needs arithmetic." in shown, shown
     first = shown[:shown.index("This needs arithmetic.")]
     assert len(first) >= 2 and all("This needs arithmetic.".startswith(t) for t in first), shown
     bodies = model_server.chat_requests()
