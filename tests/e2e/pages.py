@@ -108,12 +108,36 @@ def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
     # The sessions list and the reopened session's transcript are asked for after the
     # boot: wait until both show what is stored (pages without them, like an embedding
     # page, have nothing to wait for).
-    wait_until(page, "(() => { const list = document.querySelector("
-               "'[data-testid=\"session-list\"]'); return !list || !!list.dataset.state; })()",
-               timeout_ms=TURN_TIMEOUT_MS)
-    wait_until(page, "(() => { const shown = document.querySelector("
-               "'[data-testid=\"messages\"]'); return !shown || shown.dataset.loading === 'false'; })()",
-               timeout_ms=TURN_TIMEOUT_MS)
+    wait_until(page, SHOWN_AFTER_BOOT, timeout_ms=TURN_TIMEOUT_MS)
+
+
+SHOWN_AFTER_BOOT = """(() => {
+  const list = document.querySelector('[data-testid="session-list"]');
+  const messages = document.querySelector('[data-testid="messages"]');
+  return (!list || !!list.dataset.state) && (!messages || messages.dataset.loading === 'false');
+})()"""
+
+
+def watch_from_parsing(selector: str, attributes: list[str], setup: str, note: str) -> str:
+    """An init script that runs ``setup``, then calls the JS function ``note(element,
+    at)`` on the element matching ``selector`` the moment the parser adds it (``at`` is
+    null) and at every change of ``attributes`` (``at``: the page's clock in ms). A
+    MutationObserver on the document sees the element as soon as it exists: waiting for
+    DOMContentLoaded would be too late, a fast test has used the page by then."""
+    return f"""(() => {{
+  {setup}
+  const note = {note};
+  const watch = (element) => {{
+    note(element, null);
+    new MutationObserver(() => note(element, Math.round(performance.now()))).observe(
+      element, {{attributes: true, attributeFilter: {json.dumps(attributes)}}});
+  }};
+  const find = new MutationObserver(() => {{
+    const element = document.querySelector({json.dumps(selector)});
+    if (element) {{ find.disconnect(); watch(element); }}
+  }});
+  find.observe(document, {{childList: true, subtree: true}});
+}})();"""
 
 
 def open_chat(page: Page, app_server: str, install_fake_lm, **config) -> Watch:

@@ -20,7 +20,8 @@ from playwright.sync_api import Page, expect
 
 from serving.http_server import make_server
 
-from .pages import ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, boot, chat, tool_call_responder
+from .pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, boot, chat, tool_call_responder,
+                    watch_from_parsing)
 
 pytestmark = pytest.mark.e2e
 
@@ -293,25 +294,12 @@ def test_a_message_sent_while_the_agent_starts_waits_for_it(
     assert "when parsed" not in locked and all(when > typed_at for when in locked), locked
 
 
-# Notes every time the message box is disabled or made read-only, from its parsing on:
-# a MutationObserver on the document sees the box the moment the parser adds it (waiting
-# for DOMContentLoaded would be too late: a fast test has sent its message by then).
-WATCH_BOX = """(() => {
-  window.__boxLocked = [];
-  const watch = (box) => {
-    const check = (when) => {
-      if (box.disabled || box.readOnly) window.__boxLocked.push(when);
-    };
-    check('when parsed');
-    new MutationObserver(() => check(Math.round(performance.now()))).observe(
-      box, {attributes: true, attributeFilter: ['disabled', 'readonly']});
-  };
-  const find = new MutationObserver(() => {
-    const box = document.querySelector('[data-testid="chat-input"]');
-    if (box) { find.disconnect(); watch(box); }
-  });
-  find.observe(document, {childList: true, subtree: true});
-})();"""
+# Notes every time the message box is disabled or made read-only, from its parsing on.
+WATCH_BOX = watch_from_parsing(
+    '[data-testid="chat-input"]', ["disabled", "readonly"], "window.__boxLocked = [];",
+    """(box, at) => {
+      if (box.disabled || box.readOnly) window.__boxLocked.push(at === null ? 'when parsed' : at);
+    }""")
 
 
 @pytest.mark.thorough   # serve.py makes a second snapshot; test_your_tools edits a module too

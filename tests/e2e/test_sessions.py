@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, MESSAGES, SESSION_ROWS, TURN_TIMEOUT_MS, USER,
                              boot, chat, current_session, open_chat, row, send, session_ids,
-                             stored_sessions, texts)
+                             stored_sessions, texts, watch_from_parsing)
 
 pytestmark = pytest.mark.e2e
 
@@ -221,22 +221,12 @@ def test_keyboard_switching_and_the_last_session_reopens(page: Page, app_server:
     assert watch.problems == []
 
 
-
 # Notes the messages list's loading state (and how many user messages it holds) when it
 # is parsed and at every change of that state.
-WATCH_MESSAGES = """(() => {
-  window.__messagesStates = [];
-  const watch = (list) => {
-    const note = (when) => window.__messagesStates.push({
-      when, loading: list.getAttribute('data-loading'), busy: list.getAttribute('aria-busy'),
-      users: list.querySelectorAll('[data-role="user"]').length});
-    note('parsed');
-    new MutationObserver(() => note('changed')).observe(
-      list, {attributes: true, attributeFilter: ['data-loading', 'aria-busy']});
-  };
-  const find = new MutationObserver(() => {
-    const list = document.querySelector('[data-testid="messages"]');
-    if (list) { find.disconnect(); watch(list); }
-  });
-  find.observe(document, {childList: true, subtree: true});
-})();"""
+WATCH_MESSAGES = watch_from_parsing(
+    '[data-testid="messages"]', ["data-loading", "aria-busy"],
+    "window.__messagesStates = [];",
+    """(list, at) => window.__messagesStates.push({
+      when: at === null ? 'parsed' : 'changed', loading: list.getAttribute('data-loading'),
+      busy: list.getAttribute('aria-busy'),
+      users: list.querySelectorAll('[data-role="user"]').length})""")
