@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from serving.page_models import page_models_from_args
     from serving.paths import CACHE
     from serving.prepare import prepare
-    from serving.tool_modules import tool_module_path
+    from serving.page_tool_modules import tool_module_path
 
     try:
         tools = [tool_module_path(path) for path in args.tools]

@@ -1,4 +1,4 @@
-"""The demo page's offline tools: a tool module like any user's (see py_agent.tool_modules).
+"""The demo page's offline tools: a tool module like any user's (see py_agent.tools.modules).
 
 ``serve.py`` serves it first among the ``--tools`` modules and the page's worker loads
 it through the same door. Its stateless tools are listed in ``__all__``; the notes and

@@ -2,7 +2,7 @@
 
 The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
 :class:`InMemoryStore`; tool modules of your own with :func:`load_tools` (see
-:mod:`py_agent.tool_modules`); test doubles live in :mod:`py_agent.testing`.
+:mod:`py_agent.tools.modules`); test doubles live in :mod:`py_agent.testing`.
 """
 
 from .agent import Agent
@@ -15,10 +15,9 @@ from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
 from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
-from .tool_modules import (LoadedTools, ToolContext, ToolModuleError, collect_tools,
-                           load_tool_modules, load_tools)
-from .tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError,
-                    ToolTimeoutError, tool)
+from .tools import (LoadedTools, RetryableToolError, Tool, ToolArgumentError, ToolContext,
+                    ToolCrashedError, ToolModuleError, ToolTimeoutError, collect_tools,
+                    load_tool_modules, load_tools, tool)
 from .transfer import SessionBundle, SessionImportError
 from .turn.policies import StepPolicy, ToolPolicy
 

@@ -1,7 +1,7 @@
-"""``python -m py_agent COMMAND``, the same as ``py-agent COMMAND``: see :mod:`py_agent.commands`."""
+"""``python -m py_agent COMMAND``, the same as ``py-agent COMMAND``: see :mod:`py_agent.terminal.commands`."""
 
 import sys
 
-from .commands import main
+from .terminal.commands import main
 
 sys.exit(main())

@@ -66,7 +66,7 @@ class Agent:
         step_policy: the deadline of each model call in a turn; see :class:`StepPolicy`.
         sync_tool_runner: where sync tools run (``runner(tool, kwargs, timeout)``): by
             default a thread (CPython) or inline (Pyodide, where nothing can stop them);
-            the page passes its tool worker (:mod:`py_agent.remote_tools`).
+            the page passes its tool worker (:mod:`py_agent.turn.remote_tools`).
         max_steps: iteration cap of one turn.
         on_event: called with every :class:`AgentEvent`, including background ones.
         compact_tool_enabled: offer the built-in ``compact`` tool when it matches.

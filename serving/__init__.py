@@ -6,10 +6,15 @@ in the wheel.
 - ``runtimes``: the npm browser runtimes, copied into ``web/vendor/``;
 - ``vendored_wheels``: micropip's and py_agent's dependencies' wheels, fetched with pip;
 - ``wheel``: the py_agent wheel, built by the project's build backend;
-- ``tool_modules``: the tool modules, zipped, checked and given their dependencies;
-- ``boot_snapshot``: the memory snapshot browsers boot from, made under Node.js;
+- ``page_tool_modules``: the tool modules the page's worker loads, zipped, checked and
+  given their dependencies;
+- ``page_models``: the GGUF models (``--gguf``) the page offers to run in itself;
+- ``boot_snapshot`` (with ``make_boot_snapshot.mjs``): the memory snapshot browsers boot
+  from, made under Node.js;
 - ``manifest``: what the worker loads, as prepared and as a site hands it out;
 - ``http_server``: the development server, with ``headers`` (CSP, isolation, caching),
   ``model_server`` (``--model-url``, its proxy) and ``ui_bundle`` (the UI in one file);
+- ``static_build``: ``--build DIR``, the app as a static site, with the service worker
+  and offline page of ``offline/``;
 - ``paths`` and ``common``: where files live; how the modules speak and write files.
 """

@@ -20,7 +20,7 @@ from .common import write_atomically
 from .model_server import ModelServer
 from .page_models import PageModels
 from .paths import MANIFEST, WEB
-from .tool_modules import DEMO_TOOLS, PageRuntime, ToolModules
+from .page_tool_modules import DEMO_TOOLS, PageRuntime, ToolModules
 
 MANIFEST_FORMAT = 1
 

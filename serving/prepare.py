@@ -12,7 +12,7 @@ what is there. Idempotent and, once done, offline:
    into ``web/vendor/wheels/<source-hash>/``, only when the source changed, so a code
    change is a new URL and never a stale cache entry (serving/wheel.py).
 4. The tool modules (the demo's ``demo_tools/`` and each ``--tools`` one) are zipped,
-   checked and given their PEP 723 wheels (serving/tool_modules.py).
+   checked and given their PEP 723 wheels (serving/page_tool_modules.py).
 5. The boot snapshot browsers start from is made under Node.js (serving/boot_snapshot.py).
 6. ``web/vendor/manifest.json`` tells the worker what to load (serving/manifest.py).
 """
@@ -31,7 +31,7 @@ from .manifest import MANIFEST_FORMAT, page_runtime, read_manifest, url_of, writ
 from .paths import PACKAGE_LOCK, VENDOR, WEB
 from .runtimes import (ensure_runtimes, locked_versions, pyodide_lock_info,
                        vendor_dir_names)
-from .tool_modules import DEMO_TOOLS, ToolModules, prune
+from .page_tool_modules import DEMO_TOOLS, ToolModules, prune
 from .vendored_wheels import dependency_wheels, ensure_wheel
 from .wheel import ensure_app_wheel, project_metadata
 

@@ -5,7 +5,7 @@
 // so that both hold exactly what a boot imports.
 import {loadRuntime, unpackWheels} from './python_runtime.js';
 
-export const TOOL_DIR = '/home/pyodide/tool_modules';   // as py_agent/browser/tool_loading.py
+export const TOOL_DIR = '/home/pyodide/tool_modules';   // as py_agent/browser/worker_tool_modules.py
 
 /** The manifest's wheel and tool module archive URLs, as the boot fetches them. */
 export function snapshotInputs(manifest) {

@@ -19,15 +19,15 @@ from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
 from ..openai_compat import StreamChunk
 from ..rpc import BridgeModel, RpcStore
-from ..tool_modules import ToolContext
+from ..tools.modules import ToolContext
 from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
-from ..remote_tools import ToolWorkerClient
+from ..turn.remote_tools import ToolWorkerClient
 from ._js import to_py as _to_py
-from .tool_loading import load_served_tools
+from .worker_tool_modules import load_served_tools
 from .tool_worker import tool_worker_spawner
 
 IDB_MODULE = "./idb_store.js"   # beside the worker script (so at any path of the site)

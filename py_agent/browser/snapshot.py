@@ -3,7 +3,7 @@
 ``worker/snapshot_worker.js`` starts a Pyodide of its own, unpacks the same wheels and
 tool module archives as the agent worker, calls :func:`preload`, then takes a memory
 snapshot. A later boot restores it and finds these modules in ``sys.modules``: the agent
-worker's own imports (and ``tool_modules.load_tools``, which reuses an imported module)
+worker's own imports (and ``tools.modules.load_tools``, which reuses an imported module)
 cost nothing then.
 
 A snapshot can hold no live JavaScript object other than globals reached by a path from
@@ -22,9 +22,9 @@ import json
 
 from ..retrieval import ToolRetriever
 from ..retrieval.embeddings import default_vectors
-from ..tool_modules import ToolModuleError, import_tool_module
+from ..tools.modules import ToolModuleError, import_tool_module
 from ..tools import Tool
-from .tool_loading import TOOL_DIR, choose
+from .worker_tool_modules import TOOL_DIR, choose
 
 
 def preload(entry: str, manifest_json: str, wanted: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """The page's tool worker: sync tools run here, in a Web Worker of their own, so that the
 agent's worker can terminate it when a call passes its deadline (see
-:mod:`py_agent.remote_tools`, which holds the protocol and both ends' logic).
+:mod:`py_agent.turn.remote_tools`, which holds the protocol and both ends' logic).
 
 The tool worker is the agent worker's bootstrap (``worker/agent_worker.js``) started
 from the agent's worker with ``entry=py_agent.browser.tool_worker:main``: same Pyodide,
@@ -16,11 +16,11 @@ import js  # type: ignore[import-not-found]
 from pyodide.ffi import create_proxy, to_js  # type: ignore[import-not-found]
 
 from ..kv import InMemoryKeyValueStore
-from ..remote_tools import handle_call
-from ..tool_modules import ToolContext
+from ..turn.remote_tools import handle_call
+from ..tools.modules import ToolContext
 from ._js import is_null
 from ._js import to_py as _to_py
-from .tool_loading import load_served_tools
+from .worker_tool_modules import load_served_tools
 
 ENTRY = "py_agent.browser.tool_worker:main"
 

@@ -21,7 +21,7 @@ from ..waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, conta
 from .policies import ToolPolicy
 
 # Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
-# the agent has a sync_runner (the page's tool worker, py_agent.remote_tools).
+# the agent has a sync_runner (the page's tool worker, py_agent.turn.remote_tools).
 _THREADS = sys.platform != "emscripten"
 
 # sync_runner(tool, kwargs, timeout): runs a sync tool elsewhere, under its deadline

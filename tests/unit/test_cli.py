@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from py_agent.chat_repl import Terminal, answer_preview
-from py_agent.cli import default_db_path
-from py_agent.tool_files import ToolFileError, load_tool_files
+from py_agent.terminal.chat import Terminal, answer_preview
+from py_agent.terminal.cli import default_db_path
+from py_agent.terminal.tool_files import ToolFileError, load_tool_files
 from py_agent.openai_compat import StreamChunk
 from py_agent.sqlite_store import SqliteStore
 from tests.fake_openai_server import Fail, FakeServer, agent_responder

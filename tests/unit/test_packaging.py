@@ -29,8 +29,8 @@ def test_the_wheel_holds_the_library_and_no_demo(wheel: Path):
         metadata = archive.read("py_agent-0.1.0.dist-info/METADATA").decode()
     assert all(n.startswith(("py_agent/", "py_agent-0.1.0.dist-info/")) for n in names), names
     assert not [n for n in names if "demo" in n or n.startswith(("tests/", "examples/"))]
-    for module in ("py_agent/__init__.py", "py_agent/tool_modules.py", "py_agent/kv.py",
-                   "py_agent/browser/main.py", "py_agent/browser/tool_loading.py"):
+    for module in ("py_agent/__init__.py", "py_agent/tools/modules.py", "py_agent/kv.py",
+                   "py_agent/browser/main.py", "py_agent/browser/worker_tool_modules.py"):
         assert module in names
     assert "Name: py-agent" in metadata and "Version: 0.1.0" in metadata
 
@@ -45,7 +45,7 @@ def test_importing_py_agent_from_the_wheel_loads_no_demo_or_browser_module(wheel
          f"assert py_agent.__file__.startswith({str(wheel)!r}), py_agent.__file__; "
          + LIST_MODULES], capture_output=True, text=True, check=True)
     modules = json.loads(result.stdout)
-    assert "py_agent" in modules and "py_agent.tool_modules" in modules
+    assert "py_agent" in modules and "py_agent.tools.modules" in modules
     assert not [m for m in modules if m.startswith(("demo_tools", "py_agent.demo"))]
     assert not [m for m in modules if m.split(".")[0] in ("js", "pyodide")
                 or m.startswith("py_agent.browser")]

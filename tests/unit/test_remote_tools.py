@@ -1,4 +1,4 @@
-"""Sync tools in a tool worker that can be stopped (py_agent.remote_tools), with a fake
+"""Sync tools in a tool worker that can be stopped (py_agent.turn.remote_tools), with a fake
 worker: each call runs in a thread of its own, and ``terminate`` drops whatever the
 thread still sends, as a terminated Web Worker sends nothing more."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from py_agent import Agent, InMemoryStore, ToolPolicy, tool
-from py_agent.remote_tools import ToolWorkerClient, handle_call
+from py_agent.turn.remote_tools import ToolWorkerClient, handle_call
 from py_agent.testing import FunctionModel, PromptCall, step_json
 from tests.unit.support import run
 

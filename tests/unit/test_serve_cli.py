@@ -85,7 +85,7 @@ try:
 except PrepareError as error:
     print("PrepareError:", error)
     sys.exit(0)
-import py_agent.tool_modules, snowballstemmer, assel
+import py_agent.tools.modules, snowballstemmer, assel
 print(snowballstemmer.__file__)
 print(assel.__file__)
 """

@@ -1,5 +1,5 @@
 """``py-agent sessions``: list, show, export and delete the terminal's sessions, straight
-from a SQLite file (py_agent/session_commands.py), with clear errors for what is not there."""
+from a SQLite file (py_agent/terminal/sessions.py), with clear errors for what is not there."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from py_agent.commands import main
+from py_agent.terminal.commands import main
 from py_agent.sqlite_store import SqliteStore
 from py_agent.state import Fact, SessionState, Turn
 from py_agent.transfer import parse_session

@@ -115,9 +115,8 @@ LAYERS = {"py_agent.agent": ("agent", 5), "py_agent.memory_report": ("agent", 5)
           "py_agent.memory": ("memory", 3), "py_agent.recall": ("recall", 3),
           "py_agent.sessions": ("sessions", 2), "py_agent.bases": ("sessions", 2),
           "py_agent.profile_table": ("sessions", 2)}
-ENTRY_POINTS = {"py_agent", "py_agent.browser", "py_agent.chat_repl", "py_agent.cli",
-                "py_agent.commands", "py_agent.host", "py_agent.remote_tools", "py_agent.replay",
-                "py_agent.replay_report", "py_agent.session_commands", "py_agent.__main__"}
+ENTRY_POINTS = {"py_agent", "py_agent.browser", "py_agent.terminal", "py_agent.host",
+                "py_agent.replay", "py_agent.__main__"}
 
 
 def layer_of(name: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""Tool modules: a user's file or package of tools, loaded by path (py_agent.tool_modules)."""
+"""Tool modules: a user's file or package of tools, loaded by path (py_agent.tools.modules)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from py_agent import (InMemoryKeyValueStore, ToolContext, ToolModuleError, load_tool_modules,
                       load_tools)
 from py_agent.testing import step_json
-from py_agent.tool_modules import import_tool_module, script_dependencies, script_metadata
+from py_agent.tools.modules import import_tool_module, script_dependencies, script_metadata
 from tests import readme
 from tests.unit.support import run
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from .sqlite_store import SqliteStore
-from .transfer import SessionBundle
+from ..sqlite_store import SqliteStore
+from ..transfer import SessionBundle
 
 
 class UnknownSession(LookupError):

@@ -39,8 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
-from .kv import InMemoryKeyValueStore, KeyValueStore
-from .tools import Tool
+from ..kv import InMemoryKeyValueStore, KeyValueStore
+from .definition import Tool
 
 FACTORY = "make_tools"
 RESERVED_NAMES = frozenset({"compact"})   # the agent's own tool

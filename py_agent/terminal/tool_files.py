@@ -1,16 +1,16 @@
 """The ``--tools`` modules a terminal user names, loaded through the page's own door.
 
-Shared by the command line (:mod:`py_agent.cli`, which checks the paths before
-anything starts) and the chat loop (:mod:`py_agent.chat_repl`, which loads them
+Shared by the command line (:mod:`py_agent.terminal.cli`, which checks the paths before
+anything starts) and the chat loop (:mod:`py_agent.terminal.chat`, which loads them
 with the chat's key-value store). In a terminal the user named these modules on
 purpose, so any that cannot be used is an error, not a warning.
 """
 
 from __future__ import annotations
 
-from .kv import KeyValueStore
-from .tool_modules import ToolContext, load_tool_modules
-from .tools import Tool
+from ..kv import KeyValueStore
+from ..tools.modules import ToolContext, load_tool_modules
+from ..tools.definition import Tool
 
 
 class ToolFileError(Exception):
@@ -19,7 +19,7 @@ class ToolFileError(Exception):
 
 def load_tool_files(paths: list[str], kv: KeyValueStore | None = None) -> list[Tool]:
     """The tools of each ``--tools`` module (a .py file or a package folder), loaded
-    through the same door as the page's (:func:`py_agent.tool_modules.load_tool_modules`).
+    through the same door as the page's (:func:`py_agent.tools.modules.load_tool_modules`).
 
     ``kv`` is the tools' own key-value store (the chat's SQLite database). In a terminal
     the user named these modules on purpose, so any that cannot be used is an error.

@@ -1,4 +1,4 @@
-"""serve.py's tool modules (serving/tool_modules.py): archives, the terminal's verdict on each module,
+"""serve.py's tool modules (serving/page_tool_modules.py): archives, the terminal's verdict on each module,
 rebuilds on edit, and what a dependency without a pure-Python wheel is told."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from serving import tool_modules as serve_tools
+from serving import page_tool_modules as serve_tools
 from serving.common import PrepareError
-from serving.tool_modules import PageRuntime, ToolModules
+from serving.page_tool_modules import PageRuntime, ToolModules
 
 REPO = Path(__file__).resolve().parents[2]
 TEA = '''\

@@ -1,4 +1,5 @@
-"""Tools: the ``@tool`` decorator and how a model's ``toolInput`` becomes arguments.
+"""What a tool is: :class:`Tool`, the ``@tool`` decorator, and how a model's
+``toolInput`` becomes arguments.
 
 A tool's name comes from the function, its description from the docstring's
 first paragraph, its parameters from type hints (and their descriptions from a
@@ -20,30 +21,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Union, get_args, get_origin, get_type_hints
 
-from .boundary import loads_bounded
-
-
-class ToolError(Exception):
-    """Base class for errors raised while calling a tool."""
-
-
-class ToolArgumentError(ToolError, ValueError):
-    """The model's ``toolInput`` does not match the tool's parameters."""
-
-
-class RetryableToolError(ToolError):
-    """Raise this from a tool for a transient failure worth trying again."""
-
-
-class ToolTimeoutError(RetryableToolError, TimeoutError):
-    """The tool did not finish within its time limit."""
-
-
-class ToolCrashedError(ToolError):
-    """The tool raised something no tool should: ``SystemExit``, ``KeyboardInterrupt``,
-    or ``CancelledError`` without being cancelled. Contained as an observation; the
-    original exception is the ``__cause__``."""
-
+from ..boundary import loads_bounded
+from .errors import ToolArgumentError
 
 _MISSING = inspect.Parameter.empty
 

@@ -30,17 +30,17 @@ import sys
 import time
 from pathlib import Path
 
-from .budget import MemoryPolicy
-from .memory.facts import over_budget
-from .memory.steps import (base_prompts, bounded_call, extract_facts, outdated, settle_folds,
+from ..budget import MemoryPolicy
+from ..memory.facts import over_budget
+from ..memory.steps import (base_prompts, bounded_call, extract_facts, outdated, settle_folds,
                            summarize)
-from .memory.summary import InvalidSummaryError, fallback_summary
-from .model import LanguageModel, ModelError, ModelSession, Purpose
-from .prompting import render_facts
-from .replay_report import Probe, ReplayedCompaction, ReplayReport, render_markdown
-from .state import CompressionRecord, Fact, now_ms
-from .tokens import TokenCounter
-from .transfer import SessionBundle, parse_session
+from ..memory.summary import InvalidSummaryError, fallback_summary
+from ..model import LanguageModel, ModelError, ModelSession, Purpose
+from ..prompting import render_facts
+from .report import Probe, ReplayedCompaction, ReplayReport, render_markdown
+from ..state import CompressionRecord, Fact, now_ms
+from ..tokens import TokenCounter
+from ..transfer import SessionBundle, parse_session
 
 
 def load_probes(path: str) -> list[Probe]:
@@ -218,11 +218,11 @@ def _load_fixture(spec: str):
 
 def _model_from(args: argparse.Namespace) -> tuple[LanguageModel, str]:
     if args.fixture:
-        from .testing import FunctionModel
+        from ..testing import FunctionModel
         return FunctionModel(_load_fixture(args.fixture), context_window=args.window), \
             f"fixture {args.fixture}"
-    from .openai_compat import OpenAIModel
-    from .openai_compat.environment import api_key_from_environment
+    from ..openai_compat import OpenAIModel
+    from ..openai_compat.environment import api_key_from_environment
     model = OpenAIModel(args.base_url, args.model, api_key=api_key_from_environment(),
                         context_window=args.window if args.window_given else None,
                         stream=False)
@@ -269,6 +269,3 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

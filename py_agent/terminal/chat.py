@@ -1,4 +1,4 @@
-"""The terminal chat loop behind ``python -m py_agent chat`` (see :mod:`py_agent.cli`).
+"""The terminal chat loop behind ``python -m py_agent chat`` (see :mod:`py_agent.terminal.cli`).
 
 Answers go to stdout; the banner, prompts, trace and errors to stderr, so piping the
 output keeps only the answers. A failed turn says why and is saved as failed (the
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .agent import Agent
-from .events import AgentEvent
-from .openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
-from .results import RunResult
-from .sqlite_store import SqliteStore
-from .store import StorageError
+from ..agent import Agent
+from ..events import AgentEvent
+from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
+from ..results import RunResult
+from ..sqlite_store import SqliteStore
+from ..store import StorageError
 from .tool_files import ToolFileError, load_tool_files
 
 COMPACTION_WAIT_S = 120.0

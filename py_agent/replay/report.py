@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .memory.fact_rules import carried_by
-from .state import CompressionRecord, Fact
-from .tokens import TokenCounter
+from ..memory.fact_rules import carried_by
+from ..state import CompressionRecord, Fact
+from ..tokens import TokenCounter
 
 
 @dataclass

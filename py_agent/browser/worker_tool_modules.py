@@ -1,6 +1,6 @@
 """The worker's tool modules: the ones the manifest lists (serve.py's ``--tools`` and the
 demo's), unpacked, their PEP 723 dependencies installed with micropip from the vendored
-wheels, then loaded through :mod:`py_agent.tool_modules`, as in CPython.
+wheels, then loaded through :mod:`py_agent.tools.modules`, as in CPython.
 
 A module that cannot be fetched, installed or imported becomes an error in the result
 (the page shows it); the others load all the same.
@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ..tool_modules import LoadedTools, ToolContext, ToolModuleError, load_tool_modules
+from ..tools.modules import LoadedTools, ToolContext, ToolModuleError, load_tool_modules
 
 TOOL_DIR = Path("/home/pyodide/tool_modules")
 FETCH_TIMEOUT_S = 60.0

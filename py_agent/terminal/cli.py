@@ -3,7 +3,7 @@ OpenAI-compatible server.
 
     py-agent chat --base-url http://localhost:11434/v1 --model gemma3 \\
         [--tools FILE]... [--session ID] [--db PATH] [--trace]
-    py-agent sessions [list | show ID | export ID | delete ID]   (py_agent.session_commands)
+    py-agent sessions [list | show ID | export ID | delete ID]   (py_agent.terminal.sessions)
     py-agent replay SESSION.jsonl ...                            (py_agent.replay)
 
 The same :class:`~py_agent.Agent`, retriever and memory as the page; sessions are kept
@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import session_commands
-from .openai_compat.environment import API_KEY_VARIABLES, api_key_from_environment
+from . import sessions as session_commands
+from ..openai_compat.environment import API_KEY_VARIABLES, api_key_from_environment
 from .tool_files import ToolFileError
 
 
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--no-stream", action="store_true", help="ask for whole replies")
     session_commands.add_arguments(commands.add_parser(
         "sessions", help="list, show, export or delete the chat's sessions"))
-    # Listed for --help; py_agent.commands hands its arguments to py_agent.replay.
+    # Listed for --help; py_agent.terminal.commands hands its arguments to py_agent.replay.
     commands.add_parser("replay", help="replay a session's recorded compactions with today's "
                                        "prompts (py-agent replay --help)")
     return parser
@@ -83,14 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "replay":   # py_agent.commands hands it to py_agent.replay first
+    if args.command == "replay":   # py_agent.terminal.commands hands it to py_agent.replay first
         print("error: replay has its own command line: py-agent replay --help", file=sys.stderr)
         return 2
     db = Path(args.db).expanduser() if args.db else default_db_path()
     try:
         if args.command == "sessions":
             return asyncio.run(session_commands.run(args, db))
-        from .chat_repl import ChatOptions, run_chat
+        from .chat import ChatOptions, run_chat
 
         for path in args.tools:   # fail before the database is touched
             if not Path(path).expanduser().exists():

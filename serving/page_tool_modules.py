@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from py_agent.tool_modules import ToolModuleError, check_module_path, script_dependencies
+from py_agent.tools.modules import ToolModuleError, check_module_path, script_dependencies
 
 from .common import PrepareError, say, write_atomically
 from .paths import CACHE, ROOT, VENDOR
@@ -58,7 +58,7 @@ CHECK_SCRIPT = """
 import json, sys
 path, wheels, browser_only = sys.argv[1], json.loads(sys.argv[2]), set(json.loads(sys.argv[3]))
 sys.path[:0] = wheels
-from py_agent.tool_modules import ToolModuleError, load_tools
+from py_agent.tools.modules import ToolModuleError, load_tools
 try:
     tools = load_tools(path)
 except ToolModuleError as error:

@@ -29,11 +29,11 @@ import itertools
 import time
 from typing import Any, Callable, Protocol
 
-from .boundary import describe
-from .events import log
-from .tools import RetryableToolError, Tool, ToolCrashedError, ToolError
-from .turn.tool_runner import SyncRunnerUnavailable, render_output
-from .waiting import DeadlineExceeded, bounded
+from ..boundary import describe
+from ..events import log
+from ..tools import RetryableToolError, Tool, ToolCrashedError, ToolError
+from .tool_runner import SyncRunnerUnavailable, render_output
+from ..waiting import DeadlineExceeded, bounded
 
 # A tool worker boots Pyodide and the tool modules: a few seconds, more on a busy machine.
 BOOT_TIMEOUT_S = 60.0
