@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -44,13 +45,16 @@ FAKE_LM_SCRIPTS = (Path(__file__).with_name("fake_constraints.js"),
 
 
 def install_fake_lm_scripts(page: Page, config: dict, *,
-                            scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> None:
+                            scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> list[Any]:
     """Put the fake LanguageModel, configured with ``config``, on every document ``page``
     opens (frames included): its config, then its scripts, as init scripts. The one way
-    the fake is installed (the ``install_fake_lm`` fixture, the WPT runner)."""
-    page.add_init_script(script=fake_lm_config_script(config))
+    the fake is installed (the ``install_fake_lm`` fixture, the WPT runner, shared pages).
+    Returns the init scripts (Playwright's disposables), for whoever takes the fake off
+    again: ``close()`` each."""
+    installed = [page.add_init_script(script=fake_lm_config_script(config))]
     for script in scripts:
-        page.add_init_script(path=str(script))
+        installed.append(page.add_init_script(path=str(script)))
+    return installed
 
 
 # What real browsers differ in, as fake configurations (install_fake_lm(page, **PROFILE)).
