@@ -31,9 +31,22 @@ class Watch:
     def __init__(self, page: Page) -> None:
         self.requests: list[str] = []
         self.problems: list[str] = []
-        page.context.on("request", lambda request: self.requests.append(request.url))
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
+        self._page = page
+        page.context.on("request", self._on_request)
+        page.on("pageerror", self._on_page_error)
         page.on("console", self._on_console)
+
+    def stop(self) -> None:
+        """Stop watching (a page that outlives the test goes on without this Watch)."""
+        self._page.context.remove_listener("request", self._on_request)
+        self._page.remove_listener("pageerror", self._on_page_error)
+        self._page.remove_listener("console", self._on_console)
+
+    def _on_request(self, request) -> None:
+        self.requests.append(request.url)
+
+    def _on_page_error(self, error) -> None:
+        self.problems.append(f"pageerror: {error}")
 
     def _on_console(self, message) -> None:
         if message.type == "error":
