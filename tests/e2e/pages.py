@@ -118,6 +118,17 @@ def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
     """Load the page and wait until the agent is ready and, unless ``wait_for_chat`` is
     False (no model: the guide instead), until the message box takes text."""
     page.goto(url)
+    wait_for_boot(page, wait_for_chat=wait_for_chat)
+
+
+def reload(page: Page) -> None:
+    """Reload the page (as a user does, whatever it was doing) and wait as ``boot``."""
+    page.reload()
+    wait_for_boot(page)
+
+
+def wait_for_boot(page: Page, *, wait_for_chat: bool = True) -> None:
+    """Wait for a page that is loading to be ready (see ``boot``)."""
     expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
                                                             timeout=BOOT_TIMEOUT_MS)
     if wait_for_chat:

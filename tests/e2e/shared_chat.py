@@ -16,7 +16,8 @@ observers they registered in ``window.__e2eTeardown``), their init scripts and l
 taken off (``shared_chat.add_init_script``, ``shared_chat.on``). Then it is checked, and
 the test starts only if nothing of an earlier test can be seen: a session id never handed
 out before, nothing stored (sessions, turns, compactions, profile facts, the demo tools'
-records, recall indexes), an empty chat and memory, the fake's log empty, and every
+records, recall indexes; in localStorage only the shown chat's id, in sessionStorage
+nothing), an empty chat and memory, the fake's log empty, and every
 control of the page in the state a freshly booted page has it in. Anything off, a failed
 test, a broken page, a test that said it leaves something behind (``discard``): the page
 is dropped and a new one booted in a new browser profile, so a test never inherits an
@@ -232,6 +233,7 @@ class SharedChatPage:
             page.set_viewport_size(self._viewport)
         self._wait_idle()
         page.evaluate(TAKE_OFF_WINDOW, self._window)
+        page.evaluate("sessionStorage.clear()")   # the page keeps nothing there; tests may
         # Every saved session deleted, as a user does it (the list's inline confirmation);
         # deleting the last one opens a new, empty chat.
         for session_id in [s["session_id"] for s in ask_worker(page, "sessions")]:
@@ -312,6 +314,8 @@ class SharedChatPage:
                           "recall": 0}, f"records left in the database: {stored}"
         profile = ask_worker(page, "profile")
         assert profile == [], f"profile facts left: {profile}"
+        kept = page.evaluate("[{...localStorage}, sessionStorage.length]")
+        assert kept == [{"py-agent.session": session}, 0], f"web storage left: {kept}"
         expect(page.get_by_test_id("memory-summary")).to_have_text("")
         expect(page.get_by_test_id("memory-facts").locator("li")).to_have_count(0)
         expect(page.get_by_test_id("profile-facts").locator("li")).to_have_count(0)
