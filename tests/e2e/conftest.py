@@ -169,6 +169,25 @@ def shared_chat(shared_chat_page, request):
     shared_chat_page.finish(failed=call is None or call.failed)
 
 
+@pytest.fixture(scope="module")
+def shared_profile(browser, browser_context_args):
+    """The file's SharedProfile (tests/e2e/shared_profile.py)."""
+    from tests.e2e.shared_profile import SharedProfile
+
+    shared = SharedProfile(browser, browser_context_args)
+    yield shared
+    shared.close()
+
+
+@pytest.fixture
+def quick_page(shared_profile, request):
+    """A new page in the file's browser profile, its storage cleared and checked empty
+    first: for tests that load a blank page and need nothing else of a new profile."""
+    yield shared_profile.new_page()
+    call = getattr(request.node, "report_call", None)
+    shared_profile.done(failed=call is None or call.failed)
+
+
 # Tests that run only when -m names their marker (python run_tests.py -- -m thorough):
 # heavier than the default suite's budget (12 minutes on two cores) allows.
 OPT_IN_MARKERS = ("thorough", "page_model_heavy")
