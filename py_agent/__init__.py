@@ -1,7 +1,8 @@
 """py-agent: an on-device agent with tool retrieval and memory that never overflows.
 
 The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
-:class:`InMemoryStore`; tool modules of your own with :func:`load_tools` (see
+:class:`InMemoryStore`; tools from a JSON Schema with :func:`schema_tool`; tool
+modules of your own with :func:`load_tools` (see
 :mod:`py_agent.tools.modules`); test doubles live in :mod:`py_agent.testing`.
 """
 
@@ -15,21 +16,24 @@ from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
 from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
-from .tools import (LoadedTools, RetryableToolError, Tool, ToolArgumentError, ToolContext,
-                    ToolCrashedError, ToolModuleError, ToolTimeoutError, collect_tools,
-                    load_tool_modules, load_tools, tool)
+from .tools import (InvalidToolSchemaError, LoadedTools, RetryableToolError, Tool,
+                    ToolArgumentError, ToolContext, ToolCrashedError, ToolModuleError,
+                    ToolTimeoutError, collect_tools, load_tool_modules, load_tools, schema_tool,
+                    tool)
 from .transfer import SessionBundle, SessionImportError
 from .turn.policies import StepPolicy, ToolPolicy
 
 __all__ = [
     "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact",
-    "InMemoryKeyValueStore", "InMemoryStore", "KeyValueStore", "LanguageModel",
+    "InMemoryKeyValueStore", "InMemoryStore", "InvalidToolSchemaError", "KeyValueStore",
+    "LanguageModel",
     "LoadedTools", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
     "ModelCallError", "ModelError", "ModelNetworkError", "ModelSession", "ModelTimeoutError",
     "ModelUnavailableError", "Purpose", "QuotaExceededError", "RetryableToolError", "RunResult",
     "SessionBundle", "SessionImportError", "SessionState", "StateConflictError", "StepPolicy",
     "StepTrace", "StorageError", "Store", "Tool", "ToolArgumentError", "ToolContext",
     "ToolCrashedError", "ToolModuleError", "ToolPolicy", "ToolTimeoutError", "Turn",
-    "UnknownSessionError", "collect_tools", "load_tool_modules", "load_tools", "tool",
+    "UnknownSessionError", "collect_tools", "load_tool_modules", "load_tools", "schema_tool",
+    "tool",
 ]
 __version__ = "0.1.0"
