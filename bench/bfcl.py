@@ -24,8 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,7 +66,8 @@ def run_category(category: str, cases: list[Case], methods: list, log_file) -> d
                     "reason": verdict.reason[:500], "seconds": round(transcript.seconds, 2),
                     "error": transcript.error,
                     "turns": [[{"raw": s.raw[:2000], "calls": s.calls, "executed": s.executed}
-                               for s in turn] for turn in transcript.turns]},
+                               for s in turn] for turn in transcript.turns],
+                    "trace": transcript.trace},
                     ensure_ascii=False, default=str) + "\n")
                 log_file.flush()
         marks = " ".join(f"{m.name}={'✓' if outcomes[m.name][-1][0].passed else '·'}"
@@ -107,9 +110,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"comma-separated, of: {', '.join(METHODS)}")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--log", type=Path, help="write every case's replies here (JSON Lines)")
-    parser.add_argument("--threads", type=int, default=2, help="engine threads (--gguf)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="engine threads (--gguf; 1: on a busy two-core machine a second thread stalls more than it helps)")
     parser.add_argument("--context", type=int, default=8192, help="engine context (--gguf)")
-    parser.add_argument("--max-tokens", type=int, default=384,
+    parser.add_argument("--max-tokens", type=int, default=256,
                         help="the longest reply any method may get")
     args = parser.parse_args(argv)
     if args.model_url and not args.model:
@@ -149,9 +153,15 @@ def run(args: argparse.Namespace, url: str, model: str, engine: str) -> dict:
     return report
 
 
+def stop_on_term(*_) -> None:
+    raise SystemExit(143)  # so that `finally` stops the engine on a plain kill too
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     server = None
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop_on_term)
     try:
         if args.gguf:
             server = LlamaServer(args.gguf.resolve(), threads=args.threads,

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from py_agent import Agent, InMemoryStore, schema_tool
+from py_agent.model import LanguageModel
 from py_agent.openai_compat import OpenAIModel
 
 from bench.bfcl_data import Case, bfcl, name_map, openai_tools
@@ -60,6 +61,8 @@ class Transcript:
     error: str = ""
     # the name BFCL's backends keyed this run's instances by (multi-turn)
     run_name: str = ""
+    # what else happened, per turn, for the log (the agent's steps: raw replies, kinds)
+    trace: list[list[dict[str, Any]]] = field(default_factory=list)
 
     def calls(self, turn: int = 0) -> list[dict[str, dict[str, Any]]]:
         return [c for step in self.turns[turn] for c in step.calls] if self.turns else []
@@ -71,7 +74,7 @@ class Sampling:
 
     temperature: float = 0.0
     seed: int = 0
-    max_tokens: int = 384
+    max_tokens: int = 256
 
     def options(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "seed": self.seed}
@@ -124,14 +127,17 @@ class PyAgentMethod:
 
     name = "py_agent"
 
-    def __init__(self, url: str, model: str, sampling: Sampling, **agent_options: Any) -> None:
+    def __init__(self, url: str, model: str, sampling: Sampling, *,
+                 model_backend: LanguageModel | None = None, **agent_options: Any) -> None:
         self.url, self.model, self.sampling = url, model, sampling
+        # another backend than the server at ``url`` (bench/bfcl_parity.py: the page's)
+        self.model_backend = model_backend
         self.agent_options = agent_options
 
     def run(self, case: Case) -> Transcript:
-        return asyncio.run(self._run(case))
+        return asyncio.run(self.run_async(case))
 
-    async def _run(self, case: Case) -> Transcript:
+    async def run_async(self, case: Case) -> Transcript:
         b = bfcl()
         transcript = Transcript(run_name=new_run_name(self.name))
         started = time.perf_counter()
@@ -156,8 +162,9 @@ class PyAgentMethod:
         tools = [schema_tool(t["function"]["name"], t["function"].get("description", ""),
                              t["function"]["parameters"], make_fn(t["function"]["name"]))
                  for t in openai_tools(case.functions)]
-        model = OpenAIModel(self.url, self.model, max_tokens=self.sampling.max_tokens,
-                            options=self.sampling.options(), stream=False)
+        model = self.model_backend or OpenAIModel(
+            self.url, self.model, max_tokens=self.sampling.max_tokens,
+            options=self.sampling.options(), stream=False)
         agent = Agent(model=model, store=InMemoryStore(), tools=tools, **self.agent_options)
         try:
             for messages in case.turns:
@@ -166,6 +173,10 @@ class PyAgentMethod:
                                          session_id=case.id)
                 await agent.wait_idle(case.id)
                 transcript.turns.append(current)
+                transcript.trace.append([{"kind": step.kind, "raw": step.raw,
+                                          "observation": step.observation[:300],
+                                          "constraint": step.constraint}
+                                         for step in result.steps])
                 if result.status == "error":
                     transcript.error = result.error or "error"
         finally:
@@ -221,7 +232,9 @@ class NativeToolsMethod:
                 body = {"model": self.model, "messages": messages, "max_tokens":
                         self.sampling.max_tokens, **self.sampling.options()}
                 if tools:
-                    body.update(tools=tools, parallel_tool_calls=True)
+                    # as BFCL's handler sends it: the server's own default for
+                    # parallel_tool_calls (llama.cpp: one call a reply; OpenAI: several)
+                    body["tools"] = tools
                 message = post_chat(self.url, body)["choices"][0]["message"]
                 calls = message.get("tool_calls") or []
                 step = Step(raw=json.dumps(message, ensure_ascii=False))

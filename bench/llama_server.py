@@ -162,6 +162,8 @@ class LlamaServer:
     gguf: Path
     threads: int = 2
     context: int = 8192
+    # a Jinja chat template; None: the GGUF's own (llama.cpp's default if it has none)
+    template: str | None = GEMMA_TOOLS_TEMPLATE
     binary: Path | None = None
     extra_args: list[str] = field(default_factory=list)
     port: int = 0
@@ -173,11 +175,11 @@ class LlamaServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def command(self, template: Path) -> list[str]:
+    def command(self, template: Path | None) -> list[str]:
+        chosen = ["--chat-template-file", str(template)] if template else []
         return [str(self.binary), "-m", str(self.gguf), "--host", "127.0.0.1",
                 "--port", str(self.port), "-t", str(self.threads), "-c", str(self.context),
-                "-np", "1", "--jinja", "--chat-template-file", str(template),
-                "--no-webui", "--seed", "0", *self.extra_args]
+                "-np", "1", "--jinja", *chosen, "--no-webui", "--seed", "0", *self.extra_args]
 
     def start(self) -> "LlamaServer":
         if not Path(self.gguf).is_file():
@@ -186,8 +188,10 @@ class LlamaServer:
         self.port = self.port or free_port()
         self._scratch = tempfile.TemporaryDirectory(prefix="llama-server-")
         scratch = Path(self._scratch.name)
-        template = scratch / "gemma-tools.jinja"
-        template.write_text(GEMMA_TOOLS_TEMPLATE)
+        template = None
+        if self.template is not None:
+            template = scratch / "template.jinja"
+            template.write_text(self.template)
         self.log_path = scratch / "server.log"
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(self.command(template), stdout=log,
