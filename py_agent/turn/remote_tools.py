@@ -11,7 +11,7 @@ This module is the pure-Python part, with the worker injected, so that CPython t
 drive it: :class:`ToolWorkerClient` on the agent's side, :func:`handle_call` on the tool
 worker's. ``py_agent.browser`` supplies the real worker.
 
-Messages (JSON-ready dicts):
+Messages (JSON-ready dicts; ``docs/protocols.md`` has every channel's):
   agent -> tool worker  {"type": "call", "id", "tool", "kwargs"}
   tool worker -> agent  {"type": "boot", "phase": "ready"} once it serves calls (and
                         other "boot" phases before it, handed to ``on_boot``);
