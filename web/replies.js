@@ -27,6 +27,11 @@ function named(name, message) {
   return error;
 }
 
+/** What an aborted request rejects with: the signal's reason, as fetch() does. */
+function abortReason(signal) {
+  return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError');
+}
+
 /** `promise`, rejected with a TimeoutError naming `what` after `ms` milliseconds (null:
  *  never); `onTimeout()` runs first. For a wait that is not a request (a boot). */
 export function withDeadline(promise, ms, what, onTimeout = null) {
@@ -74,14 +79,14 @@ export class Replies {
   request(send, {timeoutMs = this.timeoutMs, what = 'the request', onTimeout = null,
                  signal = null, onAbort = null, onEvent = null} = {}) {
     if (this._closed) return Promise.reject(this._closed);
-    if (signal?.aborted) return Promise.reject(signal.reason ?? named('AbortError', 'The operation was aborted.'));
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     const id = `${this.prefix}${++this._count}`;
     return new Promise((resolve, reject) => {
       let timer = null;
       const aborted = () => {
         if (!this._drop(id)) return;
         try { onAbort?.(); } catch (error) { console.error(error); }
-        reject(signal.reason ?? named('AbortError', 'The operation was aborted.'));
+        reject(abortReason(signal));
       };
       const cleanup = () => {
         clearTimeout(timer);
