@@ -37,10 +37,10 @@ class PendingReply:
         self._future = future
 
     @property
-    def answered(self) -> bool:
-        """Whether its reply has come (a wait cancelled after that owes nobody a stop)."""
-        return (self._future.done() and not self._future.cancelled()
-                and self._future.exception() is None)
+    def settled(self) -> bool:
+        """Whether its reply came, or the table failed it (the other side is gone): a wait
+        cancelled after that leaves nothing running over there to stop."""
+        return self._future.done() and not self._future.cancelled()
 
     async def wait(self, timeout: float | None) -> Reply:
         """The reply message; :class:`~py_agent.waiting.DeadlineExceeded` after

@@ -200,8 +200,8 @@ class ToolWorkerClient:
         except DeadlineExceeded:  # raised on: the tool runner reports the timeout
             self.restart(f"{tool.name} did not finish within {timeout:g} s")
             raise
-        except asyncio.CancelledError:  # the turn was stopped: the tool may still run
-            if not pending.answered:
+        except asyncio.CancelledError:  # the turn was stopped
+            if not pending.settled:   # no result came: the tool may still run there
                 self.restart(f"{tool.name} was stopped")
             raise
         finally:

@@ -84,7 +84,7 @@ def test_no_timeout_waits_for_the_reply():
     assert run(scenario())["value"] == "late but welcome"
 
 
-def test_a_cancelled_wait_leaves_the_table_and_says_no_reply_came():
+def test_a_cancelled_wait_leaves_the_table_and_says_it_was_not_settled():
     table = Replies()
 
     async def scenario():
@@ -94,18 +94,25 @@ def test_a_cancelled_wait_leaves_the_table_and_says_no_reply_came():
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        assert pending.id not in table and not pending.answered
+        assert pending.id not in table and not pending.settled
         assert not table.settle({"id": pending.id, "ok": True})
 
         answered = table.expect()
         waiting = asyncio.ensure_future(answered.wait(None))
         await asyncio.sleep(0)
         table.settle({"id": answered.id, "ok": True})
-        waiting.cancel()   # the reply came first: the wait was owed nothing
+        waiting.cancel()   # the reply came first: nothing is left to stop
         await asyncio.gather(waiting, return_exceptions=True)
-        return answered.answered
 
-    assert run(scenario()) is True
+        failed = table.expect()
+        waiting = asyncio.ensure_future(failed.wait(5))
+        await asyncio.sleep(0)
+        table.fail_all(ConnectionError("gone"))   # failed by the table: settled too
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        return answered.settled, failed.settled
+
+    assert run(scenario()) == (True, True)
 
 
 def test_fail_all_fails_every_waiting_request_at_once():
