@@ -18,7 +18,7 @@ import asyncio
 import itertools
 from typing import Any, Callable
 
-from .waiting import DeadlineExceeded, bounded
+from .waiting import bounded
 
 Reply = dict[str, Any]
 
@@ -121,4 +121,4 @@ class Replies:
         self.fail_all(self._closed)
 
 
-__all__ = ["ChannelClosedError", "DeadlineExceeded", "PendingReply", "Replies"]
+__all__ = ["ChannelClosedError", "PendingReply", "Replies"]
