@@ -7,10 +7,19 @@ double :class:`py_agent.testing.FunctionModel` are interchangeable.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from enum import Enum
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from .boundary import describe
+from .waiting import bounded, contained
+
+log = logging.getLogger("py_agent")
+
+# How long the agent waits for a session's destroy(): freeing a session is
+# housekeeping and may not hold up the end of a turn, a compaction or closing.
+DESTROY_TIMEOUT_S = 5.0
 
 Availability = Literal["available", "downloadable", "downloading", "unavailable"]
 
@@ -105,6 +114,19 @@ def as_model_error(exc: BaseException) -> ModelError:
     return error
 
 
+async def destroy_quietly(session: "ModelSession", what: str = "a model session", *,
+                         timeout: float = DESTROY_TIMEOUT_S) -> None:
+    """``session.destroy()`` within ``timeout`` seconds, even if it ignores cancellation;
+    never raises but our own cancellation: a failed or hung destroy only leaks the
+    session, and is logged as ``what``."""
+    try:
+        await bounded(contained(session.destroy()), timeout=timeout)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("could not destroy %s: %s", what, describe(exc))
+
+
 @runtime_checkable
 class ModelSession(Protocol):
     """A stateful conversation with the model, like a ``LanguageModel`` session."""
@@ -133,7 +155,8 @@ class ModelSession(Protocol):
         ...
 
     async def destroy(self) -> None:
-        """Free the session; further calls fail."""
+        """Free the session; further calls fail. The agent waits at most
+        :data:`DESTROY_TIMEOUT_S` for it (:func:`destroy_quietly`)."""
         ...
 
 
