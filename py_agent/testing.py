@@ -24,10 +24,10 @@ from typing import Any, Awaitable, Callable, Union
 
 from .model import (Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError,
                     ResponseConstraintError)
+from .message_list import MESSAGE_OVERHEAD, opening_messages
 from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
-MESSAGE_OVERHEAD = 4
 
 
 def count_tokens(text: str) -> int:
@@ -113,22 +113,16 @@ def refusing_every_constraint() -> ConstraintCheck:
 class FunctionSession:
     """A session of :class:`FunctionModel`; see that class."""
 
-    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose, *,
-                 usage: int | None = None) -> None:
-        """``usage``: the tokens a clone's source holds (its messages may have been
-        trimmed on overflow); counted from ``messages`` for a new session."""
+    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose,
+                 usage: int) -> None:
+        """``usage``: the tokens ``messages`` hold (a clone's source may have trimmed
+        its messages on overflow, so it is carried, not counted again)."""
         self._model = model
         self.messages = list(messages)
         self.purpose = purpose
         self.id = model.new_session_id()
         self.destroyed = False
-        if usage is not None:  # a clone: its source was checked
-            self._usage = usage
-            return
-        self._usage = sum(model.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
-        if self._usage > model.context_window:
-            raise QuotaExceededError("initial prompts exceed the context window",
-                                     requested=self._usage, quota=model.context_window)
+        self._usage = usage
 
     @property
     def context_window(self) -> int:
@@ -204,7 +198,7 @@ class FunctionSession:
 
     async def clone(self) -> "FunctionSession":
         self._check_alive()
-        copy = FunctionSession(self._model, self.messages, self.purpose, usage=self._usage)
+        copy = FunctionSession(self._model, self.messages, self.purpose, self._usage)
         self._model.clones += 1
         return copy
 
@@ -272,11 +266,9 @@ class FunctionModel:
                      purpose: Purpose = Purpose.STEP) -> FunctionSession:
         if self._availability != "available":
             raise ModelUnavailableError(f"the model is {self._availability}")
-        for i, message in enumerate(initial_prompts):
-            if message["role"] == "system" and i != 0:
-                raise ValueError("a system prompt must come first in initial_prompts")
+        messages, usage = opening_messages(initial_prompts, self.count, self.context_window)
         self.created += 1
-        return FunctionSession(self, initial_prompts, Purpose(purpose))
+        return FunctionSession(self, messages, Purpose(purpose), usage)
 
     def calls_for(self, purpose: Purpose) -> list[PromptCall]:
         return [c for c in self.calls if c.purpose == purpose]

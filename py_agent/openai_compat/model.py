@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
+from ..message_list import MESSAGE_OVERHEAD, opening_messages
 from ..model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
@@ -34,7 +35,6 @@ from .wire import SCHEMA_MODES, Reply, chat_body
 log = logging.getLogger("py_agent.openai_compat")
 
 DEFAULT_CONTEXT_WINDOW = 4096
-MESSAGE_OVERHEAD = 4  # tokens a chat template adds around each message, roughly
 MIN_REPLY_TOKENS = 64
 
 
@@ -50,10 +50,6 @@ class StreamChunk:
 
 
 ChunkHandler = Callable[[StreamChunk], Union[None, Awaitable[None]]]
-
-
-def _estimate(messages: list[dict[str, str]]) -> int:
-    return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages)
 
 
 class OpenAISession:
@@ -218,14 +214,7 @@ class OpenAIModel:
     async def create(self, *, initial_prompts: list[Message],
                      purpose: Purpose = Purpose.STEP) -> OpenAISession:
         await self.connect()
-        for i, message in enumerate(initial_prompts):
-            if message["role"] == "system" and i != 0:
-                raise ValueError("a system prompt must come first in initial_prompts")
-        messages = [{"role": m["role"], "content": m["content"]} for m in initial_prompts]
-        usage = _estimate(messages)
-        if usage > self.window:
-            raise QuotaExceededError("initial prompts exceed the context window",
-                                     requested=usage, quota=self.window)
+        messages, usage = opening_messages(initial_prompts, estimate_tokens, self.window)
         return OpenAISession(self, messages, Purpose(purpose), usage)
 
     def describe(self) -> dict[str, Any]:
