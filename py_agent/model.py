@@ -41,9 +41,13 @@ class Purpose(str, Enum):
 
 
 class ModelError(Exception):
-    """Base class of every error a model or its bridge raises."""
+    """Base class of every error a model or its bridge raises. ``speaks_to_user``: the
+    message already says, in the user's words, what went wrong and what to do (a
+    server's errors do), so a failed turn shows it rather than the kind's general
+    text."""
 
     retryable = False
+    speaks_to_user = False
 
 
 class QuotaExceededError(ModelError):

@@ -5,7 +5,8 @@ import pytest
 
 from py_agent import (ModelUnavailableError, QuotaExceededError, RetryableToolError, StepPolicy,
                       tool)
-from py_agent.model import Purpose
+from py_agent.model import ModelNetworkError, Purpose
+from py_agent.openai_compat import ServerUnreachableError
 from py_agent.testing import PromptCall, ScriptedReplies, step_json
 from tests.unit.support import run
 
@@ -206,6 +207,31 @@ def test_model_errors_during_a_step_end_the_turn_with_a_message_and_keep_it(make
     assert result.status == "error" and "not available right now" in result.answer
     archive = run(store.read_archive("s"))
     assert archive[0].user == "hello there" and archive[0].status == "error"
+
+
+class GpuLost(ModelUnavailableError):
+    """A backend's own kind of "unavailable"."""
+
+
+class LinkDropped(ModelNetworkError):
+    """A backend's own kind of network failure."""
+
+
+@pytest.mark.parametrize("error, expected", [
+    (GpuLost("the GPU process crashed"), "not available right now"),
+    (LinkDropped("socket closed"), "could not be reached"),
+    (ServerUnreachableError("Nothing is listening at http://127.0.0.1:9/v1: is the model "
+                            "server running?"), "Nothing is listening at http://127.0.0.1:9/v1"),
+])
+def test_a_failed_turn_reads_by_the_errors_kind_not_its_class_name(make_agent, error, expected):
+    """A subclass reads as its kind; an error whose message speaks to the user (a
+    server's) is shown as it is."""
+    def step(call):
+        raise error
+
+    agent, _, _ = make_agent(step)
+    result = run(agent.run("hello there", session_id="s"))
+    assert result.status == "error" and expected in result.answer
 
 
 def test_a_step_call_that_never_answers_is_stopped_and_the_next_turn_works(make_agent):
