@@ -33,6 +33,10 @@ from typing import Protocol, runtime_checkable
 from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 
+# How often a conditional write (a session's state, the user profile) is tried again
+# after another tab or process wrote the same record first.
+CONFLICT_RETRIES = 5
+
 
 class StorageError(Exception):
     """A write or read the store could not do; ``kind`` says why, for the UI."""
