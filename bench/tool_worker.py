@@ -23,7 +23,6 @@ test: numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
 import threading
@@ -35,12 +34,12 @@ sys.path.insert(0, str(ROOT))
 
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.e2e.pages import ask_worker, install_fake_lm_scripts, tool_call_responder  # noqa: E402
 
 RESPONDER = tool_call_responder(r"""[
     [/^Calculate (.+)$/i, (m) => ['calculate', {expression: m[1]}]],
 ]""")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 TIMEOUT_MS = 120_000
 
 
@@ -99,7 +98,7 @@ def main() -> int:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=shutil.which("chromium"), headless=True, args=FLAGS)
+                executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
             # Both orders, so that neither side gets the warmer browser; medians.
             runs: dict[str, list[dict]] = {"tool worker": [], "inline": []}
             for order in range(args.rounds):
