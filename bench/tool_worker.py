@@ -49,10 +49,11 @@ def turn(page, text: str) -> float:
     started = time.perf_counter()
     page.get_by_test_id("chat-input").fill(text)
     page.get_by_test_id("send-button").click()
-    page.wait_for_function(
-        "(n) => { const m = document.querySelectorAll('[data-role=\"assistant\"]')[n];"
-        " return m && ['answered', 'error', 'incomplete'].includes(m.dataset.state); }",
-        arg=before, timeout=TIMEOUT_MS)
+    # A locator's wait, not wait_for_function: that evals its predicate in the page,
+    # which the page's CSP forbids.
+    page.locator('[data-role="assistant"]').nth(before).locator(
+        'xpath=self::*[@data-state="answered" or @data-state="error" or '
+        '@data-state="incomplete"]').wait_for(timeout=TIMEOUT_MS)
     return time.perf_counter() - started
 
 
@@ -63,8 +64,7 @@ def measure(browser, base: str, query: str, calls: int) -> dict:
     started = time.perf_counter()
     page.goto(f"{base}/{query}")
     page.get_by_test_id("chat-input").wait_for(state="visible", timeout=TIMEOUT_MS)
-    page.wait_for_function("document.querySelector('[data-testid=\"status\"]')"
-                           ".dataset.state === 'ready'", timeout=TIMEOUT_MS)
+    page.locator('[data-testid="status"][data-state="ready"]').wait_for(timeout=TIMEOUT_MS)
     ready = time.perf_counter() - started
     page.evaluate("""() => { window.toolMs = [];
       window.pyAgentWorker.worker.addEventListener('message', (m) => {
