@@ -1,5 +1,5 @@
-"""A model session kept as a list of chat messages: what a message costs, and how a
-session starts.
+"""A model session kept as a list of chat messages: what a message costs, how a
+session starts, and what every such session holds (:class:`MessageListSession`).
 
 Two backends keep their sessions this way, the OpenAI-compatible server
 (:mod:`py_agent.openai_compat.model`) and the test double
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from .model import Message, QuotaExceededError
+from .model import Message, ModelUnavailableError, Purpose, QuotaExceededError
 
 # Tokens a chat template adds around each message (role markers), roughly.
 MESSAGE_OVERHEAD = 4
@@ -44,3 +44,23 @@ def opening_messages(initial_prompts: list[Message], count: Count,
         raise QuotaExceededError("initial prompts exceed the context window",
                                  requested=usage, quota=window)
     return messages, usage
+
+
+class MessageListSession:
+    """What every message-list session holds: its own copy of the messages, the tokens
+    they hold (``context_usage``), and the rule that a destroyed session refuses every
+    call. A backend adds ``context_window`` and the calls."""
+
+    def __init__(self, messages: list[Message], purpose: Purpose, usage: int) -> None:
+        self.messages = list(messages)
+        self.purpose = purpose
+        self._usage = usage
+        self.destroyed = False
+
+    @property
+    def context_usage(self) -> int:
+        return self._usage
+
+    def _check_alive(self) -> None:
+        if self.destroyed:
+            raise ModelUnavailableError("the session has been destroyed")

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, Union
 
 from .model import (Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError,
                     ResponseConstraintError)
-from .message_list import MESSAGE_OVERHEAD, opening_messages
+from .message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
 from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
@@ -110,31 +110,20 @@ def refusing_every_constraint() -> ConstraintCheck:
     return lambda schema: "responseConstraint is not supported"
 
 
-class FunctionSession:
+class FunctionSession(MessageListSession):
     """A session of :class:`FunctionModel`; see that class."""
 
     def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose,
                  usage: int) -> None:
         """``usage``: the tokens ``messages`` hold (a clone's source may have trimmed
         its messages on overflow, so it is carried, not counted again)."""
+        super().__init__(messages, purpose, usage)
         self._model = model
-        self.messages = list(messages)
-        self.purpose = purpose
         self.id = model.new_session_id()
-        self.destroyed = False
-        self._usage = usage
 
     @property
     def context_window(self) -> int:
         return self._model.context_window
-
-    @property
-    def context_usage(self) -> int:
-        return self._usage
-
-    def _check_alive(self) -> None:
-        if self.destroyed:
-            raise ModelUnavailableError("the session has been destroyed")
 
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:

@@ -22,8 +22,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
-from ..message_list import MESSAGE_OVERHEAD, opening_messages
-from ..model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
+from ..message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
+from ..model import Availability, Message, Purpose, QuotaExceededError
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
@@ -52,28 +52,17 @@ class StreamChunk:
 ChunkHandler = Callable[[StreamChunk], Union[None, Awaitable[None]]]
 
 
-class OpenAISession:
+class OpenAISession(MessageListSession):
     """A conversation kept as a message list; see the module docstring."""
 
-    def __init__(self, model: "OpenAIModel", messages: list[dict[str, str]], purpose: Purpose,
+    def __init__(self, model: "OpenAIModel", messages: list[Message], purpose: Purpose,
                  usage: int) -> None:
+        super().__init__(messages, purpose, usage)
         self._model = model
-        self.messages = messages
-        self.purpose = purpose
-        self._usage = usage
-        self.destroyed = False
 
     @property
     def context_window(self) -> int:
         return self._model.window
-
-    @property
-    def context_usage(self) -> int:
-        return self._usage
-
-    def _check_alive(self) -> None:
-        if self.destroyed:
-            raise ModelUnavailableError("the session has been destroyed")
 
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
@@ -114,7 +103,7 @@ class OpenAISession:
 
     async def clone(self) -> "OpenAISession":
         self._check_alive()
-        return OpenAISession(self._model, list(self.messages), self.purpose, self._usage)
+        return OpenAISession(self._model, self.messages, self.purpose, self._usage)
 
     async def destroy(self) -> None:
         self.destroyed = True
