@@ -73,6 +73,14 @@ def _check_written_from(stored: int | None, version: int, what: str) -> None:
                                  f"(stored version {stored or 0}, written from {version})")
 
 
+def written(*records: SessionState | UserProfile | None) -> None:
+    """After a conditional write succeeded: each record written (None: not written)
+    learns the version the store now holds, one up from the one it was made from."""
+    for record in records:
+        if record is not None:
+            record.version += 1
+
+
 def check_blob(blob: object) -> None:
     """Refuse a recall blob that is not bytes (None, to drop one, is fine)."""
     if blob is not None and not isinstance(blob, (bytes, bytearray, memoryview)):
