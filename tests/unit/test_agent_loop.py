@@ -8,7 +8,7 @@ from py_agent import (ModelUnavailableError, QuotaExceededError, RetryableToolEr
 from py_agent.model import ModelNetworkError, Purpose
 from py_agent.openai_compat import ServerUnreachableError
 from py_agent.testing import PromptCall, ScriptedReplies, step_json
-from tests.unit.support import run
+from tests.unit.support import run, stopped_turn
 
 CALLS: list[str] = []
 
@@ -180,14 +180,7 @@ def test_stop_ends_the_turn_cleanly_and_keeps_the_message_as_stopped(make_agent)
     agent, model, store = make_agent()
     model.latency = 5.0
 
-    async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("slow question", session_id="s", abort=abort))
-        await asyncio.sleep(0.1)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    result = run(scenario())
+    result = run(stopped_turn(agent, "slow question", after=0.1))
     assert result.status == "stopped" and result.answer == "" and result.saved
     [kept] = run(store.read_archive("s"))
     assert (kept.id, kept.user, kept.status) == (result.turn_id, "slow question", "stopped")

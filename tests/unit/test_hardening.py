@@ -15,7 +15,7 @@ from demo_tools.calculator import calculate
 from py_agent.model import Purpose, destroy_quietly
 from py_agent.sqlite_store import SqliteStore
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
-from tests.unit.support import make_responder, run
+from tests.unit.support import make_responder, run, stopped_turn
 
 DEEP = 20_000
 FAST = StepPolicy(timeout_s=0.3)
@@ -280,14 +280,7 @@ def test_stop_during_a_hung_call_keeps_the_message():
 
     agent, _ = agent_for(hang, step_policy=StepPolicy(timeout_s=60))
 
-    async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("please wait", session_id="s", abort=abort))
-        await asyncio.sleep(0.1)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    result = run(scenario())
+    result = run(stopped_turn(agent, "please wait", after=0.1))
     assert result.status == "stopped"
     assert [(t.user, t.status) for t in run(agent.transcript("s"))] == [("please wait", "stopped")]
 
