@@ -4,7 +4,7 @@
 # and Forget for each. Forget asks first; Edit is an inline field (Enter saves, Escape
 # cancels). A private chat says here that it neither reads nor adds to the profile.
 from ui.app import on, running, state
-from ui.dom import by_id, clear, listen, make, missing, plural
+from ui.dom import by_id, clear, clicked_in_row, listen, make, plural
 from ui.link import request
 from ui.memory import refresh_memory
 from ui.memory_log import when
@@ -191,13 +191,9 @@ def save_edit():
 
 
 def on_click(event):
-    target = event.target.closest("[data-action]")
-    if missing(target):
+    target, fact_id = clicked_in_row(event, "data-fact-id")
+    if target is None:
         return
-    item = target.closest("li[data-fact-id]")
-    if missing(item):
-        return
-    fact_id = item.getAttribute("data-fact-id")
     action = target.getAttribute("data-action")
     if action == "edit" and not running():
         set_mode("edit", fact_id)

@@ -9,7 +9,7 @@
 from pyscript import document, window
 
 from ui.app import emit, on, running, state
-from ui.dom import by_id, clear, listen, make, missing, plural
+from ui.dom import by_id, clear, clicked_in_row, listen, make, missing, plural
 from ui.link import request
 from ui.memory import render_memory
 from ui.status import render_status, show_storage_warning, storage_problem, update_controls
@@ -375,13 +375,9 @@ def show_imported(session_id, title, turns):
 
 
 def on_list_click(event):
-    target = event.target.closest("[data-action]")
-    if missing(target):
+    target, session_id = clicked_in_row(event, "data-row")
+    if target is None:
         return
-    row = target.closest("li[data-row]")
-    if missing(row):
-        return
-    session_id = row.getAttribute("data-row")
     action = target.getAttribute("data-action")
     if action == "open":
         if not running() and session_id != state["session"]:
