@@ -8,7 +8,7 @@ from ui.dom import by_id, clear, clicked_in_row, listen, make, plural
 from ui.link import request
 from ui.memory import refresh_memory
 from ui.memory_log import when
-from ui.status import show_storage_warning
+from ui.status import failure_text, show_storage_warning
 
 profile_panel = by_id("profile-panel")
 profile_facts = by_id("profile-facts")
@@ -156,8 +156,7 @@ def refresh_profile(*args):
                 set_mode(None)   # the fact left meanwhile (another tab, a memory pass)
             render_profile()
         elif not ok:
-            show_storage_warning("Could not read the profile (%s: %s)." % (
-                value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not read the profile (%s)." % failure_text(value))
     request("profile", done)
 
 
@@ -169,8 +168,7 @@ def after_change(what):
     def done(ok, value):
         set_mode(None)
         if not ok:
-            show_storage_warning("Could not %s the fact (%s: %s)." % (
-                what, value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not %s the fact (%s)." % (what, failure_text(value)))
         refresh_profile()
         refresh_memory()   # the shown chat's own copy, or what its prompt carries, changed
     return done
