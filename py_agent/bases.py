@@ -23,12 +23,12 @@ from ._model_guard import create_guarded
 from .budget import MemoryAccountant
 from .constraints import ConstraintLadder, ModelConstraints
 from .events import AgentEvent, Emit
-from .model import LanguageModel, Message, ModelSession, Purpose, destroy_quietly
+from .model import (GEMINI_NANO_WINDOW, LanguageModel, Message, ModelSession, Purpose,
+                    destroy_quietly)
 from .prefix import PrefixPlan, PrefixPlanner
 
-# The window assumed before any model session exists: Gemini Nano's, as the Prompt
-# API reports it in Chrome (``contextWindow``/``inputQuota``).
-DEFAULT_CONTEXT_WINDOW = 9216
+# The window assumed before any model session exists: Gemini Nano's.
+DEFAULT_CONTEXT_WINDOW = GEMINI_NANO_WINDOW
 
 
 class BaseSessions:

@@ -17,6 +17,10 @@ from .waiting import bounded, contained
 
 log = logging.getLogger("py_agent")
 
+# The context window of Chrome's built-in model (Gemini Nano), in tokens, as the Prompt
+# API reports it (``contextWindow``/``inputQuota``): what the agent assumes before a
+# model has said its own, and the test double's default.
+GEMINI_NANO_WINDOW = 9216
 # How long the agent waits for a session's destroy(): freeing a session is
 # housekeeping and may not hold up the end of a turn, a compaction or closing.
 DESTROY_TIMEOUT_S = 5.0

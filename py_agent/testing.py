@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
-from .model import (Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError,
-                    ResponseConstraintError)
 from .message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
+from .model import (GEMINI_NANO_WINDOW, Availability, Message, ModelUnavailableError, Purpose,
+                    QuotaExceededError, ResponseConstraintError)
 from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
@@ -202,7 +202,7 @@ class FunctionModel:
 
     Args:
         fn: answers each prompt; may be async; may raise model errors to simulate them.
-        context_window: the window each session enforces (Gemini Nano's is about 9,216).
+        context_window: the window each session enforces (Gemini Nano's by default).
         availability: what ``availability()`` reports; ``create`` fails unless "available".
         measure_supported: whether ``measure`` returns exact counts or None.
         latency: seconds each prompt takes, to test stopping a turn mid-call.
@@ -212,7 +212,7 @@ class FunctionModel:
             as ``(purpose, constraint, reason)``, not in ``calls``. None takes any.
     """
 
-    def __init__(self, fn: Responder, *, context_window: int = 9216,
+    def __init__(self, fn: Responder, *, context_window: int = GEMINI_NANO_WINDOW,
                  availability: Availability = "available", measure_supported: bool = True,
                  latency: float = 0.0, constraint_check: ConstraintCheck | None = None) -> None:
         self.fn = fn
