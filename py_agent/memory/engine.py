@@ -18,8 +18,10 @@ The engine owns the memory policy in use: :meth:`MemoryEngine.plan`, which every
 and every compaction calls first, makes the model's step base session and takes the
 policy planned with it for the model's window (scaled down for a small one, back to
 the policy asked for after a switch to a larger one), announcing a change with a
-``policy_changed`` event. Nothing else changes the policy. The engine also keeps the live memory sessions
-(:mod:`py_agent.memory.live`) in step with every change of a session's memory.
+``policy_changed`` event. Nothing else changes the policy.
+
+The engine also keeps the live memory sessions (:mod:`py_agent.memory.live`) in step
+with every change of a session's memory.
 
 It is built from the session table and the base sessions alone (never from an
 agent), and it reports only through the ``emit`` callable it is given. The user
