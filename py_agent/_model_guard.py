@@ -13,8 +13,9 @@ import asyncio
 from typing import Any
 
 from .boundary import clean_text, describe
+from .events import log
 from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession, Purpose,
-                    as_model_error, destroy_quietly)
+                    TaggedSession, as_model_error, destroy_quietly, for_conversation)
 from .waiting import Crashed, contained
 
 # Replies longer than this are cut before anything reads them (the step parser looks
@@ -81,6 +82,23 @@ class GuardedSession:
     @property
     def context_usage(self) -> int:
         return _count(lambda: self.inner.context_usage, "context usage")
+
+    @property
+    def conversation_id(self) -> str:
+        """The chat the wrapped session's streamed pieces are tagged with ("" for a
+        backend without tags; see :class:`~py_agent.model.TaggedSession`)."""
+        try:
+            tag = self.inner.conversation_id if isinstance(self.inner, TaggedSession) else ""
+        except Exception:
+            return ""
+        return tag if isinstance(tag, str) else ""
+
+    @conversation_id.setter
+    def conversation_id(self, value: str) -> None:
+        try:
+            for_conversation(self.inner, value)
+        except Exception as exc:  # a tag the backend refuses costs only the tag
+            log.warning("could not tag a model session: %s", describe(exc))
 
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:

@@ -93,9 +93,6 @@ class AgentHost:
         abort = asyncio.Event()
         self._aborts[session_id] = abort
         try:
-            model = self.agent.model
-            if hasattr(model, "conversation_id"):
-                model.conversation_id = session_id
             result = await self.agent.run(text, session_id=session_id, abort=abort)
         finally:
             if self._aborts.get(session_id) is abort:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from enum import Enum
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from .boundary import describe
 from .waiting import bounded, contained
@@ -26,6 +26,7 @@ GEMINI_NANO_WINDOW = 9216
 DESTROY_TIMEOUT_S = 5.0
 
 Availability = Literal["available", "downloadable", "downloading", "unavailable"]
+S = TypeVar("S")
 
 
 class Message(TypedDict):
@@ -177,6 +178,25 @@ class AppendableSession(ModelSession, Protocol):
         """Add ``text`` as a user message to the context, processed but not answered;
         raises :class:`QuotaExceededError` if it does not fit."""
         ...
+
+
+@runtime_checkable
+class TaggedSession(Protocol):
+    """A session of a backend that streams: every piece it streams is tagged with the
+    conversation (the agent's chat) it serves, so that a page showing one chat shows
+    only that chat's pieces. The tag belongs to the session, never to the model, which
+    every chat shares; whoever clones a session for a chat tags the clone
+    (:func:`for_conversation`), and a clone keeps its original's tag."""
+
+    conversation_id: str
+
+
+def for_conversation(session: S, conversation_id: str) -> S:
+    """``session`` tagged with ``conversation_id`` (see :class:`TaggedSession`); a session
+    of a backend without tags is returned as it is."""
+    if isinstance(session, TaggedSession):
+        session.conversation_id = conversation_id
+    return session
 
 
 @runtime_checkable

@@ -78,12 +78,19 @@ async def call_transport(transport: Transport, method: str, args: list[Any],
 
 
 class BridgeSession:
-    """A Prompt API session living on the main thread, addressed by id."""
+    """A Prompt API session living on the main thread, addressed by id.
 
-    def __init__(self, model: "BridgeModel", info: dict[str, Any], purpose: Purpose) -> None:
+    ``conversation_id`` is the agent's chat this session serves: each prompt names it,
+    and the LLM host tags the prompt's streamed pieces with it (a
+    :class:`~py_agent.model.TaggedSession`). A clone keeps it.
+    """
+
+    def __init__(self, model: "BridgeModel", info: dict[str, Any], purpose: Purpose,
+                 conversation_id: str = "") -> None:
         self._model = model
         self.id = str(info["sessionId"])
         self.purpose = purpose
+        self.conversation_id = conversation_id
         self._window = int(info.get("contextWindow") or 0)
         self._usage = int(info.get("contextUsage") or 0)
 
@@ -110,7 +117,7 @@ class BridgeSession:
                    "omitResponseConstraintInput": response_constraint is not None,
                    "requestId": request_id,
                    "stream": Purpose(purpose) in self._model.stream_purposes,
-                   "conversationId": self._model.conversation_id}
+                   "conversationId": self.conversation_id}
         try:
             value = await self._model.call("prompt", [self.id, text, options])
         except asyncio.CancelledError:
@@ -144,7 +151,8 @@ class BridgeSession:
         return None if value is None else int(value)
 
     async def clone(self) -> "BridgeSession":
-        return BridgeSession(self._model, await self._model.call("clone", [self.id]), self.purpose)
+        return BridgeSession(self._model, await self._model.call("clone", [self.id]), self.purpose,
+                             self.conversation_id)
 
     async def destroy(self) -> None:
         try:
@@ -166,7 +174,6 @@ class BridgeModel:
                  languages: tuple[str, ...] = ("en",)) -> None:
         self.transport = transport
         self.stream_purposes = stream_purposes
-        self.conversation_id = ""  # tags streamed chunks with the agent session they belong to
         self.context_window: int | None = None
         self.languages = tuple(languages)
         self._ids = itertools.count(1)

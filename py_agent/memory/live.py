@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..budget import MemoryAccountant
-from ..model import ModelSession, Purpose, destroy_quietly
+from ..model import ModelSession, Purpose, destroy_quietly, for_conversation
 from ..prompting import MemoryView, render_facts, render_turn
 from ..state import Fact, SessionState
 
@@ -287,7 +287,8 @@ class MemorySessions:
         profile = self.profile_of(state)
         view, dropped = self.accountant.view(state, max(0, room), profile)
         kept = [t.id for t in state.recent_turns][dropped:]
-        session = await asyncio.wait_for(base.clone(), self.timeout_s)
+        session = for_conversation(await asyncio.wait_for(base.clone(), self.timeout_s),
+                                   state.session_id)  # its clones stream in this chat
         try:
             if view.render():
                 await asyncio.wait_for(session.append(memory_text(view), purpose=Purpose.STEP),

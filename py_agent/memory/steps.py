@@ -17,7 +17,8 @@ from typing import Awaitable, Callable
 
 from ..budget import MemoryPolicy
 from ..constraints import Announce, ModelConstraints
-from ..model import DESTROY_TIMEOUT_S, Message, ModelError, ModelSession, Purpose, destroy_quietly
+from ..model import (DESTROY_TIMEOUT_S, Message, ModelError, ModelSession, Purpose,
+                     destroy_quietly, for_conversation)
 from ..state import CompressionRecord, Fact, FactChange, FactIds, Turn
 from ..tokens import TokenCounter
 from .fact_rules import carried_by
@@ -46,16 +47,19 @@ class CompactionPreemptedError(ModelError):
 
 async def bounded_call(base: Callable[[], Awaitable[ModelSession]], purpose: Purpose,
                        text: str, schema: dict | None, timeout: float,
-                       stop: asyncio.Event | None = None) -> tuple[str, float]:
+                       stop: asyncio.Event | None = None, *,
+                       conversation_id: str = "") -> tuple[str, float]:
     """One model call on a fresh clone of ``base()``, stopped after ``timeout`` seconds
     or when ``stop`` is set; the clone is destroyed either way (which is how the
-    Prompt API aborts a call). Returns the reply and its duration in ms."""
+    Prompt API aborts a call). The clone is tagged with ``conversation_id``, the chat
+    the pass works for, so what it streams is that chat's, whatever turn runs
+    meanwhile. Returns the reply and its duration in ms."""
     clock = time.perf_counter()
     session: ModelSession | None = None
 
     async def call() -> str:
         nonlocal session
-        session = await (await base()).clone()
+        session = for_conversation(await (await base()).clone(), conversation_id)
         return await session.prompt(text, response_constraint=schema, purpose=purpose)
 
     task = asyncio.ensure_future(call())

@@ -40,7 +40,8 @@ MIN_REPLY_TOKENS = 64
 
 @dataclass(frozen=True)
 class StreamChunk:
-    """A piece of a reply as it streams in: ``delta`` is new, ``text`` is all so far."""
+    """A piece of a reply as it streams in: ``delta`` is new, ``text`` is all so far;
+    ``conversation_id`` is the chat of the session that asked ("" if it has none)."""
 
     purpose: str
     delta: str
@@ -53,12 +54,17 @@ ChunkHandler = Callable[[StreamChunk], Union[None, Awaitable[None]]]
 
 
 class OpenAISession(MessageListSession):
-    """A conversation kept as a message list; see the module docstring."""
+    """A conversation kept as a message list; see the module docstring.
+
+    ``conversation_id`` is the agent's chat this session serves: the pieces its prompts
+    stream carry it (:attr:`StreamChunk.conversation_id`), and a clone keeps it.
+    """
 
     def __init__(self, model: "OpenAIModel", messages: list[Message], purpose: Purpose,
-                 usage: int) -> None:
+                 usage: int, conversation_id: str = "") -> None:
         super().__init__(messages, purpose, usage)
         self._model = model
+        self.conversation_id = conversation_id
 
     @property
     def context_window(self) -> int:
@@ -75,7 +81,8 @@ class OpenAISession(MessageListSession):
                                      requested=needed + MIN_REPLY_TOKENS, quota=model.window)
         messages = [*self.messages, {"role": "user", "content": text}]
         reply = await model.complete(messages, response_constraint, Purpose(purpose),
-                                     max_tokens=min(model.max_tokens, room))
+                                     max_tokens=min(model.max_tokens, room),
+                                     conversation_id=self.conversation_id)
         answer = reply.text
         self.messages = [*messages, {"role": "assistant", "content": answer}]
         if reply.prompt_tokens is not None:
@@ -103,7 +110,8 @@ class OpenAISession(MessageListSession):
 
     async def clone(self) -> "OpenAISession":
         self._check_alive()
-        return OpenAISession(self._model, self.messages, self.purpose, self._usage)
+        return OpenAISession(self._model, self.messages, self.purpose, self._usage,
+                             self.conversation_id)
 
     async def destroy(self) -> None:
         self.destroyed = True
@@ -158,7 +166,6 @@ class OpenAIModel:
         self.stream = stream
         self.on_chunk = on_chunk
         self.options = dict(options or {})
-        self.conversation_id = ""  # tags streamed chunks with the agent session, like BridgeModel
         self.include_usage = True
         self.facts: ServerFacts | None = None
         self.context_window: int | None = context_window
@@ -225,8 +232,9 @@ class OpenAIModel:
         return token_count(tokenizer, data)
 
     async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
-                       purpose: Purpose, *, max_tokens: int) -> Reply:
-        """One completion; streamed pieces go to ``on_chunk``. A refused ``stream_options``
+                       purpose: Purpose, *, max_tokens: int, conversation_id: str = "") -> Reply:
+        """One completion; streamed pieces go to ``on_chunk``, tagged with
+        ``conversation_id`` (the chat the calling session serves). A refused ``stream_options``
         is dropped for good. A refused ``response_format`` is tried in the next form
         (kept for good once one takes the schema); a schema refused in every form raises
         :class:`ResponseFormatRefusedError`, a refused response constraint, and the
@@ -239,7 +247,8 @@ class OpenAIModel:
                              include_usage=self.include_usage, schema_mode=mode or SCHEMA_MODES[0],
                              options=self.options)
             try:
-                reply = await self.client.complete(body, self._chunk_sink(purpose, request_id))
+                reply = await self.client.complete(
+                    body, self._chunk_sink(purpose, request_id, conversation_id))
             except ModelNotFoundError as exc:
                 served = ", ".join(self.facts.models) if self.facts and self.facts.models else ""
                 if served:
@@ -274,7 +283,7 @@ class OpenAIModel:
         index = SCHEMA_MODES.index(mode) + 1
         return SCHEMA_MODES[index] if index < len(SCHEMA_MODES) else None
 
-    def _chunk_sink(self, purpose: Purpose, request_id: str):
+    def _chunk_sink(self, purpose: Purpose, request_id: str, conversation_id: str):
         handler = self.on_chunk
         if handler is None:
             return None
@@ -284,7 +293,7 @@ class OpenAIModel:
             parts.append(delta)
             try:
                 result = handler(StreamChunk(purpose.value, delta, "".join(parts), request_id,
-                                             self.conversation_id))
+                                             conversation_id))
                 if result is not None:
                     await result
             except Exception:  # a display bug must not cost the user the reply

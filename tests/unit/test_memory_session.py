@@ -233,15 +233,16 @@ def test_a_changed_fact_is_never_read_from_an_old_memory_session(make_agent):
     run(settle(agent))
     from py_agent.state import CompressionRecord, Fact
 
-    def refreshed(current):  # what a facts refresh commits
-        state = current.copy()
-        state.facts = [Fact(category="preference", text="The user is vegan now")]
-        return state
-
     record = CompressionRecord(session_id="s", started_at=0, duration_ms=0, ok=True,
                                turn_ids=[], previous_summary="", summary_prompt="", summary="",
                                kind="facts")
-    run(agent.sessions.commit_compaction("s", record, refreshed))
+
+    def refreshed(current):  # what a facts refresh commits
+        state = current.copy()
+        state.facts = [Fact(category="preference", text="The user is vegan now")]
+        return state, record
+
+    run(agent.sessions.commit_compaction("s", refreshed))
     run(agent.run("What should I cook?", session_id="s"))
     assert "The user is vegan now" in context_text(first_steps(model)[-1])
 

@@ -76,12 +76,17 @@ def test_a_prompt_sends_the_prefix_first_and_counts_tokens_from_usage(server, st
     assert first.messages[-1] == {"role": "assistant", "content": reply}
 
 
-def test_streamed_pieces_reach_on_chunk_with_the_purpose(server):
+def test_streamed_pieces_reach_on_chunk_with_the_purpose_and_the_sessions_chat(server):
     chunks = []
     model = model_for(server, on_chunk=chunks.append, context_window=4000)
-    model.conversation_id = "s1"
     server.push(Reply(content="Streaming works fine, piece by piece.", chunk_chars=5))
-    reply = run(one_prompt(model))
+
+    async def tagged_clone_prompts() -> str:
+        base = await model.create(initial_prompts=[{"role": "system", "content": "Be brief."}])
+        base.conversation_id = "s1"
+        return await (await base.clone()).prompt("Hello")   # a clone keeps the tag
+
+    reply = run(tagged_clone_prompts())
     assert reply == "Streaming works fine, piece by piece."
     assert len(chunks) == 8 and "".join(c.delta for c in chunks) == reply
     assert chunks[-1].text == reply and chunks[0].text == "Strea"

@@ -161,8 +161,11 @@ class RunningTurn:
         """A streamed delta of a model call. Only the delta is read (the text so far
         would be a copy of the whole reply per chunk), and here it is only fed to the
         StreamedReply: what the page shows of it is drawn by flush_preview, at most every
-        PREVIEW_MS, so that a fast stream of tiny chunks never keeps the page busy."""
-        if self.final or str(getattr(detail, "purpose", "")) != "step":
+        PREVIEW_MS, so that a fast stream of tiny chunks never keeps the page busy.
+        Only this turn's chat's steps count: a delta is tagged with the chat its model
+        session serves (conversationId), and another chat may stream at the same time."""
+        if self.final or str(getattr(detail, "purpose", "")) != "step" or \
+                str(getattr(detail, "conversationId", "")) != self.session:
             return
         reply = self._reply
         offset = int(detail.offset)
