@@ -32,7 +32,7 @@ from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
 from .memory.profile_control import ProfileControl
 from .memory.steps import base_prompts
 from .memory_report import estimated_budget, memory_report
-from .model import LanguageModel, Purpose
+from .model import LanguageModel
 from .prefix import PrefixPlan, PrefixPlanner
 from .profile import ProfileFact
 from .prompting import SYSTEM_INSTRUCTION
@@ -47,6 +47,7 @@ from .tokens import TokenCounter
 from .tools import Tool
 from .transfer import SessionBundle, parse_session
 from .turn.compact_tool import COMPACT_TOOL, compact_tool
+from .turn.context import TurnContext
 from .turn.policies import StepPolicy, ToolPolicy
 from .turn.recall_tool import RECALL_TOOL, recall_tool
 from .turn.runner import TurnRunner, TurnSettings
@@ -109,7 +110,7 @@ class Agent:
                                if recall else None)
         planner = PrefixPlanner(self.requested_policy, self.accountant.counter,
                                 system_instruction, registry, top_k)
-        self.bases = BaseSessions(model, planner, self.accountant, base_prompts(), self._emit)
+        self.bases = BaseSessions(model, planner, base_prompts(), self._emit)
         self.memory = MemoryEngine(self.sessions, self.bases, self.accountant, self._emit,
                                    calls=self.model_calls, memory_sessions=memory_sessions)
         self.profile_control = ProfileControl(self.sessions, self.accountant, self._emit)
@@ -177,8 +178,8 @@ class Agent:
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
-        return await self.turns.run(clean_text(prompt).strip(), session_id, on_event=on_event,
-                                    abort=abort)
+        turn = TurnContext(session_id, clean_text(prompt).strip(), abort)
+        return await self.turns.run(turn, on_event=on_event)
 
     async def stream(self, prompt: str, session_id: str = "default", *,
                      abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:
@@ -197,7 +198,6 @@ class Agent:
         """Compact now: every turn but the newest ``min_recent_turns`` goes into memory."""
         await self.sessions.open(session_id, create=False)
         await self.wait_idle(session_id)
-        await self.bases.get(Purpose.STEP)
         async with self.sessions.turn_lock(session_id):
             return await self.memory.compact(session_id, "manual", focus, everything=True)
 

@@ -27,6 +27,8 @@ EventType = Literal[
     "memory_updated",      # {summary, facts, recent_turns, compactions, degraded, record}
     "compaction_failed",   # {error, trigger, degraded, facts, record}
     "prefix_planned",      # {level, tokens, window, scaled, reason, ...}; session_id ""
+    "policy_changed",      # {window, level, scaled, reason, before, after}: the memory
+                           #  policy in use, planned for the model's window; session_id ""
     "constraint_level",    # {purpose, level, label, refused: [{level, error, lasting}], index?}
     "error",               # {message, kind}
     # the user profile (py_agent.profile): changed by a memory pass of session_id ("by":

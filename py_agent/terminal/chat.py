@@ -227,7 +227,6 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
                         on_chunk=ui.on_chunk, options=extra,
                         timeouts=Timeouts(read=options.timeout,
                                           call=max(600.0, options.timeout * 2)))
-    model.conversation_id = options.session_id
     problem = await _connect(model)
     # The memory policy and the prompt prefix fit themselves to the model's window.
     agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event)

@@ -26,9 +26,9 @@ from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
                          shorten, step_constraint)
 from ..results import RunResult, StepTrace
-from ..retrieval import ScoredTool
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .compact_tool import COMPACT_TOOL
+from .context import TurnContext
 from .policies import StepPolicy, ToolPolicy
 from .tool_runner import SyncRunner, run_tool
 
@@ -71,19 +71,16 @@ def action_key(tool: str, tool_input: Any) -> str:
 
 
 @dataclass
-class TurnContext:
-    """Everything one turn needs from the agent, and what it reports back."""
+class TurnLoop:
+    """What one turn's loop needs besides the turn's own context (the agent's policies,
+    how to open a model session and make the first prompt), and what it reports back."""
 
-    session_id: str
-    turn_id: int
-    message: str
-    tools: list[ScoredTool]
+    turn: TurnContext
     first_prompt: Callable[[list[StepTrace], bool], str]
     new_session: Callable[[], Awaitable[ModelSession]]
     emit: Callable[[AgentEvent], Awaitable[None]]
     tool_policy: ToolPolicy
     max_steps: int
-    abort: asyncio.Event | None = None
     step_policy: StepPolicy = field(default_factory=StepPolicy)
     sync_tool_runner: SyncRunner | None = None
     # The response constraints the model accepted so far (py_agent.constraints).
@@ -94,19 +91,20 @@ class TurnContext:
     steps: list[StepTrace] = field(default_factory=list)
 
 
-async def run_turn(ctx: TurnContext) -> RunResult:
+async def run_turn(ctx: TurnLoop) -> RunResult:
     """Run the loop until an answer, the step cap, an abort or an unrecoverable error."""
-    by_name = {s.tool.name: s.tool for s in ctx.tools}
-    result = RunResult(answer="", steps=ctx.steps, session_id=ctx.session_id,
-                       turn_id=ctx.turn_id,
-                       tools_offered=[(s.tool.name, s.score) for s in ctx.tools])
+    turn = ctx.turn
+    by_name = {s.tool.name: s.tool for s in turn.offered}
+    result = RunResult(answer="", steps=ctx.steps, session_id=turn.session_id,
+                       turn_id=turn.turn_id,
+                       tools_offered=[(s.tool.name, s.score) for s in turn.offered])
     seen: dict[str, str] = {}
     recovered = False
 
     async def emit(event_type: str, /, **data: Any) -> None:
-        await ctx.emit(AgentEvent(event_type, ctx.session_id, data))  # type: ignore[arg-type]
+        await ctx.emit(AgentEvent(event_type, turn.session_id, data))  # type: ignore[arg-type]
 
-    session = await model_call(ctx.new_session(), ctx.step_policy, ctx.abort, "start a step")
+    session = await model_call(ctx.new_session(), ctx.step_policy, turn.abort, "start a step")
     try:
         prompt = ctx.first_prompt(result.steps, False)
         while len(result.steps) < ctx.max_steps:
@@ -123,7 +121,7 @@ async def run_turn(ctx: TurnContext) -> RunResult:
                 # tighter memory and the steps so far condensed, once.
                 recovered = True
                 await session.destroy()
-                session = await model_call(ctx.new_session(), ctx.step_policy, ctx.abort,
+                session = await model_call(ctx.new_session(), ctx.step_policy, turn.abort,
                                            "start a step")
                 prompt = ctx.first_prompt(result.steps, True)
                 continue
@@ -145,7 +143,7 @@ async def run_turn(ctx: TurnContext) -> RunResult:
 
 
 async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index: int,
-                       ctx: TurnContext) -> tuple[str, ConstraintLevel]:
+                       ctx: TurnLoop) -> tuple[str, ConstraintLevel]:
     """One step call under the richest response constraint the model takes (a refused
     one is asked again a level down: :mod:`py_agent.constraints`); each call is retried
     after a retryable model error (not after a timeout). The reply and its level."""
@@ -155,15 +153,16 @@ async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index:
         for attempt in range(policy.retries + 1):
             try:
                 return await model_call(session.prompt(prompt, response_constraint=constraint,
-                                                       purpose=Purpose.STEP), policy, ctx.abort)
+                                                       purpose=Purpose.STEP), policy,
+                                        ctx.turn.abort)
             except ModelError as exc:
                 if not exc.retryable or attempt == policy.retries:
                     raise
-            await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.abort)
+            await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.turn.abort)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def announce(change: LevelChange) -> None:
-        await ctx.emit(AgentEvent("constraint_level", ctx.session_id,
+        await ctx.emit(AgentEvent("constraint_level", ctx.turn.session_id,
                                   {**change.to_dict(), "index": index}))
 
     return await ctx.constraints.ask(Purpose.STEP, lambda level: step_constraint(level, by_name),
@@ -185,7 +184,7 @@ def _gave_up(steps: list[StepTrace], max_steps: int) -> str:
             "or break it into smaller parts.")
 
 
-async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: dict,
+async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
                         seen: dict[str, str], emit: Callable[..., Awaitable[None]]) -> str:
     """Act on one reply; fill in ``step``; return the next delta prompt."""
     try:
@@ -245,7 +244,7 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
     else:
         step.kind = "tool"
         outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
-                                           ctx.sync_tool_runner), ctx.abort)
+                                           ctx.sync_tool_runner), ctx.turn.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
