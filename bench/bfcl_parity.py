@@ -57,7 +57,6 @@ CALL = """async ([op, id, args]) => {
     else if (op === 'prompt') {
       const s = sessions.get(id);
       const options = args.schema ? {responseConstraint: args.schema, omitResponseConstraintInput: true} : {};
-      if (args.maxTokens) options.maxTokens = args.maxTokens;
       value = {text: await s.prompt(args.text, options), usage: s.contextUsage};
     } else if (op === 'append') { const s = sessions.get(id); await s.append(args.text); value = {usage: s.contextUsage}; }
     else if (op === 'measure') value = await sessions.get(id).measureContextUsage(args.text);
@@ -87,7 +86,7 @@ class PageSession:
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         value = await self.model.call("prompt", self.id, {
-            "text": text, "schema": response_constraint, "maxTokens": self.model.max_tokens})
+            "text": text, "schema": response_constraint})
         self._usage = value["usage"]
         return value["text"]
 
@@ -116,7 +115,8 @@ class PageModelBackend:
     async def create(self, *, initial_prompts: list, purpose: Purpose = Purpose.STEP
                      ) -> PageSession:
         return PageSession(self, await self.call("create", None, {
-            "initialPrompts": initial_prompts, "samplingMode": "most-predictable"}))
+            "initialPrompts": initial_prompts, "samplingMode": "most-predictable",
+            "maxTokens": self.max_tokens}))
 
     async def call(self, op: str, session: int | None, args: dict) -> Any:
         answer = await self.page.evaluate(CALL, [op, session, args])
