@@ -92,6 +92,9 @@ class Tool:
     # tool runner asks the user before each call (py_agent.turn.approval). False: it
     # only reads or computes.
     confirm: bool = False
+    # Seconds a call may take, when not the tool policy's (a tool server's tools: the
+    # network and the server's own work).
+    timeout_s: float | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the tool directly calls the function, so tools stay testable."""

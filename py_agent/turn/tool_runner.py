@@ -152,7 +152,8 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, policy.timeout_s, sync_runner)
+            value = await _call_once(tool, kwargs, tool.timeout_s or policy.timeout_s,
+                                     sync_runner)
         except ToolTimeoutError as exc:
             # Not retried: a hang is seldom transient, and the user has waited already.
             return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")
