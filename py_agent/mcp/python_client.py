@@ -22,6 +22,10 @@ from .tool_lists import is_tools_list, sanitize_body
 
 log = logging.getLogger("py_agent.mcp")
 
+# JSON-RPC codes the SDK raises for the connection itself (mcp_types.jsonrpc).
+CONNECTION_CLOSED = -32000
+REQUEST_TIMEOUT = -32001
+
 INSTALL_HINT = ("Tool servers need the MCP SDK for Python: pip install 'py-agent[mcp]' "
                 "(or pip install mcp)")
 
@@ -214,6 +218,13 @@ class PythonConnection:
             raise
         except Exception as exc:
             inner = _unwrap(exc)
+            code = getattr(getattr(inner, "error", None), "code", None)
+            if code == CONNECTION_CLOSED:
+                raise ToolServerError("closed", f"The tool server at {self.url} went away "
+                                                "during the call.") from None
+            if code == REQUEST_TIMEOUT:
+                raise ToolServerError("timeout", f"The tool server at {self.url} did not "
+                                                 f"answer within {timeout_s:g} s.") from None
             if type(inner).__name__ == "MCPError" and self.seen.get("status") in (None, 200, 202):
                 # the server answered the call with a JSON-RPC error (an unknown tool, bad
                 # arguments): the model reads it
