@@ -54,11 +54,12 @@ def start_later():
     # phones) show nothing until the agent is ready, and the tools panel sits below the
     # fold: they are imported and started after the page has painted and the worker is
     # taken over. Each catches up on a boot that finished before it started.
-    from ui import memory, profile, sessions, tools_panel
+    from ui import memory, profile, sessions, tool_servers, tools_panel
     memory.start()
     profile.start()
     sessions.start()
     tools_panel.start()
+    tool_servers.start()
 
 
 window.setTimeout(keep(start_later), 0)

@@ -51,14 +51,17 @@ async function networkFailure(url) {
   }
   try {
     // An opaque request is not subject to CORS: if it gets through, the server is there
-    // and refused this page's origin.
+    // and refused this page's origin. (A cross-origin isolated page, as serve.py's, gets
+    // no opaque response without the server's Cross-Origin-Resource-Policy: there the
+    // browser tells a refusal from silence in no way a page can read.)
     await fetch(url, {method: 'GET', mode: 'no-cors', cache: 'no-store'});
     return failure('cors', `The tool server at ${url} is running but does not allow this ` +
       `page to call it (CORS). The server must send ${CORS_HEADERS}.`);
   } catch {
     if (cspBlocked.has(origin)) return networkFailure(url);
-    return failure('unreachable', `The tool server at ${url} cannot be reached: is it ` +
-      'running, and is the address right?');
+    return failure('unreachable', `The tool server at ${url} cannot be reached from this ` +
+      'page. Either it is not running (check the address), or it does not allow this page ' +
+      `to call it (CORS): then the server must send ${CORS_HEADERS}.`);
   }
 }
 

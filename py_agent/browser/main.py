@@ -25,6 +25,7 @@ from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .page_tools import PageTools
+from .tool_servers import ToolServers
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
 from ..turn.remote_tools import ToolWorkerClient
@@ -179,6 +180,7 @@ async def main(boot: Any) -> None:
                                               "data": {"count": len(tools)}}})
 
     toolset.subscribe(tools_changed)
+    tool_servers = ToolServers(boot, toolset, link.post, (manifest.get("mcp") or {}).get("client"))
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)
     switch = BackendSwitch(
@@ -197,7 +199,7 @@ async def main(boot: Any) -> None:
     def on_message(data: Any) -> None:
         message = _to_py(data)
         if not isinstance(message, dict) or link.resolve(message) or \
-                page_tools.resolve(message):
+                page_tools.resolve(message) or tool_servers.handle(message):
             return
         switch.handle(message)
 
@@ -212,3 +214,4 @@ async def main(boot: Any) -> None:
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
+    tool_servers.start(manifest.get("mcp_servers") or [])

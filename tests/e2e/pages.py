@@ -288,7 +288,7 @@ def tool_call_responder(rules: str) -> str:
     a message no rule matches ``"You said: <message>"``.
     """
     return step_responder(r"""
-    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
+    const observed = /^Observation from ([\w.-]+): ([\s\S]*)$/.exec(text);
     if (observed) return step({thought: 'scripted', finalAnswer: `${observed[1]} -> ${observed[2]}`});
     const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
     const offered = schema.properties.toolName.enum;

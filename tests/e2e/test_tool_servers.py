@@ -12,7 +12,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+import threading
+
+from serving.http_server import make_server
+from serving.tool_servers import tool_servers_from_args
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path
+from tests.tool_server_processes import everything_server, free_port, python_server
 from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, ask_worker, boot,
                              chat, install_fake_lm_scripts, tool_call_responder, wait_until)
 
@@ -20,7 +25,9 @@ pytestmark = pytest.mark.e2e
 
 RULES = r"""[
     [/title of this page/i, () => ['page_title', {}]],
-    [/shout (\w+)/i, (m) => ['shout', {word: m[1]}]],
+    [/echo (.+)$/i, (m) => ['echo', {message: m[1]}]],
+    [/sum of (\d+) and (\d+)/i, (m) => ['get-sum', {a: Number(m[1]), b: Number(m[2])}]],
+    [/weather in (\w+)/i, (m) => ['weather', {city: m[1]}]],
 ]"""
 
 
@@ -34,14 +41,113 @@ def webmcp_browser(playwright) -> Browser:
 
 
 @pytest.fixture(scope="module")
-def app(webmcp_browser: Browser, app_server: str) -> Page:
+def servers():
+    """The reference MCP server (npm) and ours (tests/mcp_servers.py)."""
+    everything, ours = everything_server(), python_server()
+    yield everything, ours
+    everything.stop()
+    ours.stop()
+
+
+@pytest.fixture(scope="module")
+def mcp_app(servers) -> str:
+    """The app served as `serve.py --mcp <reference server> --mcp <ours>` would."""
+    everything, ours = servers
+    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+                         tool_servers=tool_servers_from_args([everything.url + "/mcp",
+                                                              ours.url + "/mcp"]))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def app(webmcp_browser: Browser, mcp_app: str) -> Page:
     """The app, booted once, with the fake model scripted by RULES."""
     context = webmcp_browser.new_context()
     page = context.new_page()
     install_fake_lm_scripts(page, {"responderSource": tool_call_responder(RULES)})
-    boot(page, app_server + "/")
+    boot(page, mcp_app + "/")
     yield page
     context.close()
+
+
+def server_item(page: Page, url: str):
+    return page.locator(f'[data-testid="tool-server"][data-url="{url}"]')
+
+
+def test_a_message_is_answered_through_the_reference_servers_tools(app: Page, servers) -> None:
+    everything, ours = servers
+    for url in (everything.url + "/mcp", ours.url + "/mcp"):
+        expect(server_item(app, url)).to_have_attribute("data-state", "connected",
+                                                        timeout=TURN_TIMEOUT_MS)
+    expect(server_item(app, everything.url + "/mcp").locator(".name")).to_have_text(
+        "mcp-servers/everything")
+    group = app.locator('[data-testid="tool-group"][data-server="mcp-servers/everything"]')
+    expect(group).to_have_count(1)
+    expect(app.locator('[data-tool-name="get-sum"]')).to_have_attribute(
+        "data-server", "mcp-servers/everything")
+    expect(app.locator('[data-tool-name="delete_file"]')).to_have_attribute("data-confirm", "true")
+    new_chat(app)
+    assert chat(app, "Please echo good morning") == "echo -> Echo: good morning"
+    assert chat(app, "What is the sum of 19 and 23?") == "get-sum -> The sum of 19 and 23 is 42."
+    assert chat(app, "What is the weather in Lisbon?") == \
+        "weather -> Sunny and 21 C in Lisbon."
+
+
+def test_connecting_from_the_tools_panel_and_what_goes_wrong(app: Page, servers) -> None:
+    everything, ours = servers
+    def connect(url: str, token: str = "") -> None:
+        app.get_by_test_id("tool-server-url").fill(url)
+        app.get_by_test_id("tool-server-token").fill(token)
+        app.get_by_test_id("tool-server-connect").click()
+
+    auth = ours.url + "/auth/mcp"
+    connect(auth)
+    item = server_item(app, auth)
+    expect(item).to_have_attribute("data-state", "refused", timeout=TURN_TIMEOUT_MS)
+    expect(item.get_by_test_id("tool-server-error")).to_contain_text("needs a token (HTTP 401)")
+    connect(auth, "wrong")
+    expect(item.get_by_test_id("tool-server-error")).to_contain_text(
+        "refused the token (HTTP 403)", timeout=TURN_TIMEOUT_MS)
+    connect(auth, "let-me-in")
+    expect(item).to_have_attribute("data-state", "connected", timeout=TURN_TIMEOUT_MS)
+
+    nocors = ours.url + "/nocors/mcp"
+    connect(nocors)
+    item = server_item(app, nocors)
+    # this page is cross-origin isolated: the browser shows a refusal (CORS) as silence,
+    # so the message names both, and the header the server must send
+    expect(item).to_have_attribute("data-state", "unreachable", timeout=TURN_TIMEOUT_MS)
+    expect(item.get_by_test_id("tool-server-error")).to_contain_text(
+        "it does not allow this page to call it (CORS): then the server must send "
+        "Access-Control-Allow-Origin")
+
+    elsewhere = f"http://127.0.0.1:{free_port()}/mcp"
+    connect(elsewhere)
+    item = server_item(app, elsewhere)
+    expect(item).to_have_attribute("data-kind", "csp", timeout=TURN_TIMEOUT_MS)
+    expect(item.get_by_test_id("tool-server-error")).to_contain_text(f"--mcp {elsewhere}")
+
+    html = ours.url + "/html"
+    connect(html)
+    expect(server_item(app, html).get_by_test_id("tool-server-error")).to_contain_text(
+        "does not answer as an MCP server", timeout=TURN_TIMEOUT_MS)
+    bad = ours.url + "/raw/badschema"
+    connect(bad)
+    expect(server_item(app, bad).get_by_test_id("tool-server-skipped").first).to_contain_text(
+        "string_tool", timeout=TURN_TIMEOUT_MS)
+
+    # remembered in this browser; Disconnect forgets it and withdraws its tools
+    saved = app.evaluate("JSON.parse(localStorage.getItem('py-agent.tool-servers'))")
+    assert [s["url"] for s in saved] == [auth, nocors, elsewhere, html, bad]
+    assert saved[0]["token"] == "let-me-in"
+    server_item(app, auth).get_by_test_id("tool-server-disconnect").click()
+    expect(server_item(app, auth)).to_have_count(0)
+    assert auth not in [s["url"] for s in
+                        app.evaluate("JSON.parse(localStorage.getItem('py-agent.tool-servers'))")]
 
 
 def new_chat(page: Page) -> None:
