@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import signal
 import sys
@@ -25,6 +26,7 @@ from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from ..results import RunResult
 from ..sqlite_store import SqliteStore
 from ..store import StorageError
+from ..tools.toolset import ToolSet
 from .tool_files import ToolFileError, load_tool_files
 
 COMPACTION_WAIT_S = 120.0
@@ -40,6 +42,8 @@ class ChatOptions:
     db: Path
     session_id: str
     tool_paths: list[str] = field(default_factory=list)   # --tools modules
+    mcp_urls: list[str] = field(default_factory=list)     # --mcp tool servers
+    mcp_token: str | None = None                          # --mcp-token
     trace: bool = False
     context_window: int | None = None
     max_tokens: int = 1024
@@ -229,10 +233,16 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
                                           call=max(600.0, options.timeout * 2)))
     model.conversation_id = options.session_id
     problem = await _connect(model)
+    toolset = ToolSet(tools)
+    servers = await connect_servers(options, toolset, ui)
+    if servers is None:
+        store.close()
+        return 2
     # The memory policy and the prompt prefix fit themselves to the model's window.
-    agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event)
+    agent = Agent(model=model, store=store, tools=toolset.tools(), on_event=ui.on_event)
+    toolset.subscribe(agent.set_tools)
     if interactive or options.trace:
-        ui.note(_banner(model, options, problem, len(tools)))
+        ui.note(_banner(model, options, problem, len(agent.tools)))
     loop = asyncio.get_running_loop()
     reader = LineReader(interactive)
     failed = False
@@ -249,8 +259,39 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
             ui.answer(result)
             failed = failed or result.status == "error"
     finally:
+        for server in servers:
+            await server.close()
         await _finish(agent, store, ui)
     return 1 if failed else 0
+
+
+async def connect_servers(options: ChatOptions, toolset: ToolSet, ui: Terminal) -> list | None:
+    """Connect the --mcp servers, their tools into ``toolset`` (kept in step with each
+    server's list); each server's state on stderr. None when the MCP SDK is missing."""
+    if not options.mcp_urls:
+        return []
+    from ..mcp import connect_mcp
+    from ..mcp.python_client import INSTALL_HINT
+    try:
+        import mcp  # noqa: F401  (the SDK: the py-agent[mcp] extra)
+    except ImportError:
+        print(f"error: --mcp: {INSTALL_HINT}", file=sys.stderr)
+        return None
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)   # its tracebacks are ours to say
+    headers = {"Authorization": f"Bearer {options.mcp_token}"} if options.mcp_token else None
+    servers = []
+    for url in options.mcp_urls:
+        server = await connect_mcp(url, headers=headers, on_change=lambda s: (
+            toolset.set_source(f"mcp:{s.url}", s.tools)))
+        toolset.set_source(f"mcp:{url}", server.tools)
+        if server.state == "connected":
+            ui.note(f"tool server {server.name} at {url}: {len(server.tools)} tools")
+        else:
+            ui.note(f"tool server at {url}: {server.state}: {server.error}")
+        for problem in server.skipped:
+            ui.note(f"  {problem}")
+        servers.append(server)
+    return servers
 
 
 async def _turn(agent: Agent, text: str, session_id: str, loop: asyncio.AbstractEventLoop,
