@@ -23,10 +23,11 @@ from .tools import (InvalidToolSchemaError, LoadedTools, RetryableToolError, Too
                     ToolTimeoutError, collect_tools, load_tool_modules, load_tools, schema_tool,
                     tool)
 from .transfer import SessionBundle, SessionImportError
+from .turn.approval import ApprovalRequest
 from .turn.policies import StepPolicy, ToolPolicy
 
 __all__ = [
-    "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact",
+    "Agent", "AgentEvent", "ApprovalRequest", "CompactionReport", "CompressionRecord", "Fact",
     "InMemoryKeyValueStore", "InMemoryStore", "InvalidToolSchemaError", "KeyValueStore",
     "LanguageModel",
     "LoadedTools", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",

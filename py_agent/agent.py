@@ -48,6 +48,7 @@ from .tools import Tool
 from .tools.remote import resolve_clashes
 from .transfer import SessionBundle, parse_session
 from .turn.compact_tool import COMPACT_TOOL, compact_tool
+from .turn.approval import Approver
 from .turn.policies import StepPolicy, ToolPolicy
 from .turn.recall_tool import RECALL_TOOL, recall_tool
 from .turn.runner import TurnRunner, TurnSettings
@@ -78,6 +79,12 @@ class Agent:
             into each turn's first prompt (sized by the memory policy's ``recall_*``),
             and the built-in ``recall`` tool; see :mod:`py_agent.recall.archive`.
         clock: the user's local time, an aware datetime (for "last week" in recall).
+        approve: asked before each call of a consequential tool (``Tool.confirm``):
+            ``approve(request)`` gets an :class:`~py_agent.turn.approval.ApprovalRequest`
+            (the tool's name, its arguments, its server, the session) and returns or
+            awaits ``True`` (allow once), ``"chat"`` (allow this tool for the rest of the
+            chat) or ``False`` (deny). None: such calls are refused, with an observation
+            that says why (see :mod:`py_agent.turn.approval`).
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -88,7 +95,8 @@ class Agent:
                  step_policy: StepPolicy | None = None,
                  sync_tool_runner: SyncRunner | None = None,
                  memory_sessions: int = DEFAULT_MAX_LIVE, recall: bool = True,
-                 clock: Callable[[], datetime] = local_now) -> None:
+                 clock: Callable[[], datetime] = local_now,
+                 approve: Approver | None = None) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.store: Store = store if store is not None else InMemoryStore()
@@ -112,7 +120,7 @@ class Agent:
                                    calls=self.model_calls, memory_sessions=memory_sessions)
         self.profile_control = ProfileControl(self.sessions, self.accountant, self._emit)
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
-                                     max_steps, sync_tool_runner)
+                                     max_steps, sync_tool_runner, approver=approve)
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
                                 self.retriever, self.settings, self._emit, self.model_calls,
                                 recall=self.archive_recall)
@@ -186,17 +194,19 @@ class Agent:
 
     async def run(self, prompt: str, session_id: str = "default", *,
                   on_event: EventHandler | None = None,
-                  abort: asyncio.Event | None = None) -> RunResult:
+                  abort: asyncio.Event | None = None,
+                  approve: Approver | None = None) -> RunResult:
         """Answer ``prompt`` in ``session_id``; never raises for model, tool or storage trouble.
 
         Whatever happens, the turn is kept in the transcript with the user's message:
         answered, "incomplete" (the step cap), "error" (with a message saying why),
         or "stopped" when ``abort`` is set (set it to stop) or the call is cancelled.
+        ``approve`` asks the user in this turn instead of the agent's ``approve``.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
         return await self.turns.run(clean_text(prompt).strip(), session_id, on_event=on_event,
-                                    abort=abort)
+                                    abort=abort, approve=approve)
 
     async def stream(self, prompt: str, session_id: str = "default", *,
                      abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:

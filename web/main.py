@@ -29,7 +29,8 @@ async def unpack_ui_bundle():
 
 await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
 
-from ui import boot_progress, chat, gemini_nano, layout, model_choice, page_models, status, tabs
+from ui import (approval, boot_progress, chat, gemini_nano, layout, model_choice, page_models,
+                status, tabs)
 from ui.dom import keep
 from ui.link import llm_host, take_over_worker
 
@@ -46,6 +47,7 @@ model_choice.start()
 page_models.start()   # after model_choice: it acts on the model the worker describes
 chat.start(llm_host())
 tabs.start()
+approval.start()
 take_over_worker()
 
 

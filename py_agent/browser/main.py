@@ -24,6 +24,7 @@ from ..tools.toolset import ToolSet
 from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
+from .approvals import PageApprovals
 from .page_tools import PageTools
 from .tool_servers import ToolServers
 from .fetch_transport import FetchTransport
@@ -181,6 +182,7 @@ async def main(boot: Any) -> None:
 
     toolset.subscribe(tools_changed)
     tool_servers = ToolServers(boot, toolset, link.post, (manifest.get("mcp") or {}).get("client"))
+    approvals = PageApprovals(link.post)   # the page asks the user before consequential calls
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)
     switch = BackendSwitch(
@@ -189,7 +191,8 @@ async def main(boot: Any) -> None:
                                                    on_chunk=on_chunk),
         make_agent=lambda model, policy: Agent(
             model=model, store=store, tools=toolset.tools(), memory=policy,
-            sync_tool_runner=tool_worker.call if tool_worker else None, **agent_options),
+            sync_tool_runner=tool_worker.call if tool_worker else None, approve=approvals,
+            **agent_options),
         post=link.post,
         page_models=PageModelSource.from_manifest(manifest.get("page_models")),
         make_page_model=lambda source: PageModelBridge(
@@ -199,7 +202,8 @@ async def main(boot: Any) -> None:
     def on_message(data: Any) -> None:
         message = _to_py(data)
         if not isinstance(message, dict) or link.resolve(message) or \
-                page_tools.resolve(message) or tool_servers.handle(message):
+                page_tools.resolve(message) or tool_servers.handle(message) or \
+                approvals.handle(message):
             return
         switch.handle(message)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, TypeVar
 
 from ..boundary import loads_bounded
@@ -30,6 +30,7 @@ from ..retrieval import ScoredTool
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .compact_tool import COMPACT_TOOL
 from .policies import StepPolicy, ToolPolicy
+from .approval import ApprovalGate
 from .tool_runner import SyncRunner, run_tool
 
 T = TypeVar("T")
@@ -88,6 +89,8 @@ class TurnContext:
     sync_tool_runner: SyncRunner | None = None
     # The response constraints the model accepted so far (py_agent.constraints).
     constraints: ModelConstraints = field(default_factory=ModelConstraints)
+    # Asks the user before a consequential call (py_agent.turn.approval); None: nobody to ask.
+    gate: ApprovalGate | None = None
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
     # The steps so far, kept here so that a stopped or failed turn still has them.
@@ -244,8 +247,15 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
                             "Now answer the user.")
     else:
         step.kind = "tool"
+
+        async def tell(kind: str, data: dict[str, Any]) -> None:
+            if kind == "approval":
+                step.approval = str(data.get("decision", ""))
+            await emit(kind, index=step.index, **data)
+
+        gate = replace(ctx.gate, emit=tell) if ctx.gate is not None else None
         outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
-                                           ctx.sync_tool_runner), ctx.abort)
+                                           ctx.sync_tool_runner, gate=gate), ctx.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..bases import BaseSessions
 from ..boundary import describe
@@ -43,6 +43,7 @@ from ..state import SessionState, Turn
 from ..waiting import TurnAborted, bounded
 from .first_prompt import build_first_prompt, without_memory
 from .loop import TurnContext, model_call, run_turn
+from .approval import ApprovalGate, Approvals, Approver
 from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
 from .recall_tool import RECALL_TOOL, bind_recall_tool
@@ -58,6 +59,10 @@ class TurnSettings:
     step_policy: StepPolicy
     max_steps: int
     sync_tool_runner: SyncRunner | None = None
+    # Who is asked before a consequential call (None: nobody: such calls are refused),
+    # and the tools the user allowed for a whole chat.
+    approver: Approver | None = None
+    approvals: Approvals = field(default_factory=Approvals)
 
 
 class TurnRunner:
@@ -84,14 +89,16 @@ class TurnRunner:
         self.emit, self.calls, self.recall = emit, calls, recall
 
     async def run(self, message: str, session_id: str, *, on_event: EventHandler | None = None,
-                  abort: asyncio.Event | None = None) -> RunResult:
+                  abort: asyncio.Event | None = None,
+                  approve: Approver | None = None) -> RunResult:
         """Answer ``message`` (already cleaned) in ``session_id``; never raises for model,
-        tool or storage trouble (see the module docstring)."""
+        tool or storage trouble (see the module docstring). ``approve``: this turn's
+        approver, instead of the settings' one."""
         async with self.sessions.turn_lock(session_id):
-            return await self._run(message, session_id, on_event, abort)
+            return await self._run(message, session_id, on_event, abort, approve)
 
     async def _run(self, message: str, session_id: str, on_event: EventHandler | None,
-                   abort: asyncio.Event | None) -> RunResult:
+                   abort: asyncio.Event | None, approve: Approver | None = None) -> RunResult:
         async def emit(event: AgentEvent) -> None:
             await self.emit(event)
             await deliver([on_event], event)
@@ -127,7 +134,9 @@ class TurnRunner:
                           tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                           abort=abort, step_policy=settings.step_policy,
                           sync_tool_runner=settings.sync_tool_runner,
-                          constraints=self.bases.constraints())
+                          constraints=self.bases.constraints(),
+                          gate=ApprovalGate(session_id, approve or settings.approver,
+                                            settings.approvals))
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:

@@ -17,7 +17,7 @@ import threading
 from serving.http_server import make_server
 from serving.tool_servers import tool_servers_from_args
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path
-from tests.tool_server_processes import everything_server, free_port, python_server
+from tests.tool_server_processes import calls, everything_server, free_port, python_server, reset
 from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, ask_worker, boot,
                              chat, install_fake_lm_scripts, tool_call_responder, wait_until)
 
@@ -28,6 +28,8 @@ RULES = r"""[
     [/echo (.+)$/i, (m) => ['echo', {message: m[1]}]],
     [/sum of (\d+) and (\d+)/i, (m) => ['get-sum', {a: Number(m[1]), b: Number(m[2])}]],
     [/weather in (\w+)/i, (m) => ['weather', {city: m[1]}]],
+    [/delete the file (\S+)/i, (m) => ['delete_file', {path: m[1]}]],
+    [/delete my note (.+)$/i, (m) => ['delete_note', {note: m[1]}]],
 ]"""
 
 
@@ -177,3 +179,62 @@ def test_page_tools_are_offered_called_and_withdrawn(app: Page) -> None:
     wait_until(app, "!document.querySelector('[data-tool-name=\"page_title\"]')",
                timeout_ms=TURN_TIMEOUT_MS)
     assert "page_title" not in tool_names(app)
+
+
+def deleted(ours) -> list[str]:
+    return [c["path"] for c in calls(ours) if c["tool"] == "delete_file"]
+
+
+def test_a_consequential_call_waits_for_the_user(app: Page, servers) -> None:
+    everything, ours = servers
+    reset(ours)
+    dialog = app.get_by_test_id("approval")
+    new_chat(app)
+
+    # Deny: the call does not run; the model reads why, and the turn goes on
+    from tests.e2e.pages import send, answer_to
+    send(app, "Please delete the file /tmp/a")
+    expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    expect(app.get_by_test_id("approval-what")).to_have_text(
+        "The agent wants to run delete_file from py-agent-test-server, which can change "
+        "things for you.")
+    assert '"/tmp/a"' in app.get_by_test_id("approval-arguments").text_content()
+    assert deleted(ours) == []   # it waits
+    app.get_by_test_id("approve-deny").click()
+    answer = answer_to(app, "Please delete the file /tmp/a")
+    expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(answer.locator(".text")).to_have_text(
+        "delete_file -> The user denied this call of delete_file; it did not run. Do not try "
+        "it again in this turn: answer the user, or ask what they want instead.")
+    expect(answer.locator('[data-testid="trace-step"][data-approval="deny"]')).to_have_count(1)
+    expect(dialog).to_be_hidden()
+    assert deleted(ours) == []
+
+    # Allow once: it runs, and the next call asks again
+    send(app, "Please delete the file /tmp/b")
+    expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    app.get_by_test_id("approve-once").click()
+    answer = answer_to(app, "Please delete the file /tmp/b")
+    expect(answer.locator(".text")).to_have_text("delete_file -> Deleted /tmp/b.",
+                                                 timeout=TURN_TIMEOUT_MS)
+    expect(answer.get_by_test_id("step-approval")).to_have_text("You allowed this call.")
+    send(app, "Please delete the file /tmp/c")
+    expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
+
+    # Allow for this chat: it runs, and later calls in this chat do not ask
+    app.get_by_test_id("approve-chat").click()
+    expect(answer_to(app, "Please delete the file /tmp/c").locator(".text")).to_have_text(
+        "delete_file -> Deleted /tmp/c.", timeout=TURN_TIMEOUT_MS)
+    assert chat(app, "Please delete the file /tmp/d") == "delete_file -> Deleted /tmp/d."
+    expect(answer_to(app, "Please delete the file /tmp/d").get_by_test_id("step-approval")
+           ).to_have_text("Allowed for this chat earlier.")
+    assert deleted(ours) == ["/tmp/b", "/tmp/c", "/tmp/d"]
+
+    # ...but a new chat asks again; the demo's own deleting tool asks too
+    new_chat(app)
+    send(app, "Please delete my note groceries")
+    expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    expect(dialog).to_have_attribute("data-tool", "delete_note")
+    app.get_by_test_id("approve-deny").click()
+    expect(answer_to(app, "Please delete my note groceries").locator(".text")).to_contain_text(
+        "The user denied this call of delete_note", timeout=TURN_TIMEOUT_MS)
