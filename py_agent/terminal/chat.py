@@ -27,6 +27,7 @@ from ..results import RunResult
 from ..sqlite_store import SqliteStore
 from ..store import StorageError
 from ..tools.toolset import ToolSet
+from ..turn.approval import ApprovalRequest
 from .tool_files import ToolFileError, load_tool_files
 
 COMPACTION_WAIT_S = 120.0
@@ -148,18 +149,27 @@ class LineReader:
         self._loop = asyncio.get_running_loop()
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._wanted = threading.Semaphore(0)
+        self._prompt = "you> "
+        self._ended = False
         threading.Thread(target=self._run, name="py-agent-stdin", daemon=True).start()
 
-    async def next(self) -> str | None:
-        """The next line without its newline, or None at the end of input."""
+    async def next(self, prompt: str = "you> ") -> str | None:
+        """The next line without its newline, or None at the end of input; ``prompt`` is
+        shown first in a terminal."""
+        if self._ended:
+            return None
+        self._prompt = prompt
         self._wanted.release()
-        return await self._lines.get()
+        line = await self._lines.get()
+        self._ended = line is None
+        return line
 
     def _run(self) -> None:
         while True:
             self._wanted.acquire()
             try:
-                line: str | None = input("you> ") if self.interactive else sys.stdin.readline()
+                line: str | None = input(self._prompt) if self.interactive \
+                    else sys.stdin.readline()
             except (EOFError, KeyboardInterrupt):
                 line = None
                 if self.interactive:
@@ -238,13 +248,14 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
     if servers is None:
         store.close()
         return 2
+    reader = LineReader(interactive)
     # The memory policy and the prompt prefix fit themselves to the model's window.
-    agent = Agent(model=model, store=store, tools=toolset.tools(), on_event=ui.on_event)
+    agent = Agent(model=model, store=store, tools=toolset.tools(), on_event=ui.on_event,
+                  approve=lambda request: ask_approval(request, reader, ui))
     toolset.subscribe(agent.set_tools)
     if interactive or options.trace:
         ui.note(_banner(model, options, problem, len(agent.tools)))
     loop = asyncio.get_running_loop()
-    reader = LineReader(interactive)
     failed = False
     try:
         while (line := await reader.next()) is not None:
@@ -263,6 +274,24 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
             await server.close()
         await _finish(agent, store, ui)
     return 1 if failed else 0
+
+
+APPROVAL_ANSWERS = {"y": "once", "yes": "once", "a": "chat", "all": "chat",
+                    "n": "deny", "no": "deny"}
+
+
+async def ask_approval(request: ApprovalRequest, reader: "LineReader", ui: Terminal) -> str:
+    """The terminal's approver: y (allow once), a (allow for this chat) or n (deny), read
+    from the next line of input; anything else, or the end of input, denies."""
+    where = f" from {request.server}" if request.server else ""
+    arguments = json.dumps(request.arguments, ensure_ascii=False)
+    ui.note(f"The agent wants to run {request.tool}{where} with {arguments}.")
+    ui.note("Allow it? [y] once, [a] for this chat, [n] no: ")
+    line = await reader.next(prompt="allow? [y/a/n] ")
+    chosen = APPROVAL_ANSWERS.get((line or "").strip().lower(), "deny")
+    ui.note({"once": "  allowed once", "chat": "  allowed for this chat",
+             "deny": "  denied"}[chosen])
+    return chosen
 
 
 async def connect_servers(options: ChatOptions, toolset: ToolSet, ui: Terminal) -> list | None:

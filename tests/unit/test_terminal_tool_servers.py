@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_openai_server import ChatRequest, FakeServer, agent_responder
-from tests.tool_server_processes import everything_server, python_server
+from tests.tool_server_processes import calls, everything_server, python_server, reset
 
 pytest.importorskip("mcp")
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +103,28 @@ def test_servers_that_cannot_be_used_are_named_and_the_chat_goes_on(tool_servers
     assert "Traceback" not in done.stderr
     assert done.stdout == "get-sum said: The sum of 1 and 2 is 3.\n"
     assert with_token.stdout == "weather said: Sunny and 21 C in Oslo.\n", with_token.stderr
+
+
+def test_a_consequential_call_asks_y_a_n(tool_servers, tmp_path) -> None:
+    everything, ours = tool_servers
+    reset(ours)
+    lines = ("Please delete the file /tmp/t1\nn\n"
+             "Please delete the file /tmp/t2\ny\n"
+             "Please delete the file /tmp/t3\na\n"
+             "Please delete the file /tmp/t4\n"
+             "Please delete the file /tmp/t5\n")   # asks nothing: allowed for the chat
+    with FakeServer(tool_server_responder) as model:
+        done = chat(model.url, lines, "--mcp", ours.url + "/mcp", "--db", str(tmp_path / "s.db"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "delete_file said: The user denied this call of delete_file; it did not run. Do not "
+        "try it again in this turn: answer the user, or ask what they want instead.",
+        "delete_file said: Deleted /tmp/t2.", "delete_file said: Deleted /tmp/t3.",
+        "delete_file said: Deleted /tmp/t4.", "delete_file said: Deleted /tmp/t5."]
+    assert [c["path"] for c in calls(ours) if c["tool"] == "delete_file"] == \
+        ["/tmp/t2", "/tmp/t3", "/tmp/t4", "/tmp/t5"]
+    assert done.stderr.count('The agent wants to run delete_file from py-agent-test-server '
+                             'with {"path": "/tmp/') == 3
+    assert ["  denied", "  allowed once", "  allowed for this chat"] == [
+        line for line in done.stderr.splitlines() if line.startswith("  ") and "allowed" in line
+        or line == "  denied"]
