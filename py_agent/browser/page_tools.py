@@ -6,19 +6,20 @@ annotations); each becomes a :class:`~py_agent.tools.Tool` through
 :func:`~py_agent.tools.remote.remote_tool` (source ``page`` or ``webmcp``), and the
 tool set's ``page`` source is replaced whenever the host says its tools changed. A call
 waits for the host's reply; when the turn stops or the call times out, the host is told
-to abort it. The messages are in ``web/page_tools.js``'s header.
+to abort it. The messages are in docs/protocols.md ("Agent worker ↔ page tools host").
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from typing import Any, Callable
 
+from ..replies import Replies
 from ..tools import InvalidToolSchemaError, Tool
 from ..tools.remote import remote_tool
 from ..tools.toolset import ToolSet
+from ..waiting import DeadlineExceeded
 
 log = logging.getLogger("py_agent.browser")
 
@@ -41,25 +42,20 @@ class PageTools:
         self.post = post
         self.toolset = toolset
         self.skipped: list[str] = []    # why a page tool could not be used, per tool
-        self._pending: dict[str, asyncio.Future] = {}
-        self._ids = itertools.count(1)
+        self._replies = Replies("pt")   # the host's replies, by id (docs/protocols.md)
         self._refreshing: asyncio.Task | None = None
         self._dirty = False
 
     async def _request(self, method: str, timeout: float | None = None,
                        **fields: Any) -> Any:
-        request_id = f"pt{next(self._ids)}"
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        self.post({"type": "page-tools", "id": request_id, "method": method, **fields})
+        pending = self._replies.expect()
+        self.post({"type": "page-tools", "id": pending.id, "method": method, **fields})
         try:
-            reply = await (asyncio.wait_for(future, timeout) if timeout else future)
+            reply = await pending.wait(timeout)
         except asyncio.CancelledError:
             if method == "call":   # the turn stopped, or the call's deadline passed
-                self.post({"type": "page-tools", "method": "cancel", "callId": request_id})
+                self.post({"type": "page-tools", "method": "cancel", "callId": pending.id})
             raise
-        finally:
-            self._pending.pop(request_id, None)
         if not reply.get("ok"):
             raise PageToolError(reply.get("error") or {})
         return reply.get("value")
@@ -72,9 +68,7 @@ class PageTools:
             return True
         if kind != "page-tools-result":
             return False
-        future = self._pending.get(str(message.get("id")))
-        if future is not None and not future.done():
-            future.set_result(message)
+        self._replies.settle(message)
         return True
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
@@ -85,7 +79,7 @@ class PageTools:
         """List the page's tools again and put them in the tool set."""
         try:
             described = await self._request("list", LIST_WAIT_S)
-        except (asyncio.TimeoutError, PageToolError) as exc:
+        except (DeadlineExceeded, PageToolError) as exc:
             log.warning("the page's tools could not be listed: %s", exc)
             return self.toolset.source(SOURCE)
         tools, skipped = [], []
