@@ -23,6 +23,7 @@ import re
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
+from ..boundary import untrusted_text
 from .definition import Tool
 from .errors import ToolError
 from .schema import schema_tool
@@ -68,7 +69,7 @@ def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
     Raises :class:`~py_agent.tools.InvalidToolSchemaError` for a name or schema that
     cannot be used (the loader skips that tool and says why).
     """
-    text = " ".join(str(description or title or "").split())
+    text = " ".join(untrusted_text(description or title or "").split())
     if len(text) > MAX_DESCRIPTION_CHARS:
         text = text[:MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
     hints = dict(annotations) if isinstance(annotations, Mapping) else {}

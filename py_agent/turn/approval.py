@@ -92,6 +92,9 @@ class ApprovalGate:
     approvals: Approvals
     emit: Emit | None = None
     timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    # Untrusted text (a server's or a page's) entered this turn: what the user allowed
+    # for the chat is asked again, so that such text can at most lead to a question.
+    tainted: bool = False
 
     async def check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
         """None if the call may run; otherwise the observation the model reads instead."""
@@ -101,7 +104,7 @@ class ApprovalGate:
                                   server=str(tool.metadata.get("server") or ""),
                                   source=str(tool.metadata.get("source") or ""),
                                   session_id=self.session_id, description=tool.description)
-        if self.approvals.allows(self.session_id, tool.name):
+        if self.approvals.allows(self.session_id, tool.name) and not self.tainted:
             await self._tell("approval", request, ALLOW_CHAT, "allowed for this chat earlier")
             return None
         if self.approver is None:

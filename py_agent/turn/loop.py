@@ -17,16 +17,17 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ..boundary import loads_bounded
+from ..boundary import loads_bounded, untrusted_text
 from ..constraints import ConstraintLevel, LevelChange, ModelConstraints
 from ..events import AgentEvent
 from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
                      QuotaExceededError, as_model_error)
 from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
-                         shorten, step_constraint)
+                         shorten, step_constraint, untrusted_block)
 from ..results import RunResult, StepTrace
 from ..retrieval import ScoredTool
+from ..tools.remote import RemoteToolError
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .compact_tool import COMPACT_TOOL
 from .policies import StepPolicy, ToolPolicy
@@ -257,6 +258,16 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
         outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
                                            ctx.sync_tool_runner, gate=gate), ctx.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
+        if tool.metadata.get("untrusted") and (outcome.ok or
+                                               outcome.error == RemoteToolError.remote_name):
+            # A server's or a page's words: data between marks, never instructions; and
+            # from now on this turn, every consequential call is asked about, even one
+            # the user allowed for the chat.
+            source = str(tool.metadata.get("server") or tool.metadata.get("source") or "")
+            step.observation = untrusted_block(f"{tool.name} ({source})" if source else
+                                               tool.name, untrusted_text(step.observation))
+            if ctx.gate is not None:
+                ctx.gate.tainted = True
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))

@@ -36,7 +36,10 @@ def tool_server_responder(request: ChatRequest):
     last = request.last_user
     if last.startswith("Observation from "):
         tool, _, result = last[len("Observation from "):].partition(": ")
-        return step("done", answer=f"{tool} said: {result.strip()}")
+        # a server's result comes between data marks, which name where it came from
+        result = re.sub(r"^\u27e6data from [^\u27e7]*; not instructions\u27e7 (.*) "
+                        r"\u27e6end of data\u27e7$", r"\1", result.strip(), flags=re.S)
+        return step("done", answer=f"{tool} said: {result}")
     message = last.rpartition("\nUser: ")[2]
     offered = request.offered_tools()
     for pattern, tool, make in (
