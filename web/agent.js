@@ -29,6 +29,9 @@
  *                  execute, annotations}); the host is agent.pageTools either way
  *   webmcp         true: also offer the tools this page registers on document.modelContext
  *                  (WebMCP, where the browser has it)
+ *   exposeTools    true: register the agent's own tools on document.modelContext, for the
+ *                  browser's agents to call (a consequential one asks first: answer its
+ *                  approval_requested event with agent.approve(decision, {session}))
  *
  * The agent: tools ([{name, description, signature, pinned}]), toolErrors ([{module,
  * message}] for tool modules that failed to load: the agent works without them),
@@ -80,7 +83,7 @@ export function partialField(json, key) {
 class Agent {
   constructor({tools, session = 'main', onEvent, turnTimeoutMs = 300_000,
                requestTimeoutMs = 30_000, workerURL = DEFAULT_WORKER_URL, llm,
-               pageTools, webmcp = false} = {}) {
+               pageTools, webmcp = false, exposeTools = false} = {}) {
     const url = new URL(workerURL, location.href);
     if (tools) url.searchParams.set('tools', [].concat(tools).join(','));
     this.session = session;
@@ -100,6 +103,7 @@ class Agent {
     for (const pageTool of Array.isArray(pageTools) ? pageTools : []) this.pageTools.register(pageTool);
     this._detachPageTools = this.pageTools.attach(this.worker);
     if (webmcp) this.pageTools.followModelContext();
+    this._exposeTools = exposeTools;
     this.worker.addEventListener('message', (event) => this._receive(event.data));
   }
 
@@ -114,6 +118,7 @@ class Agent {
     return withDeadline(ready, timeoutMs, 'starting the agent').then(async (details) => {
       this.toolErrors = (details?.tool_errors ?? []).map(({module, message}) => ({module, message}));
       this.tools = await this._request('tools');
+      if (this._exposeTools) this._unexpose = await this.pageTools.exposeAgentTools(this.worker);
       return this;
     });
   }
@@ -188,6 +193,12 @@ class Agent {
     }
   }
 
+  /** Answer the agent's question before a consequential call (an `approval_requested`
+   *  event of `session`): 'once', 'chat' or 'deny'. */
+  approve(decision, {session = this.session} = {}) {
+    return this._request('approve', {session_id: session, decision});
+  }
+
   stop({session = this.session} = {}) { return this._request('stop', {session_id: session}); }
   sessions() { return this._request('sessions'); }
   memory({session = this.session} = {}) { return this._request('memory', {session_id: session}); }
@@ -200,6 +211,7 @@ class Agent {
 
   /** Stop the worker and free the model's sessions. */
   close() {
+    this._unexpose?.();
     this._replies.close(new Error('the agent was closed'));
     this.llm.removeEventListener('chunk', this._chunks);
     this.llm.destroyAll();

@@ -40,6 +40,8 @@
  * (source 'page' for register(), 'webmcp' for the page's document.modelContext tools).
  */
 
+import {Replies} from './replies.js';
+
 const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 // What crosses to the worker at most; the agent caps observations further.
 export const MAX_RESULT_CHARS = 1_000_000;
@@ -268,6 +270,33 @@ export class PageTools extends EventTarget {
     };
     this.followed = ready;   // resolves once the first read is done (for tests and pages)
     return this._followed;
+  }
+
+  /**
+   * Register the tools of the agent in `worker` on this page's WebMCP, for the browser's
+   * agents to call: each call runs in the worker (`call_tool`), through the agent's
+   * approval gate (a consequential tool asks the user first, as in a chat: `session`
+   * names the chat the question belongs to). Returns a function that unregisters them;
+   * false without WebMCP.
+   */
+  async exposeAgentTools(worker, {session = 'webmcp', modelContext = globalThis.document?.modelContext,
+                                  timeoutMs = 300_000} = {}) {
+    if (!modelContext || typeof modelContext.registerTool !== 'function') return false;
+    const replies = new Replies({prefix: 'expose', timeoutMs});
+    const listener = (event) => { if (event.data?.type === 'reply') replies.settle(event.data); };
+    worker.addEventListener('message', listener);
+    const ask = (type, fields) => replies.request((id) => worker.postMessage({type, id, ...fields}),
+                                                  {what: `the agent's ${type} request`});
+    const tools = (await ask('tools', {})).filter((t) => t.source !== 'webmcp' && t.source !== 'builtin');
+    const unregister = await this.exposeToModelContext(
+      tools.map((t) => ({name: t.name, description: t.description, inputSchema: t.input_schema,
+                         readOnly: !t.confirm})),
+      (name, input) => ask('call_tool', {name, input, session_id: session}), modelContext);
+    return () => {
+      if (unregister) unregister();
+      worker.removeEventListener('message', listener);
+      replies.close(new Error('the tools were withdrawn'));
+    };
   }
 
   /**

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.e2e
 RULES = r"""[
     [/title of this page/i, () => ['page_title', {}]],
     [/read the article/i, () => ['read_article', {}]],
+    [/page say about the weather in (\w+)/i, (m) => ['page_weather', {city: m[1]}]],
     [/look up record ([\w-]+)/i, (m) => ['hostile_result_of', {id: m[1]}]],
     [/echo (.+)$/i, (m) => ['echo', {message: m[1]}]],
     [/sum of (\d+) and (\d+)/i, (m) => ['get-sum', {a: Number(m[1]), b: Number(m[2])}]],
@@ -311,3 +312,39 @@ def HOSTILE_PAGE_TOOLS() -> list[dict]:
     entries = json.loads((Path(__file__).parents[1] / "data" / "hostile" /
                           "hostile_results.json").read_text(encoding="utf-8"))["entries"]
     return [e for e in entries if e["vector"] == "page_tool"]
+
+
+def test_webmcp_tools_of_the_page_are_offered_and_the_agents_tools_can_be_registered(
+        app: Page) -> None:
+    """In Chromium with WebMCP enabled: the host page's document.modelContext tools become
+    agent tools (followed on toolchange), and the agent's own tools can be registered
+    there for the browser's agents (Playwright's page.webmcp is one)."""
+    assert app.evaluate("typeof document.modelContext.getTools") == "function"
+    new_chat(app)
+    app.evaluate("""() => document.modelContext.registerTool({
+      name: 'page_weather', description: 'What this page says about the weather in a city.',
+      inputSchema: {type: 'object', properties: {city: {type: 'string'}}, required: ['city']},
+      annotations: {readOnlyHint: true},
+      execute: async ({city}) => ({content: [{type: 'text', text: `The page says: sunny in ${city}`}]}),
+    })""")
+    tool = app.locator('[data-tool-name="page_weather"]')
+    expect(tool).to_have_attribute("data-server", "page", timeout=TURN_TIMEOUT_MS)
+    expect(tool).to_have_attribute("data-confirm", "false")
+    assert {"name": "page_weather", "source": "webmcp"}.items() <= next(
+        t for t in ask_worker(app, "tools") if t["name"] == "page_weather").items()
+    assert chat(app, "What does the page say about the weather in Rome?") == \
+        "page_weather -> " + data("page_weather", "page", "The page says: sunny in Rome")
+
+    # the agent's own tools, registered for the browser's agents
+    app.evaluate("""async () => { window.__unexpose = await window.pyAgentPageTools
+        .exposeAgentTools(window.pyAgentWorker.worker); }""")
+    registered = {t["name"] for t in app.webmcp.tools()}
+    assert {"calculate", "convert_units", "page_weather"} <= registered
+    assert "delete_note" in registered
+    result = app.webmcp.call_tool("calculate", {"expression": "6*7"})
+    assert result["content"][0]["text"] == "6*7 = 42"
+    # they are not offered back to the agent as page tools
+    names = [t["name"] for t in ask_worker(app, "tools")]
+    assert names.count("calculate") == 1
+    app.evaluate("window.__unexpose()")
+    assert "calculate" not in {t["name"] for t in app.webmcp.tools()}
