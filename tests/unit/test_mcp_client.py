@@ -221,3 +221,44 @@ def test_a_tool_list_that_changes_mid_turn(ours) -> None:
     late = next(t for t in agent.tools if t.name == "late_tool")
     assert run(late.fn(text="hi")) == "late: hi"
     run(server.close())
+
+
+def test_five_hundred_tools_from_two_servers_retrieve_like_local_ones(ours) -> None:
+    """The retriever does not know where a tool came from: 500 BFCL tools from two
+    servers are offered exactly as the same tools made locally are, and a turn's prompt
+    lists only the offered ones."""
+    import json
+    from pathlib import Path
+    from py_agent import schema_tool
+    from py_agent.retrieval import ToolRetriever
+
+    first = run(connect_mcp(ours.url + "/raw/many?count=250&offset=0&page=100"))
+    second = run(connect_mcp(ours.url + "/raw/many?count=250&offset=250&page=100"))
+    remote = [*first.tools, *second.tools]
+    assert len(remote) == 500 and len({t.name for t in remote}) == 500
+    data = Path(__file__).resolve().parents[1] / "data" / "bfcl"
+    specs = [json.loads(line) for line in
+             (data / "synthetic_tools.jsonl").read_text().splitlines()][:500]
+    local = [schema_tool(s["name"], s["description"], {"type": "object", "properties": {
+        p["name"]: {"type": "string", "description": p["description"]} for p in s["params"]}},
+        lambda **kw: "") for s in specs]
+    queries = [json.loads(line) for line in
+               (data / "synthetic_queries.jsonl").read_text().splitlines()]
+    queries = [q for q in queries if q["tool"] in {s["name"] for s in specs}]
+    by_remote, by_local = ToolRetriever(remote), ToolRetriever(local)
+    found = 0
+    for query in queries:
+        offered = [s.tool.name for s in by_remote.retrieve(query["query"])]
+        assert offered == [s.tool.name for s in by_local.retrieve(query["query"])]
+        found += query["tool"] in offered
+    assert found / len(queries) > 0.8, (found, len(queries))
+
+    prompts = []
+
+    def respond(call: PromptCall) -> str:
+        prompts.append(call.input)
+        return step_json(thought="direct", answer="ok")
+    agent = Agent(FunctionModel(respond), tools=remote)
+    result = run(agent.run(queries[0]["query"]))
+    listed = re.findall(r"^- ([\w.-]+)\(", prompts[0], re.MULTILINE)
+    assert listed == [name for name, _ in result.tools_offered] and len(listed) <= 6
