@@ -13,16 +13,13 @@ import asyncio
 from typing import Any
 
 from .boundary import clean_text, describe
-from .events import log
 from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession, Purpose,
-                    as_model_error)
-from .waiting import Crashed, bounded, contained
+                    as_model_error, destroy_quietly)
+from .waiting import Crashed, contained
 
 # Replies longer than this are cut before anything reads them (the step parser looks
 # at the first 50,000 characters; a summary is far shorter).
 MAX_REPLY_CHARS = 200_000
-# A session's destroy() is housekeeping: it may not hold up the end of a turn.
-DESTROY_TIMEOUT_S = 5.0
 
 
 def _typed(exc: BaseException) -> ModelError:
@@ -102,12 +99,7 @@ class GuardedSession:
 
     async def destroy(self) -> None:
         """Free the session; never raises (a failed destroy only leaks the session)."""
-        try:
-            await bounded(_call(self.inner.destroy()), timeout=DESTROY_TIMEOUT_S)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("could not destroy a model session: %s", describe(exc))
+        await destroy_quietly(self.inner)
 
 
 class GuardedAppendableSession(GuardedSession):

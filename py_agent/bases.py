@@ -22,15 +22,13 @@ from typing import Mapping
 from ._model_guard import create_guarded
 from .budget import MemoryAccountant
 from .constraints import ConstraintLadder, ModelConstraints
-from .events import AgentEvent, Emit, log
-from .model import LanguageModel, Message, ModelSession, Purpose
+from .events import AgentEvent, Emit
+from .model import (GEMINI_NANO_WINDOW, LanguageModel, Message, ModelSession, Purpose,
+                    destroy_quietly)
 from .prefix import PrefixPlan, PrefixPlanner
 
-# The window assumed before any model session exists: Gemini Nano's, as the Prompt
-# API reports it in Chrome (``contextWindow``/``inputQuota``).
-DEFAULT_CONTEXT_WINDOW = 9216
-# A base session's destroy() is housekeeping: it may not hold up closing.
-DESTROY_TIMEOUT_S = 5.0
+# The window assumed before any model session exists: Gemini Nano's.
+DEFAULT_CONTEXT_WINDOW = GEMINI_NANO_WINDOW
 
 
 class BaseSessions:
@@ -131,8 +129,5 @@ class BaseSessions:
     async def close(self) -> None:
         """Destroy every base session (each bounded; a failure only leaks it)."""
         for session in self._sessions.values():
-            try:
-                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
-            except Exception:
-                log.warning("could not destroy a base session")
+            await destroy_quietly(session, "a base session")
         self._sessions.clear()

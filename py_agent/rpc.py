@@ -21,7 +21,7 @@ from .model import (Availability, Message, ModelAbortedError, ModelError, ModelN
                     ModelUnavailableError, Purpose, QuotaExceededError, ResponseConstraintError)
 from .profile import UserProfile
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StateConflictError, StorageError, check_blob
+from .store import StateConflictError, StorageError, check_blob, written
 
 Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
 
@@ -225,12 +225,12 @@ class RpcStore(StorageClient):
 
     async def save(self, state: SessionState) -> None:
         await self._call("save", json.dumps(state.to_dict()))
-        state.version += 1
+        written(state)
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
         await self._call("commitTurn", json.dumps(state.to_dict()),
                          json.dumps([t.to_dict() for t in turns]))
-        state.version += 1
+        written(state)
 
     async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
                                 profile: UserProfile | None = None) -> None:
@@ -238,10 +238,7 @@ class RpcStore(StorageClient):
                          None if state is None else json.dumps(state.to_dict()),
                          json.dumps(record.to_dict()),
                          None if profile is None else json.dumps(profile.to_dict()))
-        if state is not None:
-            state.version += 1
-        if profile is not None:
-            profile.version += 1
+        written(state, profile)
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         return [Turn.from_dict(t) for t in self._json(await self._call("readArchive", session_id))]
@@ -286,9 +283,7 @@ class RpcStore(StorageClient):
                            state: SessionState | None = None) -> None:
         await self._call("saveProfile", json.dumps(profile.to_dict()),
                          None if state is None else json.dumps(state.to_dict()))
-        if state is not None:
-            state.version += 1
-        profile.version += 1
+        written(state, profile)
 
 
 def as_bytes(value: Any) -> bytes:

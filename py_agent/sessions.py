@@ -36,7 +36,7 @@ from .events import log
 from .profile import UserProfile, reconcile
 from .profile_table import ProfileTable
 from .state import CompressionRecord, SessionState, Turn, now_ms
-from .store import StateConflictError, Store, UnknownSessionError
+from .store import CONFLICT_RETRIES, StateConflictError, Store, UnknownSessionError
 from .transfer import SessionBundle, id_candidates
 
 # A pass's change of the user profile, made with the session's new state and the profile
@@ -45,9 +45,6 @@ ProfileChange = Callable[[SessionState, UserProfile], "tuple[SessionState, UserP
 # A user's change of the profile and, maybe, of one session's state (None: no such session).
 ProfileEdit = Callable[["SessionState | None", UserProfile],
                        "tuple[SessionState | None, UserProfile]"]
-
-# Writes retried after another tab or process wrote the same session first.
-CONFLICT_RETRIES = 5
 
 
 @dataclass(frozen=True)

@@ -43,11 +43,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from py_agent.openai_compat.environment import API_KEY_VARIABLES
+
 from . import ui_bundle
 from .common import PrepareError, say
 from .headers import CSP, CSP_PAGE, SECURITY_HEADERS, inline_script_hashes
 from .manifest import SiteManifest
-from .model_server import API_KEY_VARIABLES, ModelServer
+from .model_server import ModelServer
 from .page_models import FOLDER as MODELS_FOLDER, PageModels
 from .paths import ROOT, VENDOR, WEB, WORKER
 from .prepare import prepare

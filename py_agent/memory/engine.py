@@ -33,7 +33,7 @@ from collections import Counter
 from ..bases import BaseSessions
 from ..budget import MemoryAccountant
 from ..events import Emit, log
-from ..model import Purpose
+from ..model import DESTROY_TIMEOUT_S, Purpose
 from ..results import CompactionReport
 from ..sessions import SessionTable
 from ..state import Fact, SessionState
@@ -41,7 +41,6 @@ from .fact_rules import may_revise
 from .live import DEFAULT_MAX_LIVE, MemorySessions
 from .passes import Passes, Upkeep
 from .profile_rules import shown_facts
-from .steps import DESTROY_TIMEOUT_S
 
 MAX_PASSES_PER_RUN = 4
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..budget import MemoryAccountant
-from ..model import ModelSession, Purpose
+from ..model import ModelSession, Purpose, destroy_quietly
 from ..prompting import MemoryView, render_facts, render_turn
 from ..state import Fact, SessionState
 
@@ -374,7 +374,4 @@ def _head(state: SessionState) -> str:
 
 
 async def _destroy(session: ModelSession) -> None:
-    try:
-        await asyncio.wait_for(session.destroy(), 10)
-    except Exception:
-        log.warning("could not destroy a memory session")
+    await destroy_quietly(session, "a memory session")

@@ -17,7 +17,7 @@ from typing import Awaitable, Callable
 
 from ..budget import MemoryPolicy
 from ..constraints import Announce, ModelConstraints
-from ..model import Message, ModelError, ModelSession, Purpose
+from ..model import DESTROY_TIMEOUT_S, Message, ModelError, ModelSession, Purpose, destroy_quietly
 from ..state import CompressionRecord, Fact, FactChange, FactIds, Turn
 from ..tokens import TokenCounter
 from .fact_rules import carried_by
@@ -27,7 +27,6 @@ from .summary import SUMMARY_SYSTEM, summary_messages, summary_prompt, validate_
 
 # ask(purpose, prompt, response schema or None, timeout in s) -> (reply, duration in ms)
 Ask = Callable[[Purpose, str, "dict | None", float], Awaitable[tuple[str, float]]]
-DESTROY_TIMEOUT_S = 5.0
 log = logging.getLogger("py_agent")
 
 
@@ -77,10 +76,7 @@ async def bounded_call(base: Callable[[], Awaitable[ModelSession]], purpose: Pur
         if not task.done():
             task.cancel()
         if session is not None:
-            try:
-                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
-            except Exception:
-                log.warning("could not destroy a %s session", purpose.value)
+            await destroy_quietly(session, f"a {purpose.value} session")
 
 
 async def extract_facts(ask: Ask, record: CompressionRecord, known: list[Fact],

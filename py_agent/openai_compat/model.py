@@ -22,7 +22,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
-from ..model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
+from ..message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
+from ..model import Availability, Message, Purpose, QuotaExceededError
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
@@ -34,7 +35,6 @@ from .wire import SCHEMA_MODES, Reply, chat_body
 log = logging.getLogger("py_agent.openai_compat")
 
 DEFAULT_CONTEXT_WINDOW = 4096
-MESSAGE_OVERHEAD = 4  # tokens a chat template adds around each message, roughly
 MIN_REPLY_TOKENS = 64
 
 
@@ -52,32 +52,17 @@ class StreamChunk:
 ChunkHandler = Callable[[StreamChunk], Union[None, Awaitable[None]]]
 
 
-def _estimate(messages: list[dict[str, str]]) -> int:
-    return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages)
-
-
-class OpenAISession:
+class OpenAISession(MessageListSession):
     """A conversation kept as a message list; see the module docstring."""
 
-    def __init__(self, model: "OpenAIModel", messages: list[dict[str, str]], purpose: Purpose,
+    def __init__(self, model: "OpenAIModel", messages: list[Message], purpose: Purpose,
                  usage: int) -> None:
+        super().__init__(messages, purpose, usage)
         self._model = model
-        self.messages = messages
-        self.purpose = purpose
-        self._usage = usage
-        self.destroyed = False
 
     @property
     def context_window(self) -> int:
         return self._model.window
-
-    @property
-    def context_usage(self) -> int:
-        return self._usage
-
-    def _check_alive(self) -> None:
-        if self.destroyed:
-            raise ModelUnavailableError("the session has been destroyed")
 
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
@@ -118,7 +103,7 @@ class OpenAISession:
 
     async def clone(self) -> "OpenAISession":
         self._check_alive()
-        return OpenAISession(self._model, list(self.messages), self.purpose, self._usage)
+        return OpenAISession(self._model, self.messages, self.purpose, self._usage)
 
     async def destroy(self) -> None:
         self.destroyed = True
@@ -218,14 +203,7 @@ class OpenAIModel:
     async def create(self, *, initial_prompts: list[Message],
                      purpose: Purpose = Purpose.STEP) -> OpenAISession:
         await self.connect()
-        for i, message in enumerate(initial_prompts):
-            if message["role"] == "system" and i != 0:
-                raise ValueError("a system prompt must come first in initial_prompts")
-        messages = [{"role": m["role"], "content": m["content"]} for m in initial_prompts]
-        usage = _estimate(messages)
-        if usage > self.window:
-            raise QuotaExceededError("initial prompts exceed the context window",
-                                     requested=usage, quota=self.window)
+        messages, usage = opening_messages(initial_prompts, estimate_tokens, self.window)
         return OpenAISession(self, messages, Purpose(purpose), usage)
 
     def describe(self) -> dict[str, Any]:

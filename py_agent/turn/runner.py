@@ -33,7 +33,8 @@ from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
-from ..model import ModelError, ModelTimeoutError, Purpose, QuotaExceededError
+from ..model import (ModelError, ModelNetworkError, ModelTimeoutError, ModelUnavailableError,
+                     Purpose, QuotaExceededError)
 from ..prompting import NONE_TOOL
 from ..recall.archive import ArchiveRecall
 from ..results import RunResult, StepTrace
@@ -320,12 +321,13 @@ def turn_error_text(exc: Exception) -> str:
     if isinstance(exc, ModelTimeoutError):
         return (f"The model did not answer in time ({describe(exc)}). Your message is "
                 "saved; please try again.")
-    name = type(exc).__name__
-    if name == "ModelUnavailableError":
+    speaks = isinstance(exc, ModelError) and exc.speaks_to_user
+    if isinstance(exc, ModelUnavailableError) and not speaks:
         return ("The on-device model is not available right now, so I can't answer. "
                 "Your message is saved; try again once the model is ready.")
-    if name == "ModelNetworkError":
+    if isinstance(exc, ModelNetworkError) and not speaks:
         return "The model could not be reached (it may still be downloading). Please try again."
     if isinstance(exc, (ModelError, ValueError)):
         return f"Something went wrong while asking the model: {describe(exc)}"
-    return f"Something went wrong in the agent ({name}: {describe(exc)}). Your message is saved."
+    return (f"Something went wrong in the agent ({type(exc).__name__}: {describe(exc)}). "
+            "Your message is saved.")

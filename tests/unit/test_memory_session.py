@@ -12,7 +12,8 @@ from py_agent import Agent, InMemoryStore, QuotaExceededError
 from py_agent.model import ModelNetworkError, Purpose
 from py_agent.testing import FunctionModel, FunctionSession, context_text, step_json, user_message
 from tests.unit.long_chat import long_chat
-from tests.unit.support import LONG, SMALL, chat, echo_agent_reply, make_responder, run
+from tests.unit.support import (LONG, SMALL, chat, echo_agent_reply, make_responder, run,
+                                stopped_turn)
 
 
 def first_steps(model: FunctionModel):
@@ -85,14 +86,7 @@ def test_an_aborted_turn_appends_nothing(make_agent):
     run(settle(agent))
     model.latency = 0.5
 
-    async def aborted():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("Forget this one.", session_id="s", abort=abort))
-        await asyncio.sleep(0.05)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    assert run(aborted()).status == "stopped"
+    assert run(stopped_turn(agent, "Forget this one.", after=0.05)).status == "stopped"
     run(settle(agent))
     model.latency = 0
     run(agent.run("Next.", session_id="s"))

@@ -17,6 +17,7 @@ from py_agent.openai_compat import (AuthenticationError, BadRequestError, Contex
                                     ServerFailureError, ServerTimeoutError, ServerUnreachableError,
                                     Timeouts)
 from py_agent.prompting import initial_prompts, step_schema
+from py_agent.testing import FunctionModel
 from tests.fake_openai_server import (ChatRequest, Fail, FakeServer, Hang, Raw, Reply,
                                       agent_responder)
 from tests.unit.support import run
@@ -321,6 +322,31 @@ def test_a_prompt_that_cannot_fit_is_refused_before_any_request(server):
     with pytest.raises(QuotaExceededError):
         run(one_prompt(model, "many words " * 200))
     assert server.chat_requests() == []
+
+
+@pytest.mark.parametrize("backend", ["server", "double"])
+def test_a_message_list_session_starts_by_the_prompt_apis_rules(server, backend):
+    """The server model and the test double keep sessions as message lists and start
+    them alike: a system prompt only first, initial prompts within the window, and
+    the session's own copy of them."""
+    model = model_for(server, context_window=300) if backend == "server" \
+        else FunctionModel(lambda call: "ok", context_window=300)
+    prompts = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+
+    async def go():
+        with pytest.raises(ValueError, match="system prompt must come first"):
+            await model.create(initial_prompts=[*prompts[1:], prompts[0]])
+        with pytest.raises(QuotaExceededError) as too_long:
+            await model.create(initial_prompts=[{"role": "user", "content": "word " * 400}])
+        session = await model.create(initial_prompts=prompts)
+        prompts[1]["content"] = "changed afterwards"
+        return session, too_long.value
+
+    session, too_long = run(go())
+    assert too_long.quota == 300 and too_long.requested > 300
+    assert session.messages == [{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "Hi"}]
+    assert 0 < session.context_usage < 300 and server.chat_requests() == []
 
 
 def test_cancelling_a_streaming_prompt_closes_the_connection(server):

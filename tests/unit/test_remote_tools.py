@@ -13,7 +13,7 @@ import pytest
 from py_agent import Agent, InMemoryStore, ToolPolicy, tool
 from py_agent.turn.remote_tools import RemoteToolError, ToolWorkerClient, handle_call
 from py_agent.testing import FunctionModel, PromptCall, step_json
-from tests.unit.support import run
+from tests.unit.support import run, stopped_turn
 
 BOOT_S = 0.05
 
@@ -121,14 +121,7 @@ def test_stopping_a_turn_during_a_hung_tool_restarts_the_worker(client):
                   store=InMemoryStore(), tools=[slow_power], tool_policy=ToolPolicy(timeout_s=30),
                   sync_tool_runner=workers.call)
 
-    async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("compute a power", session_id="s", abort=abort))
-        await asyncio.sleep(0.3)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    assert run(scenario()).status == "stopped"
+    assert run(stopped_turn(agent, "compute a power", after=0.3)).status == "stopped"
     assert workers.restarts == 1 and FakeWorker.spawned[0].terminated
 
 

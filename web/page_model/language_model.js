@@ -25,8 +25,8 @@ import { Replies } from '../replies.js';
 
 // The site's root is the folder above this one, whatever path the site lives at (serve.py
 // serves it at /, a static build anywhere); the manifest's URLs are relative to it.
-const SITE_ROOT = new URL('../', import.meta.url);
-const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
+export const SITE_ROOT = new URL('../', import.meta.url);
+export const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
 const WORKER_URL = new URL('page_model/engine_worker.js', SITE_ROOT).href;
 
 /** The manifest's page_model URLs made absolute (they are relative to the site's root). */

@@ -11,7 +11,7 @@ from ui.app import state, turn_of
 from ui.dom import keep, missing, now_ms, part, seconds
 from ui.messages import set_answer, show_error, show_unfinished, UNFINISHED
 from ui.scrolling import after_change, at_latest
-from ui.status import render_status
+from ui.status import failure_text, render_status
 from ui.streamed_reply import StreamedReply
 from ui import recalled, trace
 
@@ -64,9 +64,8 @@ class RunningTurn:
         if not ok:
             trace.mark_failed(message, [])
             self.finish_answer("", rich=False)
-            show_error(message, "Something went wrong: %s: %s" % (
-                value.get("name", "Error"), value.get("message", "")),
-                value.get("traceback") or value.get("message", ""))
+            show_error(message, "Something went wrong: %s" % failure_text(value),
+                       value.get("traceback") or value.get("message", ""))
             return "The request failed"
         status_ = value.get("status") or "answered"
         steps = value.get("steps") or []
