@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model-proxy", action="store_true",
                         help="reach the server through this one (/model/), so it needs no "
                              "CORS; always so when PY_AGENT_API_KEY or OPENAI_API_KEY is set")
+    parser.add_argument("--mcp", action="append", default=[], metavar="URL",
+                        help="a tool server (MCP over Streamable HTTP, e.g. "
+                             "http://localhost:3001/mcp) the page connects to; repeatable")
     parser.add_argument("--gguf", action="append", default=[], metavar="PATH_OR_URL",
                         help="a GGUF model the page offers to run itself (llama.cpp in "
                              "WebAssembly; the browser downloads it once and keeps it): a "
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     from serving.paths import CACHE
     from serving.prepare import prepare
     from serving.page_tool_modules import tool_module_path
+    from serving.tool_servers import tool_servers_from_args
 
     try:
         tools = [tool_module_path(path) for path in args.tools]
@@ -113,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         model_server = model_server_from_args(args.model_url, args.model, args.context_window,
                                               proxy=args.model_proxy) if args.model_url else None
         page_models = page_models_from_args(args.gguf, hash_cache=CACHE / "gguf-sha256.json")
+        tool_servers = tool_servers_from_args(args.mcp)
+        if args.mcp and args.build:
+            raise PrepareError("--mcp goes with serve.py's own server (a static build's page "
+                               "is not given tool servers yet)")
         for note in page_models.notes:
             say(note)
         if args.build:
@@ -126,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site,
-                             model_server=model_server, page_models=page_models)
+                             model_server=model_server, page_models=page_models,
+                             tool_servers=tool_servers)
     except OSError as error:
         print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
               file=sys.stderr)

@@ -3,12 +3,14 @@ in the wheel.
 
 - ``prepare``: make ``web/vendor/`` complete (runtimes, wheels, tool modules, snapshot,
   manifest), idempotently;
-- ``runtimes``: the npm browser runtimes, copied into ``web/vendor/``;
+- ``runtimes``: the npm browser runtimes, copied into ``web/vendor/`` (the MCP client SDK
+  bundled with esbuild from ``mcp_client_entry.mjs``);
 - ``vendored_wheels``: micropip's and py_agent's dependencies' wheels, fetched with pip;
 - ``wheel``: the py_agent wheel, built by the project's build backend;
 - ``page_tool_modules``: the tool modules the page's worker loads, zipped, checked and
   given their dependencies;
 - ``page_models``: the GGUF models (``--gguf``) the page offers to run in itself;
+- ``tool_servers``: the tool servers (``--mcp``) the page connects to;
 - ``boot_snapshot`` (with ``make_boot_snapshot.mjs``): the memory snapshot browsers boot
   from, made under Node.js;
 - ``manifest``: what the worker loads, as prepared and as a site hands it out;

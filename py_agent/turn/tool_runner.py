@@ -1,4 +1,5 @@
-"""Running one tool call safely: time limit, typed retries, capped output.
+"""Running one tool call safely: approval for a consequential one, time limit, typed
+retries, capped output.
 
 Kept apart from the loop so the loop only ever sees an observation string.
 """
@@ -18,6 +19,7 @@ from ..events import log
 from ..tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
                      ToolTimeoutError)
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
+from .approval import ApprovalGate, Approvals
 from .policies import ToolPolicy
 
 # Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
@@ -131,9 +133,13 @@ async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
 
 
 async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
-                   sync_runner: SyncRunner | None = None) -> ToolOutcome:
+                   sync_runner: SyncRunner | None = None, *,
+                   gate: ApprovalGate | None = None) -> ToolOutcome:
     """Call ``tool`` with the model's input; every failure becomes an observation.
-    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner)."""
+    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner). A
+    consequential tool (``tool.confirm``) runs only once ``gate`` lets it: after its
+    arguments are checked, before the call (py_agent.turn.approval); without a gate it
+    does not run."""
     started = time.perf_counter()
 
     def outcome(text: str, ok: bool, attempts: int, error: str | None = None) -> ToolOutcome:
@@ -148,11 +154,16 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
     except Exception as exc:  # a binding bug must cost an observation, not the turn
         return outcome(f"Error: invalid input for {tool.name}: {type(exc).__name__}: "
                        f"{describe(exc)}", False, 0, "arguments")
+    if tool.confirm:
+        refusal = await (gate or ApprovalGate("", None, Approvals())).check(tool, kwargs)
+        if refusal is not None:
+            return outcome(refusal, False, 0, "denied")
 
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, policy.timeout_s, sync_runner)
+            value = await _call_once(tool, kwargs, tool.timeout_s or policy.timeout_s,
+                                     sync_runner)
         except ToolTimeoutError as exc:
             # Not retried: a hang is seldom transient, and the user has waited already.
             return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")
