@@ -1,4 +1,5 @@
-"""The browser runtimes from npm: Pyodide, PyScript, MicroPython and markdown-it, pinned by
+"""The browser runtimes from npm: Pyodide, PyScript, MicroPython, markdown-it, wllama,
+hash-wasm and (for the extension) Readability, pinned by
 ``package-lock.json``, installed with ``npm ci`` only when needed and copied into
 ``web/vendor/<name>-<version>/`` (versioned paths, so browsers may cache them forever).
 
@@ -54,6 +55,10 @@ RUNTIMES = [
     Runtime("@wllama/wllama", "wllama", ("esm/index.js", "esm/wasm/wllama.wasm", "LICENCE"),
             "wllama.wasm"),
     Runtime("hash-wasm", "hash-wasm", ("dist/index.esm.min.js", "LICENSE"), "index.esm.min.js"),
+    # The extension's page reader (extension/page_reader.js): Firefox's reader view,
+    # injected into the tab the user reads. Only the extension ships it.
+    Runtime("@mozilla/readability", "readability", ("Readability.js", "LICENSE.md"),
+            "Readability.js"),
 ]
 
 
