@@ -45,6 +45,7 @@ from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool
+from .tools.remote import resolve_clashes
 from .transfer import SessionBundle, parse_session
 from .turn.compact_tool import COMPACT_TOOL, compact_tool
 from .turn.policies import StepPolicy, ToolPolicy
@@ -94,11 +95,8 @@ class Agent:
         # The policy asked for; the one in use (self.policy) may be scaled to the window.
         self.requested_policy = memory or MemoryPolicy()
         self.on_event = on_event
-        registry = list(tools)
-        if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
-            registry.append(compact_tool())
-        if recall and not any(t.name == RECALL_TOOL for t in registry):
-            registry.append(recall_tool())
+        self._builtins = (compact_tool_enabled, recall)
+        registry = self._registry(tools)
         self.tools = registry
         self.retriever = ToolRetriever(registry, top_k=top_k)
         self.system_instruction = system_instruction
@@ -121,6 +119,26 @@ class Agent:
 
     async def _emit(self, event: AgentEvent) -> None:
         await deliver([self.on_event], event)
+
+    def _registry(self, tools: Iterable[Tool]) -> list[Tool]:
+        """``tools`` with unique names (a tool server's tool whose name is taken gets its
+        server's name as a prefix), and the built-in tools this agent offers."""
+        registry = resolve_clashes(tools)
+        compact, recall = self._builtins
+        if compact and not any(t.name == COMPACT_TOOL for t in registry):
+            registry.append(compact_tool())
+        if recall and not any(t.name == RECALL_TOOL for t in registry):
+            registry.append(recall_tool())
+        return registry
+
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Use ``tools`` from the next turn on (a tool server's list changed, a page tool
+        came or went); a running turn keeps the tools it was offered."""
+        registry = self._registry(tools)
+        retriever = ToolRetriever(registry, top_k=self.retriever.top_k)
+        self.tools, self.retriever = registry, retriever
+        self.turns.retriever = retriever
+        self.bases.planner.tools = list(registry)
 
     # ------------------------------------------------------------ the parts' state
 

@@ -184,7 +184,11 @@ class AgentHost:
 
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description, "signature": t.signature(),
-                 "pinned": t.pinned} for t in self.agent.tools]
+                 "pinned": t.pinned, "confirm": t.confirm,
+                 "source": t.metadata.get("source") or ("builtin" if t.metadata.get("builtin")
+                                                        else "module"),
+                 "server": t.metadata.get("server") or "",
+                 "url": t.metadata.get("url") or ""} for t in self.agent.tools]
 
     async def _export(self, message: dict[str, Any]) -> dict[str, Any]:
         session_id = self._session(message)

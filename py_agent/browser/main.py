@@ -20,9 +20,11 @@ from ..model import Purpose
 from ..openai_compat import StreamChunk
 from ..rpc import BridgeModel, RpcStore
 from ..tools.modules import ToolContext
+from ..tools.toolset import ToolSet
 from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
+from .page_tools import PageTools
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
 from ..turn.remote_tools import ToolWorkerClient
@@ -165,6 +167,18 @@ async def main(boot: Any) -> None:
                        "conversationId": chunk.conversation_id, "chunk": chunk.delta,
                        "text": chunk.text, "offset": len(chunk.text) - len(chunk.delta)})
 
+    # The agent's tools: the tool modules', the page's (web/page_tools.js) and the tool
+    # servers'; each change reaches the agent in use from its next turn, and the page.
+    toolset = ToolSet(loaded.tools)
+    page_tools = PageTools(link.post, toolset)
+
+    def tools_changed(tools: list) -> None:
+        if switch.agent is not None:
+            switch.agent.set_tools(tools)
+        link.post({"type": "event", "event": {"type": "tools_changed", "session_id": None,
+                                              "data": {"count": len(tools)}}})
+
+    toolset.subscribe(tools_changed)
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)
     switch = BackendSwitch(
@@ -172,7 +186,7 @@ async def main(boot: Any) -> None:
         make_server_model=lambda name: ServerModel(settings, fetch, wanted=name,
                                                    on_chunk=on_chunk),
         make_agent=lambda model, policy: Agent(
-            model=model, store=store, tools=loaded.tools, memory=policy,
+            model=model, store=store, tools=toolset.tools(), memory=policy,
             sync_tool_runner=tool_worker.call if tool_worker else None, **agent_options),
         post=link.post,
         page_models=PageModelSource.from_manifest(manifest.get("page_models")),
@@ -182,7 +196,8 @@ async def main(boot: Any) -> None:
 
     def on_message(data: Any) -> None:
         message = _to_py(data)
-        if not isinstance(message, dict) or link.resolve(message):
+        if not isinstance(message, dict) or link.resolve(message) or \
+                page_tools.resolve(message):
             return
         switch.handle(message)
 

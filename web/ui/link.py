@@ -8,8 +8,9 @@ from pyscript import window
 from ui.app import emit, state
 from ui.dom import from_js, keep, missing, to_js
 
-# What the worker sends the page's LLM host (web/llm_host.js), which answers it itself.
-LLM_MESSAGES = ("llm", "llm-result", "llm-event")
+# What the worker sends the page's LLM host (web/llm_host.js) and page tools host
+# (web/page_tools.js), which answer it themselves.
+LLM_MESSAGES = ("llm", "llm-result", "llm-event", "page-tools")
 
 _pending = {}            # request id -> callback(ok, value_or_error)
 _counter = [0]

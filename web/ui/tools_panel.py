@@ -41,7 +41,8 @@ def render_tools(tools):
 
 
 def load_tools(details=None):
-    show_tool_errors((details or {}).get("tool_errors") or [])
+    if details is not None:
+        show_tool_errors(details.get("tool_errors") or [])
 
     def done(ok, value):
         if ok and isinstance(value, list):
@@ -64,6 +65,9 @@ def mark_offered(names):
 
 
 def on_agent_event(event):
+    if event.get("type") == "tools_changed":   # a page tool or a tool server's tools
+        load_tools()
+        return
     if event.get("type") != "tools_retrieved" or turn_of(event) is None:
         return
     data = event.get("data") or {}
