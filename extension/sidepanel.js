@@ -1,7 +1,13 @@
-// The side panel's page tools (page_tools.js), for the agent worker to call and the
-// answer's quotes to scroll to; Readability's path comes from the build's manifest.
-import {PageTools} from './page_tools.js';
+// The side panel's tab reader (tab_reader.js): its raw tools go to the page tools host
+// that index.html started (globalThis.pyAgentPageTools, web/page_tools.js), with source
+// 'tab', for the agent worker; the answer's quotes call showQuote. Readability's path
+// comes from the build's manifest.
+import {TabReader} from './tab_reader.js';
 
-globalThis.pyAgentPageTools = fetch('vendor/manifest.json')
+globalThis.pyAgentTabReader = fetch('vendor/manifest.json')
   .then((response) => response.json())
-  .then((manifest) => new PageTools({readability: manifest.page_reader.readability}));
+  .then((manifest) => {
+    const reader = new TabReader({readability: manifest.page_reader.readability});
+    for (const tool of reader.tools) globalThis.pyAgentPageTools.register(tool, {source: 'tab'});
+    return reader;
+  });

@@ -247,10 +247,23 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
         outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
                                            ctx.sync_tool_runner), ctx.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
+        if step.ok and tool.metadata.get("page_text"):
+            withhold_consequential(by_name)
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))
     return observation_prompt(parsed.tool_name, step.observation)
+
+
+def withhold_consequential(by_name: dict) -> list[str]:
+    """Take the consequential tools (:attr:`Tool.confirm`) out of the turn's offer, for
+    its remaining steps: text from a web page is in the turn now, and what a page writes
+    must not lead to a call that changes something. (Once the user approves each such
+    call, the approval is the guard instead.) The names taken out."""
+    withheld = [name for name, tool in by_name.items() if tool.confirm]
+    for name in withheld:
+        del by_name[name]
+    return withheld
 
 
 def condensed_steps(steps: list[StepTrace], observation_chars: int) -> str:

@@ -1,8 +1,11 @@
 /*
- * The page tools of the extension's side panel: the tab the user is on, read through the
- * page reader (page_reader.js, injected with chrome.scripting), as tools in WebMCP's
- * shape ({name, description, inputSchema, execute(input) -> Promise, annotations}), for
- * the agent worker to list and call. All of them only read (readOnlyHint).
+ * The tab reader of the extension's side panel: the tab the user is on, read through the
+ * page reader (page_reader.js, injected with chrome.scripting). Its raw tools, in
+ * WebMCP's shape ({name, description, inputSchema, execute(input) -> Promise,
+ * annotations}), go to the page tools host (web/page_tools.js) with source 'tab': the
+ * agent worker calls them there, and py_agent.page makes the tools the model is offered
+ * out of them (read_page with the passages that match, find_in_page, summarize_page,
+ * page_selection, page_links, list_tabs). All of them only read (readOnlyHint).
  *
  * Which tab: the active tab of the window the user is in; when this page runs in a tab of
  * its own (the tests, or someone who opened sidepanel.html), the tab used just before it.
@@ -81,7 +84,7 @@ function explain(error, tab) {
   return new PageUnreadableError(`The tab could not be read: ${text}`, 'failed');
 }
 
-export class PageTools {
+export class TabReader {
   /**
    * @param {object} [options]
    * @param {object} [options.chrome] the extension API (globalThis.chrome)
@@ -193,21 +196,22 @@ export class PageTools {
     return {...await this._inTab(tab, 'show', [quote]), tabId: tab.id};
   }
 
+  /** The raw tools, for the page tools host (register each with {source: 'tab'}). */
   _tools() {
     const tabInput = {type: 'object', properties: {tab: {
-      type: 'integer', description: 'a tab id from list_tabs; the tab the user is on if left out'}}};
+      type: 'integer', description: 'a tab id from tab_list; the tab the user is on if left out'}}};
     const readOnly = {readOnlyHint: true};
     return [
-      {name: 'read_page', annotations: readOnly, inputSchema: tabInput,
+      {name: 'tab_read_page', annotations: readOnly, inputSchema: tabInput,
        description: 'The main text of the web page the user is looking at, with its title and URL.',
        execute: (input) => this.readPage(input || {})},
-      {name: 'page_selection', annotations: readOnly, inputSchema: tabInput,
+      {name: 'tab_selection', annotations: readOnly, inputSchema: tabInput,
        description: 'The text the user has selected on the page they are looking at.',
        execute: (input) => this.selection(input || {})},
-      {name: 'page_links', annotations: readOnly, inputSchema: tabInput,
+      {name: 'tab_links', annotations: readOnly, inputSchema: tabInput,
        description: 'The links on the page the user is looking at: their text and address.',
        execute: (input) => this.links(input || {})},
-      {name: 'list_tabs', annotations: readOnly, inputSchema: {type: 'object', properties: {}},
+      {name: 'tab_list', annotations: readOnly, inputSchema: {type: 'object', properties: {}},
        description: 'The browser tabs that are open: their title, address and tab id.',
        execute: () => this.listTabs()},
     ];
