@@ -21,6 +21,7 @@
 const CALL_TIMEOUT_MS = 20000;
 // The text a read brings at most: a 5 MB page is read up to here, and the result says so.
 export const MAX_PAGE_CHARS = 400000;
+const REREAD_AFTER_MS = 15000;
 const HIGHLIGHT_CSS = '::highlight(py-agent-quote) { background-color: #ffd43b; color: #000; }';
 
 export class PageUnreadableError extends Error {
@@ -155,13 +156,22 @@ export class TabReader {
 
   async readPage({tab: tabId} = {}) {
     const tab = await this.currentTab(tabId);
+    // The same tab at the same address, read a moment ago (a question's read_page, then
+    // its find_in_page): that read, not another pass over a page of megabytes.
+    const last = this._lastRead;
+    if (last && last.tabId === tab.id && last.url === tab.url && tab.url &&
+        performance.now() - last.at < REREAD_AFTER_MS) {
+      return last.page;
+    }
     const page = await this._inTab(tab, 'extract', [{maxChars: MAX_PAGE_CHARS}]);
     if (page.unreadable === 'not-html') {
       throw new PageUnreadableError(
         `That tab shows a ${page.contentType || 'non-HTML'} file (${page.url}), not a web ` +
         'page: PDFs and other files in Chrome\'s viewers cannot be read.', 'not-html');
     }
-    return {...page, tabId: tab.id};
+    const read = {...page, tabId: tab.id};
+    this._lastRead = {tabId: tab.id, url: tab.url, at: performance.now(), page: read};
+    return read;
   }
 
   async selection({tab: tabId} = {}) {

@@ -13,7 +13,6 @@ observation says what it holds and what it leaves out. Page text is data
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol
 
@@ -26,9 +25,6 @@ from .text import Chunk, PageText, as_data
 # An observation of a page tool holds at most this many characters (about 900 tokens:
 # room for several passages in Gemini Nano's window beside the memory and the tools).
 PAGE_ROOM_CHARS = 3600
-# A page read is reused this long by the next page tool (the same question's find and
-# summarize do not read the tab again).
-READ_FRESH_S = 30.0
 READ_TIMEOUT_S = 40.0
 SUMMARY_TIMEOUT_S = 600.0
 PASSAGES = 6
@@ -51,29 +47,26 @@ class PageSource(Protocol):
 @dataclass
 class _Read:
     page: PageText
-    at: float
     chunks: list[Chunk]
     index: PageIndex | None = None
 
 
 class PageReader:
-    """Reads pages through a :class:`PageSource`, keeping the last read of each tab for
-    a few seconds with its chunks and (once asked) their index."""
+    """Reads pages through a :class:`PageSource`; a read that finds the page as it was
+    (same tab, address and text size) reuses the last one's chunks and index."""
 
-    def __init__(self, source: PageSource, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, source: PageSource) -> None:
         self.source = source
-        self.clock = clock
-        self._reads: dict[Any, _Read] = {}
+        self._last: tuple[Any, _Read] | None = None
 
     async def read(self, tab: int | None = None) -> _Read:
-        key = tab
-        cached = self._reads.get(key)
-        if cached is not None and self.clock() - cached.at < READ_FRESH_S:
-            return cached
         data = await self.source.call("read_page", {} if tab is None else {"tab": tab})
         page = PageText.from_reader(data)
-        read = _Read(page=page, at=self.clock(), chunks=page.chunks())
-        self._reads = {key: read}   # one page at a time: the newest
+        key = (page.tab_id, page.url, page.chars, page.total_chars)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        read = _Read(page=page, chunks=page.chunks())
+        self._last = (key, read)   # one page at a time: the newest
         return read
 
     def index(self, read: _Read) -> PageIndex:
@@ -106,9 +99,12 @@ def _observation(page: PageText, body: str, lines: list[str], what: str = "page 
 
 
 def page_tools(source: PageSource, model: Callable[[], Optional[LanguageModel]] | None = None, *,
-               room_chars: int = PAGE_ROOM_CHARS) -> list[Tool]:
+               room_chars: int = PAGE_ROOM_CHARS,
+               pinned: tuple[str, ...] = ("read_page",)) -> list[Tool]:
     """The page tools over ``source``; ``model()`` gives the model that summarizes
-    (the agent's current one), None leaves summarize_page out."""
+    (the agent's current one), None leaves summarize_page out. ``pinned`` tools are
+    offered with every message: beside a page, a question seldom names it ("what is the
+    cat called?" is about the page the user reads)."""
     reader = PageReader(source)
 
     async def failed(call):
@@ -313,7 +309,8 @@ def page_tools(source: PageSource, model: Callable[[], Optional[LanguageModel]] 
     if model is not None:
         functions.insert(2, summarize_page)
     for function in functions:
-        built = tool(function, keywords=keywords[function.__name__])
+        built = tool(function, keywords=keywords[function.__name__],
+                     pinned=function.__name__ in pinned)
         built.metadata.update({"read_only": True, "page_text": True, "source": "page",
                                "timeout_s": timeouts.get(function.__name__, READ_TIMEOUT_S),
                                "observation_chars": room_chars + 1200})

@@ -174,11 +174,11 @@ class ExtensionBrowser:
 
 
 def page_tools_call(panel: Page, method: str, *args):
-    """Call the side panel's page tools (extension/page_tools.js) and return the result,
+    """Call the side panel's tab reader (extension/tab_reader.js) and return the result,
     or ``{"error": message, "name": ..., "reason": ...}``."""
     return panel.evaluate(
         """async ([method, args]) => {
-             const tools = await globalThis.pyAgentPageTools;
+             const tools = await globalThis.pyAgentTabReader;
              try { return await tools[method](...args); }
              catch (e) { return {error: e.message, name: e.name, reason: e.reason, raw: String(e.cause || "")}; }
            }""", [method, list(args)])
