@@ -10,8 +10,8 @@ of the agent and its UI), plus:
 - ``extension/``'s scripts: the service worker (the toolbar button opens the panel),
   the page tools of the side panel, and the page reader injected into the tab the user
   reads, with Readability (``vendor/readability-*``);
-- ``manifest.json``: the permissions (``activeTab``, ``scripting``, ``sidePanel``,
-  ``storage``; host permissions only for the sites and model server the build names) and
+- ``manifest.json``: the permissions (``activeTab``, ``scripting``, ``sidePanel``; host
+  permissions only for the sites and model server the build names) and
   the extension pages' Content-Security-Policy: the page's own, where JavaScript eval is
   impossible and only WebAssembly may be compiled (``'wasm-unsafe-eval'``, the one
   loosening Manifest V3 allows);
@@ -45,7 +45,9 @@ from .wheel import project_metadata
 EXTENSION = ROOT / "extension"
 SIDE_PANEL = "sidepanel.html"
 MARKER = ".py-agent-extension"
-PERMISSIONS = ["activeTab", "scripting", "sidePanel", "storage"]
+# No "storage": the panel keeps everything in IndexedDB and localStorage, which need no
+# permission, so chrome.storage would be asked for and never used (docs/extension.md).
+PERMISSIONS = ["activeTab", "scripting", "sidePanel"]
 ICON_SIZES = (16, 32, 48, 128)
 # Prompt API for extensions since Chrome 138 (web pages since 148).
 MINIMUM_CHROME = "138"

@@ -119,7 +119,7 @@ def test_the_side_panel_boots_with_the_page_tools_and_no_policy_errors(panel):
         expect(tools).to_contain_text(name, timeout=20_000)
     assert [p for p in panel.problems if "Content Security Policy" in p or "Refused" in p] == []
     manifest = panel.evaluate("chrome.runtime.getManifest()")
-    assert manifest["permissions"] == ["activeTab", "scripting", "sidePanel", "storage"]
+    assert manifest["permissions"] == ["activeTab", "scripting", "sidePanel"]
     assert "'unsafe-eval'" not in manifest["content_security_policy"]["extension_pages"]
 
 

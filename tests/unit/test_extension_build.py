@@ -58,7 +58,7 @@ def test_the_policy_allows_webassembly_and_nothing_looser():
 def test_the_manifest_asks_for_the_least_permission():
     manifest = extension_manifest(extension_policy(), [])
     assert manifest["manifest_version"] == 3
-    assert manifest["permissions"] == ["activeTab", "scripting", "sidePanel", "storage"]
+    assert manifest["permissions"] == ["activeTab", "scripting", "sidePanel"]
     assert "host_permissions" not in manifest
     assert manifest["side_panel"]["default_path"] == "sidepanel.html"
     with_sites = extension_manifest(extension_policy(), ["https://docs.example.org/*"])
