@@ -38,6 +38,7 @@ from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.e2e.extension_app import (ExtensionBrowser, FixtureServer,  # noqa: E402
                                      build_test_extension, page_tools_call)
 from tests.e2e.pages import chat, install_fake_lm_scripts  # noqa: E402
+from tests.e2e.test_extension import RESPONDER  # noqa: E402
 
 READY = '[data-testid="status"][data-state="ready"]'
 
@@ -88,7 +89,7 @@ def extraction(playwright, extension: Path, fixtures: FixtureServer) -> dict[str
         try:
             browser.open_tab(fixtures.url + "/huge.html")
             panel = browser.context.new_page()
-            install_fake_lm_scripts(panel, {})
+            install_fake_lm_scripts(panel, {"responderSource": RESPONDER})
             boot_ms(panel, browser.panel_url)
             started = time.monotonic()
             read = page_tools_call(panel, "readPage")
@@ -97,6 +98,10 @@ def extraction(playwright, extension: Path, fixtures: FixtureServer) -> dict[str
             started = time.monotonic()
             chat(panel, "What does the page say about the harbour ferry?")
             turn = (time.monotonic() - started) * 1000
+            steps = panel.evaluate("window.__fakeLM.calls.filter((c) => c.method === "
+                                   "'promptStreaming' || c.method === 'prompt')"
+                                   ".map((c) => c.input.slice(0, 40))")
+            assert any(s.startswith("Observation from read_page") for s in steps), steps
             return {"in the tab (ms)": read["ms"], "round trip (ms)": round_trip,
                     "read_page turn (ms)": turn, "chars read": read["chars"],
                     "chars on the page": read["totalChars"]}
