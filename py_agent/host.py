@@ -4,7 +4,8 @@ The worker bootstrap hands every message from the page to :meth:`AgentHost.handl
 and gives the host a ``post`` function for replies and live events. Requests
 carry an ``id`` and get exactly one ``{"type": "reply", "id", "ok", ...}``;
 events of running turns and background compactions are posted as
-``{"type": "event", "event": {...}}`` as they happen.
+``{"type": "event", "event": {...}}`` as they happen. ``docs/protocols.md`` lists
+every request, reply and event.
 """
 
 from __future__ import annotations

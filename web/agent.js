@@ -43,6 +43,7 @@
  */
 import {LLMHost} from './llm_host.js';
 import {PageTools} from './page_tools.js';
+import {Replies, withDeadline} from './replies.js';
 
 // The site's worker, found from this module's own URL rather than the page's.
 const DEFAULT_WORKER_URL = new URL('./worker/agent_worker.js', import.meta.url).href;
@@ -62,19 +63,6 @@ function agentError(error) {
   const out = new Error(error?.message || 'the agent failed');
   out.name = error?.name || 'Error';
   return out;
-}
-
-function withTimeout(promise, ms, what, onTimeout) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout?.();
-      const error = new Error(`${what} took longer than ${Math.round(ms / 1000)} s`);
-      error.name = 'TimeoutError';
-      reject(error);
-    }, ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** The value of string field `key` of a JSON object still streaming in, or null. */
@@ -100,10 +88,9 @@ class Agent {
     this.toolErrors = [];
     this._onEvent = onEvent;
     this._turnTimeoutMs = turnTimeoutMs;
-    this._requestTimeoutMs = requestTimeoutMs;
-    this._pending = new Map();    // request id -> {resolve, reject}
+    // Requests waiting for the worker's reply (docs/protocols.md), each with its timeout.
+    this._replies = new Replies({prefix: 'agent', timeoutMs: requestTimeoutMs, toError: agentError});
     this._listeners = new Set();  // stream() consumers: (message) => void
-    this._ids = 0;
     this.worker = new Worker(url, {type: 'module', name: 'py-agent'});
     this.llm = new LLMHost(llm);
     this.llm.attach(this.worker);
@@ -124,7 +111,7 @@ class Agent {
         reject(new Error(`the agent worker failed to load: ${event.message || 'see the console'}`));
       });
     });
-    return withTimeout(ready, timeoutMs, 'starting the agent').then(async (details) => {
+    return withDeadline(ready, timeoutMs, 'starting the agent').then(async (details) => {
       this.toolErrors = (details?.tool_errors ?? []).map(({module, message}) => ({module, message}));
       this.tools = await this._request('tools');
       return this;
@@ -142,10 +129,7 @@ class Agent {
       }
       this._emit({type: 'error', session_id: null, data: {where: message.where, message: message.message}});
     } else if (message.type === 'reply') {
-      const waiting = this._pending.get(message.id);
-      if (!waiting) return;
-      this._pending.delete(message.id);
-      message.ok ? waiting.resolve(message.value) : waiting.reject(agentError(message.error));
+      this._replies.settle(message);
     } else if (message.type === 'event') {
       this._emit(message.event);
     }
@@ -156,14 +140,9 @@ class Agent {
     for (const listen of this._listeners) listen({event});
   }
 
-  _request(type, fields = {}, timeoutMs = this._requestTimeoutMs, onTimeout) {
-    const id = `agent${++this._ids}`;
-    const reply = new Promise((resolve, reject) => this._pending.set(id, {resolve, reject}));
-    this.worker.postMessage({type, id, ...fields});
-    return withTimeout(reply, timeoutMs, `the agent's ${type} request`, () => {
-      this._pending.delete(id);
-      onTimeout?.();
-    });
+  _request(type, fields = {}, timeoutMs = undefined, onTimeout = null) {
+    return this._replies.request((id) => this.worker.postMessage({type, id, ...fields}),
+                                 {timeoutMs, what: `the agent's ${type} request`, onTimeout});
   }
 
   /** Run one turn; resolves to its result ({answer, status, steps, ...}). */
@@ -221,8 +200,7 @@ class Agent {
 
   /** Stop the worker and free the model's sessions. */
   close() {
-    for (const {reject} of this._pending.values()) reject(new Error('the agent was closed'));
-    this._pending.clear();
+    this._replies.close(new Error('the agent was closed'));
     this.llm.removeEventListener('chunk', this._chunks);
     this.llm.destroyAll();
     this._detachPageTools();

@@ -7,9 +7,7 @@ announces readiness.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import itertools
 from typing import Any
 
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
@@ -18,6 +16,7 @@ from ..agent import Agent
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
 from ..openai_compat import StreamChunk
+from ..replies import Replies
 from ..rpc import BridgeModel, RpcStore
 from ..tools.modules import ToolContext
 from ..tools.toolset import ToolSet
@@ -48,29 +47,28 @@ def js_error(exc: BaseException) -> dict[str, Any]:
 
 
 class PageLink:
-    """Requests to the page's LLM host, matched to replies by id."""
+    """Requests to the page's LLM host, matched to replies by id (docs/protocols.md).
+
+    No timeout here: each call is bounded by the one who awaits it (a step's or a memory
+    pass's deadline, the backend switch's wait), which cancels the wait, and the host's
+    ``abort`` stops the call on the page."""
 
     def __init__(self, boot: Any) -> None:
         self.boot = boot
-        self._pending: dict[str, asyncio.Future] = {}
-        self._ids = itertools.count(1)
+        self._replies = Replies("llm")
 
     def post(self, message: dict[str, Any]) -> None:
         self.boot.post(to_js(message, dict_converter=_object_from_entries()))
 
     async def llm(self, method: str, args: list[Any], api: str | None = None) -> dict[str, Any]:
         """Call the LLM host; ``api`` names another API than Chrome's (``page-model``)."""
-        request_id = f"llm{next(self._ids)}"
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        message = {"type": "llm", "id": request_id, "method": method, "args": args}
-        if api is not None:
-            message["api"] = api
-        self.post(message)
-        try:
-            return await future
-        finally:
-            self._pending.pop(request_id, None)
+        def send(request_id: str) -> None:
+            message = {"type": "llm", "id": request_id, "method": method, "args": args}
+            if api is not None:
+                message["api"] = api
+            self.post(message)
+
+        return await self._replies.request(send)
 
     def resolve(self, message: dict[str, Any]) -> bool:
         """Consume the LLM host's messages: results go to their waiting request.
@@ -82,9 +80,7 @@ class PageLink:
             return True
         if message.get("type") != "llm-result":
             return False
-        future = self._pending.get(str(message.get("id")))
-        if future is not None and not future.done():
-            future.set_result(message)
+        self._replies.settle(message)
         return True
 
 
