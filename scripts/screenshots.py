@@ -339,6 +339,11 @@ def extension_shot(playwright, out: Path) -> Path:
                 Demo.chat(panel, "What does this agreement say about cancellation notice?")
                 panel.locator('[data-testid="page-quote"]').last.click()
                 panel.wait_for_selector('[data-testid="page-quote"][data-state="shown"]')
+                # The answer rather than its trace: the traces folded, the chat at its end.
+                panel.evaluate("""() => { for (const d of document.querySelectorAll(
+                    '[data-testid="message"] details')) d.open = false;
+                  document.querySelector('[data-testid="messages"]').lastElementChild
+                    .scrollIntoView({block: 'end'}); }""")
                 shots = [base64.b64encode(target.screenshot(animations="disabled",
                                                             caret="hide")).decode()
                          for target in (tab, panel)]
