@@ -185,6 +185,17 @@ def test_a_5_mb_page_is_read_within_its_cap_and_the_prompt_stays_within_the_wind
     assert seconds < 60
 
 
+def test_the_selection_is_what_the_user_selected(browser, panel, fixtures):
+    tab = show(browser, panel, fixtures.url + "/selection.html")
+    tab.evaluate("""() => { const range = document.createRange();
+        range.selectNodeContents(document.getElementById('deposit'));
+        getSelection().removeAllRanges(); getSelection().addRange(range); }""")
+    answer = chat(panel, "Explain the selected paragraph about the deposit")
+    assert "1,200 EUR" in answer
+    observed = [p for p in prompts(panel) if p.startswith("Observation from page_selection")][-1]
+    assert "twelve months" not in observed   # the selection, not the page
+
+
 def test_pages_the_extension_may_not_read_say_why(browser, panel, fixtures):
     tab = browser.open_tab("chrome://version")
     panel.bring_to_front()
