@@ -16,7 +16,10 @@ in the wheel.
 - ``manifest``: what the worker loads, as prepared and as a site hands it out;
 - ``http_server``: the development server, with ``headers`` (CSP, isolation, caching),
   ``model_server`` (``--model-url``, its proxy) and ``ui_bundle`` (the UI in one file);
+- ``app_files``: the files every build ships, copied from one preparation;
 - ``static_build``: ``--build DIR``, the app as a static site, with the service worker
   and offline page of ``offline/``;
+- ``extension_build``: ``--extension DIR``, the app as a Chrome extension (side panel)
+  with the page tools of ``extension/``, and its zip;
 - ``paths`` and ``common``: where files live; how the modules speak and write files.
 """

@@ -1,4 +1,5 @@
-"""The browser runtimes from npm: Pyodide, PyScript, MicroPython, markdown-it and the rest, pinned by
+"""The browser runtimes from npm: Pyodide, PyScript, MicroPython, markdown-it, wllama,
+hash-wasm, the MCP client SDK and (for the extension) Readability, pinned by
 ``package-lock.json``, installed with ``npm ci`` only when needed and copied into
 ``web/vendor/<name>-<version>/`` (versioned paths, so browsers may cache them forever).
 
@@ -62,6 +63,10 @@ RUNTIMES = [
     # ESM with dependencies (zod, a JSON Schema validator), bundled into one module.
     Runtime("@modelcontextprotocol/client", "mcp-client", ("LICENSE",), "mcp_client.mjs",
             bundle="serving/mcp_client_entry.mjs"),
+    # The extension's page reader (extension/page_reader.js): Firefox's reader view,
+    # injected into the tab the user reads. Only the extension ships it.
+    Runtime("@mozilla/readability", "readability", ("Readability.js", "LICENSE.md"),
+            "Readability.js"),
 ]
 
 # esbuild's JavaScript API (it finds its platform binary without an install script).

@@ -26,6 +26,7 @@ from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .approvals import PageApprovals
 from .page_tools import PageTools
 from .tool_servers import ToolServers
+from .tab_tools import SOURCE as TAB_SOURCE, TabTools
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
 from ..turn.remote_tools import ToolWorkerClient
@@ -168,7 +169,11 @@ async def main(boot: Any) -> None:
     # The agent's tools: the tool modules', the page's (web/page_tools.js) and the tool
     # servers'; each change reaches the agent in use from its next turn, and the page.
     toolset = ToolSet(loaded.tools)
-    page_tools = PageTools(link.post, toolset)
+    # In the extension's side panel, the tab reader's raw tools (source 'tab') become the
+    # page tools of py_agent.page (tab_tools.py), summarizing with the model in use.
+    tab_tools = TabTools(toolset, lambda: switch.agent.model if switch.agent else None)
+    page_tools = PageTools(link.post, toolset, held={TAB_SOURCE: tab_tools.listed})
+    tab_tools.host = page_tools
 
     def tools_changed(tools: list) -> None:
         if switch.agent is not None:

@@ -38,9 +38,14 @@ class PageToolError(RuntimeError):
 class PageTools:
     """The worker's end of the page tools host; keeps ``toolset``'s ``page`` source."""
 
-    def __init__(self, post: Callable[[dict[str, Any]], None], toolset: ToolSet) -> None:
+    def __init__(self, post: Callable[[dict[str, Any]], None], toolset: ToolSet, *,
+                 held: dict[str, Callable[[list[dict[str, Any]]], None]] | None = None) -> None:
+        """``held``: sources whose tools are not offered as they are, but handed (as
+        described, on every list) to a callback that makes tools of them (the
+        extension's tab reader, source ``tab``: py_agent/browser/tab_tools.py)."""
         self.post = post
         self.toolset = toolset
+        self.held = dict(held or {})
         self.skipped: list[str] = []    # why a page tool could not be used, per tool
         self._replies = Replies("pt")   # the host's replies, by id (docs/protocols.md)
         self._refreshing: asyncio.Task | None = None
@@ -83,8 +88,12 @@ class PageTools:
             log.warning("the page's tools could not be listed: %s", exc)
             return self.toolset.source(SOURCE)
         tools, skipped = [], []
+        apart: dict[str, list[dict[str, Any]]] = {source: [] for source in self.held}
         for item in described if isinstance(described, list) else []:
             if not isinstance(item, dict):
+                continue
+            if item.get("source") in apart:
+                apart[str(item.get("source"))].append(item)
                 continue
             try:
                 tools.append(remote_tool(
@@ -99,6 +108,8 @@ class PageTools:
         for problem in skipped:
             log.warning("%s", problem)
         self.toolset.set_source(SOURCE, tools)
+        for source, items in apart.items():
+            self.held[source](items)
         return tools
 
     def refresh_soon(self) -> None:

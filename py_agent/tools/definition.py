@@ -92,9 +92,11 @@ class Tool:
     # tool runner asks the user before each call (py_agent.turn.approval). False: it
     # only reads or computes.
     confirm: bool = False
-    # Seconds a call may take, when not the tool policy's (a tool server's tools: the
-    # network and the server's own work).
+    # Seconds a call may take, and characters its observation may keep, when not the tool
+    # policy's (a tool server's tools: the network and the server's own work; a page
+    # summarized part by part takes minutes, and its passages need more room).
     timeout_s: float | None = None
+    observation_chars: int | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the tool directly calls the function, so tools stay testable."""

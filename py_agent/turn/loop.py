@@ -267,6 +267,10 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
                                                tool.name, untrusted_text(step.observation))
             if ctx.gate is not None:
                 ctx.gate.tainted = True
+        if step.ok and tool.metadata.get("page_text") and ctx.gate is not None:
+            # The page's own words (delimited by the page tools): from now on this turn,
+            # every consequential call is asked about, even one allowed for the chat.
+            ctx.gate.tainted = True
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))

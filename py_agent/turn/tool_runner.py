@@ -142,8 +142,14 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
     does not run."""
     started = time.perf_counter()
 
+    # A tool may ask for its own deadline and observation room (the page tools: a page
+    # summarized part by part takes minutes, and its passages need more than a tool's
+    # usual room).
+    timeout = float(tool.timeout_s or policy.timeout_s)
+    room = int(tool.observation_chars or policy.max_observation_chars)
+
     def outcome(text: str, ok: bool, attempts: int, error: str | None = None) -> ToolOutcome:
-        return ToolOutcome(cap_text(text, policy.max_observation_chars), ok, attempts,
+        return ToolOutcome(cap_text(text, room), ok, attempts,
                            (time.perf_counter() - started) * 1000, error)
 
     try:
@@ -162,8 +168,7 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, tool.timeout_s or policy.timeout_s,
-                                     sync_runner)
+            value = await _call_once(tool, kwargs, timeout, sync_runner)
         except ToolTimeoutError as exc:
             # Not retried: a hang is seldom transient, and the user has waited already.
             return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")

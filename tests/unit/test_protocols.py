@@ -157,11 +157,13 @@ def test_page_requests_are_the_ones_the_worker_handles():
 
 
 def test_every_message_on_the_agent_workers_port_is_listed():
-    """The agent worker's port carries two channels: the page's and the LLM host's."""
+    """The agent worker's port carries three channels: the page's, the LLM host's and the
+    page tools host's."""
     not_nested = r'(?<!"event": \{)"type": "([\w-]+)"'
     worker_sends = (found("py_agent/host.py", not_nested)
                     | found("py_agent/browser/backends.py", not_nested)
                     | found("py_agent/browser/main.py", not_nested)
+                    | found("py_agent/browser/page_tools.py", not_nested)
                     | found("worker/agent_worker.js", r"post\(\{type: '([\w-]+)'", not_nested)
                     | found("worker/boot_snapshot.js", r"post\(\{type: '([\w-]+)'"))
     worker_handles = found("py_agent/browser/main.py", r'\.get\("type"\) [!=]= "([\w-]+)"')
@@ -171,11 +173,14 @@ def test_every_message_on_the_agent_workers_port_is_listed():
                     | set(re.findall(r'"([\w-]+)"', llm_messages.group(1)))
                     | found("web/agent.js", r"message\.type === '([\w-]+)'")
                     | found("web/llm_host.js", r"msg\.type === '([\w-]+)'"))
-    page_sends = found("web/llm_host.js", r"type: '(llm-[\w-]+)'")
+    page_sends = (found("web/llm_host.js", r"type: '(llm-[\w-]+)'")
+                  | found("web/page_tools.js", r"type: '(page-tools-[\w-]+)'"))
+    worker_handles |= found("py_agent/browser/page_tools.py", r'kind [!=]= "([\w-]+)"')
     in_code = worker_sends | worker_handles | page_handles | page_sends
     assert {"reply", "boot", "llm", "llm-result"} <= in_code   # the scan sees both channels
     tables = catalogue()
-    listed = tables[(PAGE_AGENT, "Messages from the worker")] | tables[(LLM_HOST, "Messages")]
+    listed = tables[(PAGE_AGENT, "Messages from the worker")] | tables[(LLM_HOST, "Messages")] \
+        | tables[("Agent worker ↔ page tools host", "Page tools messages")]
     assert in_code == listed
 
 
@@ -261,6 +266,6 @@ def test_page_tools_messages_are_listed():
     page_handles = found("web/page_tools.js", r"message\.type !== '([\w-]+)'")
     in_code = worker_sends | worker_handles | page_sends | page_handles
     assert {"page-tools", "page-tools-result", "page-tools-event"} == in_code
-    assert catalogue()[("Agent worker ↔ page tools host", "message")] == in_code
+    assert catalogue()[("Agent worker ↔ page tools host", "Page tools messages")] == in_code
     ui = re.search(r"PAGE_TOOLS_MESSAGES = \(([^)]*)\)", source("web/ui/link.py"))
     assert ui and set(re.findall(r'"([\w-]+)"', ui.group(1))) == worker_sends
