@@ -24,6 +24,14 @@
  *   workerURL      where the agent worker is served (default: worker/agent_worker.js beside
  *                  this file, so a page anywhere can use a site at any path)
  *   llm            options for the LLMHost (llm_host.js), e.g. {api: myLanguageModel}
+ *   pageTools      tools of this page for the agent: a PageTools host (page_tools.js) or a
+ *                  list of WebMCP-style tool dictionaries ({name, description, inputSchema,
+ *                  execute, annotations}); the host is agent.pageTools either way
+ *   webmcp         true: also offer the tools this page registers on document.modelContext
+ *                  (WebMCP, where the browser has it)
+ *   exposeTools    true: register the agent's own tools on document.modelContext, for the
+ *                  browser's agents to call (a consequential one asks first: answer its
+ *                  approval_requested event with agent.approve(decision, {session}))
  *
  * The agent: tools ([{name, description, signature, pinned}]), toolErrors ([{module,
  * message}] for tool modules that failed to load: the agent works without them),
@@ -31,11 +39,13 @@
  * ...}), stream(text, {session}) -> async iterator of the turn's events, then
  * {type: 'text', text} while the answer streams, then {type: 'result', result};
  * stop({session}), sessions(), memory({session}) ({summary, facts, recent_turns, ...}),
- * compact({session, focus}), transcript({session}), deleteSession(id), availability()
+ * compact({session, focus}), transcript({session}), deleteSession(id), pageTools (the
+ * PageTools host: register() and unregister() page tools at any time), availability()
  * (Chrome's model: 'available', 'downloadable', ... or 'unavailable'), close().
  * Failed calls reject with an Error whose name is the worker's (UnknownSessionError...).
  */
 import {LLMHost} from './llm_host.js';
+import {PageTools} from './page_tools.js';
 import {Replies, withDeadline} from './replies.js';
 
 // The site's worker, found from this module's own URL rather than the page's.
@@ -72,7 +82,8 @@ export function partialField(json, key) {
 
 class Agent {
   constructor({tools, session = 'main', onEvent, turnTimeoutMs = 300_000,
-               requestTimeoutMs = 30_000, workerURL = DEFAULT_WORKER_URL, llm} = {}) {
+               requestTimeoutMs = 30_000, workerURL = DEFAULT_WORKER_URL, llm,
+               pageTools, webmcp = false, exposeTools = false} = {}) {
     const url = new URL(workerURL, location.href);
     if (tools) url.searchParams.set('tools', [].concat(tools).join(','));
     this.session = session;
@@ -88,6 +99,11 @@ class Agent {
     this.llm.attach(this.worker);
     this._chunks = (event) => { for (const listen of this._listeners) listen({chunk: event.detail}); };
     this.llm.addEventListener('chunk', this._chunks);
+    this.pageTools = pageTools instanceof PageTools ? pageTools : new PageTools();
+    for (const pageTool of Array.isArray(pageTools) ? pageTools : []) this.pageTools.register(pageTool);
+    this._detachPageTools = this.pageTools.attach(this.worker);
+    if (webmcp) this.pageTools.followModelContext();
+    this._exposeTools = exposeTools;
     this.worker.addEventListener('message', (event) => this._receive(event.data));
   }
 
@@ -102,6 +118,7 @@ class Agent {
     return withDeadline(ready, timeoutMs, 'starting the agent').then(async (details) => {
       this.toolErrors = (details?.tool_errors ?? []).map(({module, message}) => ({module, message}));
       this.tools = await this._request('tools');
+      if (this._exposeTools) this._unexpose = await this.pageTools.exposeAgentTools(this.worker);
       return this;
     });
   }
@@ -176,6 +193,12 @@ class Agent {
     }
   }
 
+  /** Answer the agent's question before a consequential call (an `approval_requested`
+   *  event of `session`): 'once', 'chat' or 'deny'. */
+  approve(decision, {session = this.session} = {}) {
+    return this._request('approve', {session_id: session, decision});
+  }
+
   stop({session = this.session} = {}) { return this._request('stop', {session_id: session}); }
   sessions() { return this._request('sessions'); }
   memory({session = this.session} = {}) { return this._request('memory', {session_id: session}); }
@@ -188,9 +211,11 @@ class Agent {
 
   /** Stop the worker and free the model's sessions. */
   close() {
+    this._unexpose?.();
     this._replies.close(new Error('the agent was closed'));
     this.llm.removeEventListener('chunk', this._chunks);
     this.llm.destroyAll();
+    this._detachPageTools();
     this.worker.terminate();
   }
 }

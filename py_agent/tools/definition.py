@@ -88,6 +88,15 @@ class Tool:
     parameters: dict[str, Any] | None = field(default=None, repr=False)
     check: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False,
                                                            compare=False)
+    # Consequential: it deletes, sends, pays or otherwise acts for the user, so the
+    # tool runner asks the user before each call (py_agent.turn.approval). False: it
+    # only reads or computes.
+    confirm: bool = False
+    # Seconds a call may take, and characters its observation may keep, when not the tool
+    # policy's (a tool server's tools: the network and the server's own work; a page
+    # summarized part by part takes minutes, and its passages need more room).
+    timeout_s: float | None = None
+    observation_chars: int | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the tool directly calls the function, so tools stay testable."""
@@ -132,7 +141,8 @@ class Tool:
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
          description: str | None = None, pinned: bool = False,
-         examples: Iterable[str] = (), keywords: Iterable[str] = ()) -> Any:
+         examples: Iterable[str] = (), keywords: Iterable[str] = (),
+         confirm: bool = False) -> Any:
     """Make a :class:`Tool` from a typed, documented function (sync or async).
 
     Use as ``@tool`` or ``@tool(name=..., pinned=True, examples=[...])``. A pinned
@@ -140,6 +150,8 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     ``examples`` are requests as a user would type them ("what's 19 x 47?"); they
     are added to those of the docstring's ``Examples:`` section. ``keywords`` are
     other words for what the tool does (synonyms, aliases, abbreviations).
+    ``confirm=True`` declares the tool consequential (it deletes, sends, pays...): the
+    user is asked before each call.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -153,7 +165,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         return Tool(name=name or func.__name__, description=desc,
                     params=_params_from_signature(func, arg_docs), fn=func, pinned=pinned,
                     is_async=inspect.iscoroutinefunction(func), examples=samples,
-                    keywords=clean_list(_as_list(keywords)))
+                    keywords=clean_list(_as_list(keywords)), confirm=bool(confirm))
 
     return build(fn) if fn is not None else build
 

@@ -50,7 +50,7 @@ class InvalidToolSchemaError(ValueError):
 def schema_tool(name: str, description: str, parameters: Mapping[str, Any] | None,
                 fn: Callable[..., Any], *, pinned: bool = False, examples: Iterable[str] = (),
                 keywords: Iterable[str] = (),
-                metadata: Mapping[str, Any] | None = None) -> Tool:
+                metadata: Mapping[str, Any] | None = None, confirm: bool = False) -> Tool:
     """Make a :class:`Tool` from a JSON-Schema description of its arguments.
 
     Args:
@@ -64,6 +64,8 @@ def schema_tool(name: str, description: str, parameters: Mapping[str, Any] | Non
         examples: requests as a user would type them, for the retriever.
         keywords: other words for what the tool does.
         metadata: anything the app wants to keep with the tool (its source, say).
+        confirm: the tool is consequential (it deletes, sends, pays...): the user is
+            asked before each call.
 
     Raises:
         InvalidToolSchemaError: the name, the description or the schema cannot be used.
@@ -89,7 +91,7 @@ def schema_tool(name: str, description: str, parameters: Mapping[str, Any] | Non
                 pinned=pinned, is_async=_is_async(fn), metadata=dict(metadata or {}),
                 examples=clean_list(list(_strings(examples, name))),
                 keywords=clean_list(list(_strings(keywords, name))),
-                parameters=shown, check=_LazyValidator(name, schema))
+                parameters=shown, check=_LazyValidator(name, schema), confirm=bool(confirm))
 
 
 # How many "$ref"s deep an inlined schema goes; a recursive schema is cut there (the cut

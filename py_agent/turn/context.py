@@ -8,8 +8,8 @@ the agent makes the context, the turn runner completes it and hands it to the lo
 and each layer below gets only what it needs of it: the stop button for each model
 and tool call, the chat's id as the tag of the model session the turn clones
 (:func:`py_agent.model.for_conversation`), which tags what that session streams. What
-a later need adds to a turn (an approver asked before a consequential tool call, say)
-becomes a field here, handed down the same way.
+a later need adds to a turn becomes a field here, handed down the same way: the turn's
+approver, asked before a consequential tool call, is one.
 
 A context is frozen: a stage of the turn that learns something (the turn's id once
 it is archived, the tools retrieved for the message) makes a new one with
@@ -22,6 +22,7 @@ import asyncio
 from dataclasses import dataclass
 
 from ..retrieval import ScoredTool
+from .approval import Approver
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class TurnContext:
         abort: set to stop the turn (the stop button); None: it cannot be stopped.
         turn_id: the turn's id in the chat's transcript (0 until it is archived).
         offered: the tools offered for the message, best first (empty until retrieved).
+        approver: asked before a consequential tool call in this turn (None: the
+            agent's own, if it has one; see :mod:`py_agent.turn.approval`).
     """
 
     session_id: str
@@ -41,3 +44,4 @@ class TurnContext:
     abort: asyncio.Event | None = None
     turn_id: int = 0
     offered: tuple[ScoredTool, ...] = ()
+    approver: Approver | None = None

@@ -14,22 +14,24 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ..boundary import loads_bounded
+from ..boundary import loads_bounded, untrusted_text
 from ..constraints import ConstraintLevel, LevelChange, ModelConstraints
 from ..events import AgentEvent
 from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
                      QuotaExceededError, as_model_error)
 from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
-                         shorten, step_constraint)
+                         shorten, step_constraint, untrusted_block)
 from ..results import RunResult, StepTrace
+from ..tools.remote import RemoteToolError
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .compact_tool import COMPACT_TOOL
 from .context import TurnContext
 from .policies import StepPolicy, ToolPolicy
+from .approval import ApprovalGate
 from .tool_runner import SyncRunner, run_tool
 
 T = TypeVar("T")
@@ -85,6 +87,8 @@ class TurnLoop:
     sync_tool_runner: SyncRunner | None = None
     # The response constraints the model accepted so far (py_agent.constraints).
     constraints: ModelConstraints = field(default_factory=ModelConstraints)
+    # Asks the user before a consequential call (py_agent.turn.approval); None: nobody to ask.
+    gate: ApprovalGate | None = None
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
     # The steps so far, kept here so that a stopped or failed turn still has them.
@@ -243,9 +247,30 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
                             "Now answer the user.")
     else:
         step.kind = "tool"
+
+        async def tell(kind: str, data: dict[str, Any]) -> None:
+            if kind == "approval":
+                step.approval = str(data.get("decision", ""))
+            await emit(kind, index=step.index, **data)
+
+        gate = replace(ctx.gate, emit=tell) if ctx.gate is not None else None
         outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
-                                           ctx.sync_tool_runner), ctx.turn.abort)
+                                           ctx.sync_tool_runner, gate=gate), ctx.turn.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
+        if tool.metadata.get("untrusted") and (outcome.ok or
+                                               outcome.error == RemoteToolError.remote_name):
+            # A server's or a page's words: data between marks, never instructions; and
+            # from now on this turn, every consequential call is asked about, even one
+            # the user allowed for the chat.
+            source = str(tool.metadata.get("server") or tool.metadata.get("source") or "")
+            step.observation = untrusted_block(f"{tool.name} ({source})" if source else
+                                               tool.name, untrusted_text(step.observation))
+            if ctx.gate is not None:
+                ctx.gate.tainted = True
+        if step.ok and tool.metadata.get("page_text") and ctx.gate is not None:
+            # The page's own words (delimited by the page tools): from now on this turn,
+            # every consequential call is asked about, even one allowed for the chat.
+            ctx.gate.tainted = True
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))

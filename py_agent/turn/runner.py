@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..bases import BaseSessions
 from ..boundary import describe
@@ -49,6 +49,7 @@ from ..waiting import TurnAborted, bounded
 from .context import TurnContext
 from .first_prompt import TurnPrompt, without_memory
 from .loop import TurnLoop, model_call, run_turn
+from .approval import ApprovalGate, Approvals, Approver
 from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
 from .recall_tool import RECALL_TOOL, bind_recall_tool
@@ -64,6 +65,10 @@ class TurnSettings:
     step_policy: StepPolicy
     max_steps: int
     sync_tool_runner: SyncRunner | None = None
+    # Who is asked before a consequential call (None: nobody: such calls are refused),
+    # and the tools the user allowed for a whole chat.
+    approver: Approver | None = None
+    approvals: Approvals = field(default_factory=Approvals)
 
 
 class TurnRunner:
@@ -123,7 +128,9 @@ class TurnRunner:
                         emit=emit, tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                         step_policy=settings.step_policy,
                         sync_tool_runner=settings.sync_tool_runner,
-                        constraints=self.bases.constraints())
+                        constraints=self.bases.constraints(),
+                        gate=ApprovalGate(session_id, turn.approver or settings.approver,
+                                          settings.approvals))
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:

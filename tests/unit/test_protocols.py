@@ -134,9 +134,20 @@ def test_every_message_row_names_its_direction_and_reply():
 
 # ------------------------------------------------------------------ page ↔ agent worker
 
+def module_requests(path: str) -> set[str]:
+    """The strings of a module's ``REQUESTS = (...)`` or ``REQUEST = "..."``: the page
+    requests it serves before BackendSwitch sees them (py_agent/browser/main.py)."""
+    block = re.search(r"^REQUESTS? = (\(.*?\)|\"\w+\")", source(path), re.S | re.M)
+    assert block, f"{path} has no REQUESTS"
+    return set(re.findall(r'"(\w+)"', block.group(1)))
+
+
 def test_page_requests_are_the_ones_the_worker_handles():
-    # BackendSwitch.handle answers use_model and model_info itself; the rest go to AgentHost.
-    handled = agent_host_requests() | compared("py_agent/browser/backends.py", "handle")
+    # BackendSwitch.handle answers use_model and model_info itself; the rest go to AgentHost,
+    # but for the tool servers' and the approvals', which main.py routes to them first.
+    handled = (agent_host_requests() | compared("py_agent/browser/backends.py", "handle")
+               | module_requests("py_agent/browser/tool_servers.py")
+               | module_requests("py_agent/browser/approvals.py"))
     sent = (found("web/agent.js", r"this\._request\('(\w+)'")
             | {name for path in sorted((ROOT / "web" / "ui").glob("*.py"))
                for name in re.findall(r"\brequest\(\"(\w+)\"", path.read_text(encoding="utf-8"))})
@@ -146,11 +157,13 @@ def test_page_requests_are_the_ones_the_worker_handles():
 
 
 def test_every_message_on_the_agent_workers_port_is_listed():
-    """The agent worker's port carries two channels: the page's and the LLM host's."""
+    """The agent worker's port carries three channels: the page's, the LLM host's and the
+    page tools host's."""
     not_nested = r'(?<!"event": \{)"type": "([\w-]+)"'
     worker_sends = (found("py_agent/host.py", not_nested)
                     | found("py_agent/browser/backends.py", not_nested)
                     | found("py_agent/browser/main.py", not_nested)
+                    | found("py_agent/browser/page_tools.py", not_nested)
                     | found("worker/agent_worker.js", r"post\(\{type: '([\w-]+)'", not_nested)
                     | found("worker/boot_snapshot.js", r"post\(\{type: '([\w-]+)'"))
     worker_handles = found("py_agent/browser/main.py", r'\.get\("type"\) [!=]= "([\w-]+)"')
@@ -160,17 +173,22 @@ def test_every_message_on_the_agent_workers_port_is_listed():
                     | set(re.findall(r'"([\w-]+)"', llm_messages.group(1)))
                     | found("web/agent.js", r"message\.type === '([\w-]+)'")
                     | found("web/llm_host.js", r"msg\.type === '([\w-]+)'"))
-    page_sends = found("web/llm_host.js", r"type: '(llm-[\w-]+)'")
+    page_sends = (found("web/llm_host.js", r"type: '(llm-[\w-]+)'")
+                  | found("web/page_tools.js", r"type: '(page-tools-[\w-]+)'"))
+    worker_handles |= found("py_agent/browser/page_tools.py", r'kind [!=]= "([\w-]+)"')
     in_code = worker_sends | worker_handles | page_handles | page_sends
     assert {"reply", "boot", "llm", "llm-result"} <= in_code   # the scan sees both channels
     tables = catalogue()
-    listed = tables[(PAGE_AGENT, "Messages from the worker")] | tables[(LLM_HOST, "Messages")]
+    listed = tables[(PAGE_AGENT, "Messages from the worker")] | tables[(LLM_HOST, "Messages")] \
+        | tables[("Agent worker ↔ page tools host", "Page tools messages")]
     assert in_code == listed
 
 
 def test_agent_events_are_listed():
-    in_code = set(typing.get_args(EventType)) | found(
-        "py_agent/browser/backends.py", r'"event": \{"type": "(\w+)"')
+    in_code = set(typing.get_args(EventType)) | {
+        name for path in ("py_agent/browser/backends.py", "py_agent/browser/main.py",
+                          "py_agent/browser/tool_servers.py")
+        for name in found(path, r'"event": \{"type": "(\w+)"')}
     assert "model" in in_code and "turn_started" in in_code
     assert catalogue()[(PAGE_AGENT, "Agent events")] == in_code
 
@@ -237,3 +255,17 @@ def test_indexeddb_methods_are_listed_and_defined():
     assert {"commitTurn", "kvList"} <= called
     assert called - methods == set(), "calls the Python side makes that IdbStore does not offer"
     assert catalogue()[(IDB, "method")] == methods
+
+
+# ------------------------------------------------------------------ agent worker ↔ page tools host
+
+def test_page_tools_messages_are_listed():
+    worker_sends = found("py_agent/browser/page_tools.py", r'"type": "([\w-]+)"')
+    worker_handles = found("py_agent/browser/page_tools.py", r'kind [!=]= "([\w-]+)"')
+    page_sends = found("web/page_tools.js", r"type: '(page-tools[\w-]*)'")
+    page_handles = found("web/page_tools.js", r"message\.type !== '([\w-]+)'")
+    in_code = worker_sends | worker_handles | page_sends | page_handles
+    assert {"page-tools", "page-tools-result", "page-tools-event"} == in_code
+    assert catalogue()[("Agent worker ↔ page tools host", "Page tools messages")] == in_code
+    ui = re.search(r"PAGE_TOOLS_MESSAGES = \(([^)]*)\)", source("web/ui/link.py"))
+    assert ui and set(re.findall(r'"([\w-]+)"', ui.group(1))) == worker_sends

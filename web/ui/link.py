@@ -13,6 +13,8 @@ from ui.dom import from_js, keep, missing, to_js
 
 # What the worker sends the page's LLM host (web/llm_host.js), which answers it itself.
 LLM_MESSAGES = ("llm", "llm-result", "llm-event")
+# ...and the page tools host (web/page_tools.js).
+PAGE_TOOLS_MESSAGES = ("page-tools",)
 
 # The error of a reply stays a plain object (a dict here, as the callbacks expect). No
 # timeout: the worker answers every request (AgentHost), and a turn has its own deadlines.
@@ -51,8 +53,8 @@ def _error(error):
 
 def _on_message(event):
     kind = getattr(event.data, "type", None)
-    if kind in LLM_MESSAGES:
-        return   # the LLM host's business (left unconverted: they carry whole prompts)
+    if kind in LLM_MESSAGES or kind in PAGE_TOOLS_MESSAGES:
+        return   # the hosts' business (left unconverted: they carry whole prompts)
     if kind == "reply":
         _replies.settle(event.data)   # its value is converted for its callback alone
         return

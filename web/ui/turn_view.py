@@ -145,6 +145,14 @@ class RunningTurn:
                 self.finish_answer(data["text"], rich=answer_status == "answered")
             self.phase = "Saving…"
             render_status()
+        elif kind == "approval_requested":
+            step = trace.trace_step(message, data.get("index", self.step))
+            step.setAttribute("data-approval", "asking")
+            self.phase = "Waiting for your approval… (step %d)" % self.step
+            render_status()
+        elif kind == "approval":
+            step = trace.trace_step(message, data.get("index", self.step))
+            trace.set_approval(step, data.get("decision") or "", data.get("why") or "")
         elif kind == "turn_saved":
             message.setAttribute("data-saved", "true")
             return False
