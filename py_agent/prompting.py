@@ -21,6 +21,9 @@ from .state import Fact, Turn
 from .tools import Tool
 
 NONE_TOOL = "none"
+# A step's thought is "one short sentence": held to this under constrained decoding, where a
+# small model otherwise lets it run until the reply's token limit cuts the JSON off.
+THOUGHT_MAX_CHARS = 200
 
 SYSTEM_INSTRUCTION = """\
 You are a helpful assistant that runs entirely on the user's device. You solve each request in \
@@ -90,7 +93,7 @@ def step_schema(tools: Iterable[Tool | str] | Mapping[str, Tool]) -> dict[str, A
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "thought": {"type": "string"},
+            "thought": {"type": "string", "maxLength": THOUGHT_MAX_CHARS},
             "toolName": {"type": "string", "enum": names},
             "toolInput": {"anyOf": [{"type": "string"}, {"type": "object"}]},
             "finalAnswer": {"type": "string"},
@@ -115,7 +118,7 @@ def tool_names_schema(names: Iterable[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "thought": {"type": "string"},
+            "thought": {"type": "string", "maxLength": THOUGHT_MAX_CHARS},
             "toolName": {"type": "string", "enum": list(dict.fromkeys([*names, NONE_TOOL]))},
             "toolInput": {"type": ["string", "object"]},
             "finalAnswer": {"type": "string"},

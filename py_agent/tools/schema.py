@@ -224,8 +224,10 @@ class _LazyValidator:
             definition = {k: v for k, v in copy.deepcopy(self.schema).items()
                           if k not in ("$schema", "$id", "id")}
             try:
+                # use_default=False: the validator would otherwise write the schema's
+                # defaults into the model's arguments; the callable gets what was given.
                 self._validate = fastjsonschema.compile(definition, handlers={},
-                                                        use_formats=False)
+                                                        use_formats=False, use_default=False)
             except Exception as exc:  # the library raises several kinds on bad schemas
                 raise InvalidToolSchemaError(self.name, f"the parameters schema is invalid: "
                                              f"{exc}") from None

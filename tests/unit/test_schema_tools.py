@@ -59,6 +59,21 @@ def test_a_schema_tool_is_a_tool_like_any_other():
     assert t(city="Faro") == "Faro: sunny"
 
 
+def test_the_callable_gets_the_arguments_the_model_gave_and_no_schema_defaults():
+    # A schema's "default" documents what the callable does without the argument; it is
+    # not written into the call (a tool server applies its own defaults, and a benchmark
+    # scores the arguments the model chose).
+    schema = {"type": "object", "required": ["path"],
+              "properties": {"path": {"type": "string"},
+                             "hidden": {"type": "boolean", "default": False},
+                             "options": {"type": "object", "default": {},
+                                         "properties": {"depth": {"type": "integer",
+                                                                  "default": 1}}}}}
+    t = schema_tool("ls", "List a folder.", schema, lambda **kwargs: kwargs)
+    assert t.bind({"path": "/tmp"}) == {"path": "/tmp"}
+    assert t.bind({"path": "/tmp", "options": {}}) == {"path": "/tmp", "options": {}}
+
+
 def test_nested_fields_reach_the_prompt_and_refs_are_inlined_for_the_step_schema():
     t = schema_tool("book_hotel", "Book hotel rooms.", BOOKING, lambda **kw: "booked")
     assert t.signature() == ("book_hotel(hotel: string, guests: list of {name: string, "

@@ -18,7 +18,8 @@
  * Beyond the Prompt API: `info` (after a load) says which model runs and how:
  * {name, contextWindow, trainedContext, threads, multiThreaded, crossOriginIsolated,
  * fileSize, ...}; create() also takes samplingMode ('most-predictable'), temperature,
- * topK and seed; load(), kept(), unload() and terminate() manage the engine.
+ * topK, seed and maxTokens (the longest reply); load(), kept(), unload() and terminate()
+ * manage the engine.
  */
 
 import { Replies } from '../replies.js';
@@ -162,9 +163,9 @@ export class PageModel {
   /** The stored record of this model ({url, size, sha256, storedAt}), or null. */
   kept() { return this.engine.call('kept', [this.source]); }
 
-  /** LanguageModel.create(): {initialPrompts, monitor, signal, samplingMode, temperature, topK, seed, expectedInputs}. */
+  /** LanguageModel.create(): {initialPrompts, monitor, signal, samplingMode, temperature, topK, seed, maxTokens, expectedInputs}. */
   async create(options = {}) {
-    const { monitor, signal, initialPrompts, samplingMode, temperature, topK, seed } = options;
+    const { monitor, signal, initialPrompts, samplingMode, temperature, topK, seed, maxTokens } = options;
     if (signal?.aborted) throw signal.reason ?? abortError();
     for (const expected of options.expectedInputs ?? []) {
       if (expected?.type && expected.type !== 'text') {
@@ -179,7 +180,7 @@ export class PageModel {
     progress(0, 1);
     await this.load({ signal, onProgress: ({ loaded, total }) => progress(loaded, total || loaded || 1) });
     progress(1, 1);
-    const sessionOptions = { initialPrompts, samplingMode, temperature, topK, seed };
+    const sessionOptions = { initialPrompts, samplingMode, temperature, topK, seed, maxTokens };
     for (const key of Object.keys(sessionOptions)) if (sessionOptions[key] === undefined) delete sessionOptions[key];
     const described = await this.engine.call('create', [sessionOptions], { signal });
     return new PageModelSession(this.engine, described);
