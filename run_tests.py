@@ -51,7 +51,19 @@ def ensure_venv() -> None:
         say("installing py-agent with its test dependencies (pip)")
         run_quietly([str(PYTHON), "-m", "pip", "install", "--quiet",
                      "--disable-pip-version-check", "-e", f"{ROOT}[test]"])
+        without_dependencies = no_deps_packages()
+        if without_dependencies:
+            run_quietly([str(PYTHON), "-m", "pip", "install", "--quiet", "--no-deps",
+                         "--disable-pip-version-check", *without_dependencies])
         stamp.write_text(wanted)
+
+
+def no_deps_packages() -> list[str]:
+    """Test packages installed without their declared dependencies (pyproject.toml's
+    [tool.py-agent] test-no-deps says why)."""
+    import tomllib
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return list(tomllib.load(file).get("tool", {}).get("py-agent", {}).get("test-no-deps", []))
 
 
 def ensure_chromium() -> None:

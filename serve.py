@@ -13,6 +13,8 @@
     python serve.py --prepare-only   # set everything up, serve nothing (tests, CI)
     python serve.py --build site     # a static site in site/ for any web server, any path
                                      # (serving/static_build.py; docs/publish.md)
+    python serve.py --extension ext  # a Chrome extension in ext/ (side panel) and ext.zip
+                                     # (serving/extension_build.py; docs/extension.md)
 
 This file is only the command line. The work is done in ``serving/``: preparation of
 ``web/vendor/`` (serving/prepare.py, idempotent and offline once done), the development
@@ -54,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model-proxy", action="store_true",
                         help="reach the server through this one (/model/), so it needs no "
                              "CORS; always so when PY_AGENT_API_KEY or OPENAI_API_KEY is set")
+    parser.add_argument("--mcp", action="append", default=[], metavar="URL",
+                        help="a tool server (MCP over Streamable HTTP, e.g. "
+                             "http://localhost:3001/mcp) the page connects to; repeatable")
     parser.add_argument("--gguf", action="append", default=[], metavar="PATH_OR_URL",
                         help="a GGUF model the page offers to run itself (llama.cpp in "
                              "WebAssembly; the browser downloads it once and keeps it): a "
@@ -70,6 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --build: make the site cross-origin isolated from the "
                              "second visit on (its service worker adds COOP/COEP), for "
                              "features that need SharedArrayBuffer; nothing does today")
+    parser.add_argument("--extension", metavar="DIR",
+                        help="write the app as an unpacked Chrome extension into DIR (new, "
+                             "empty or an earlier one), its side panel the chat with the page "
+                             "tools, and DIR.zip for the Chrome Web Store (docs/extension.md); "
+                             "--tools, --model-url and --gguf go into it")
+    parser.add_argument("--extension-site", action="append", default=[], metavar="PATTERN",
+                        help="with --extension: a site the extension may read without the user "
+                             "opening the panel on the tab first (a host permission, e.g. "
+                             "'https://docs.example.org/*'); repeatable")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     return parser
 
@@ -97,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     from serving.paths import CACHE
     from serving.prepare import prepare
     from serving.page_tool_modules import tool_module_path
+    from serving.tool_servers import tool_servers_from_args
 
     try:
         tools = [tool_module_path(path) for path in args.tools]
@@ -110,14 +125,27 @@ def main(argv: list[str] | None = None) -> int:
                                "server always isolates the page)")
         if args.build and args.prepare_only:
             raise PrepareError("--build and --prepare-only: choose one")
+        if args.extension and (args.build or args.prepare_only or args.site
+                               or args.cross_origin_isolation):
+            raise PrepareError("--extension goes without --build, --prepare-only, --site "
+                               "and --cross-origin-isolation")
+        if args.extension_site and not args.extension:
+            raise PrepareError("--extension-site goes with --extension")
         model_server = model_server_from_args(args.model_url, args.model, args.context_window,
                                               proxy=args.model_proxy) if args.model_url else None
         page_models = page_models_from_args(args.gguf, hash_cache=CACHE / "gguf-sha256.json")
+        tool_servers = tool_servers_from_args(args.mcp)
+        if args.mcp and args.build:
+            raise PrepareError("--mcp goes with serve.py's own server (a static build's page "
+                               "is not given tool servers yet)")
         for note in page_models.notes:
             say(note)
         if args.build:
             return build(Path(args.build), tools, site, model_server,
                          args.cross_origin_isolation, page_models)
+        if args.extension:
+            return extension(Path(args.extension), tools, model_server, page_models,
+                             args.extension_site)
         prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
@@ -126,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         server = make_server(args.host, args.port, quiet=args.quiet, tools=tools, site=site,
-                             model_server=model_server, page_models=page_models)
+                             model_server=model_server, page_models=page_models,
+                             tool_servers=tool_servers)
     except OSError as error:
         print(f"[serve] error: cannot listen on {args.host}:{args.port}: {error}",
               file=sys.stderr)
@@ -164,6 +193,22 @@ def build(folder: Path, tools: list[Path], site: Path | None, model_server, isol
             "site's origin (CORS)")
     say(f"try it: python -m http.server --directory {folder} 8080, then open "
         "http://localhost:8080/ (docs/publish.md says how to put it online)")
+    return 0
+
+
+def extension(folder: Path, tools: list[Path], model_server, page_models,
+              sites: list[str]) -> int:
+    """--extension: write the extension and its zip, and say how to load it."""
+    from serving.common import say
+    from serving.extension_build import build_extension
+
+    report = build_extension(folder, tools=tools, model_server=model_server,
+                             page_models=page_models, sites=sites)
+    say(f"built {report.folder}: {report.files} files, {report.bytes / 1e6:.1f} MB, and "
+        f"{report.zip} ({report.zip_bytes / 1e6:.1f} MB, for the Chrome Web Store) in "
+        f"{report.seconds:.1f} s")
+    say(f"try it: open chrome://extensions, turn on Developer mode, Load unpacked -> "
+        f"{report.folder}; then click py-agent's button on any page")
     return 0
 
 

@@ -45,11 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 TIMEOUT_MS = 120_000
 
 BARE_HTML = """<!doctype html>
@@ -128,14 +125,7 @@ def measure(page, base: str, scenario: str) -> dict:
     query = {"ours": "?snapshot=off", "ours-snapshot": "", "ours-http": "",
              "ours-browser": "", "ours-micropip": "?snapshot=off&install=micropip"}[scenario]
     page.goto(base + "/" + query)
-    page.wait_for_selector('[data-testid="status"][data-state="ready"], '
-                           '[data-testid="status"][data-state="error"]', timeout=TIMEOUT_MS)
-    status = page.get_by_test_id("status")
-    if status.get_attribute("data-state") == "error":
-        raise RuntimeError(f"{scenario}: {status.inner_text()}")
-    phases = page.eval_on_selector_all(
-        '[data-testid="boot-phases"] li',
-        "items => Object.fromEntries(items.map(li => [li.dataset.phase, {...li.dataset}]))")
+    phases = ready_phases(page, scenario, TIMEOUT_MS)
     ready = phases["ready"]
     # When the message box first took text (BOX_WATCH_JS), after the first paint.
     box_ms = page.evaluate("""() => Math.max(0, window.__boxEditableMs -
@@ -151,11 +141,24 @@ def measure(page, base: str, scenario: str) -> dict:
     return {"page": int(ready["pageMs"]), "worker": int(ready["ms"]),
             "box": box_ms, "snapshot": phases["pyodide-loaded"].get("snapshot", ""),
             "source": phases["pyodide-loaded"].get("snapshotSource", ""),
-            "ui": int(status.get_attribute("data-ui-ms")),
+            "ui": int(page.get_by_test_id("status").get_attribute("data-ui-ms")),
             "pyodide": int(phases["pyodide-loaded"]["took"]),
             "install": int(phases["packages-installed"]["took"]),
             "agent_import": int(phases["agent-imported"]["took"]),
             "entry": int(ready["took"])}
+
+
+def ready_phases(page, what: str, timeout_ms: float) -> dict[str, dict[str, str]]:
+    """Wait until the app page is ready (RuntimeError if it failed, naming ``what``);
+    its boot phases by name, each with its ``data-`` attributes."""
+    page.wait_for_selector('[data-testid="status"][data-state="ready"], '
+                           '[data-testid="status"][data-state="error"]', timeout=timeout_ms)
+    status = page.get_by_test_id("status")
+    if status.get_attribute("data-state") == "error":
+        raise RuntimeError(f"{what}: {status.inner_text()}")
+    return page.eval_on_selector_all(
+        '[data-testid="boot-phases"] li',
+        "items => Object.fromEntries(items.map(li => [li.dataset.phase, {...li.dataset}]))")
 
 
 def cold_and_warm(playwright, base: str, scenario: str) -> tuple[dict, dict]:
@@ -164,7 +167,7 @@ def cold_and_warm(playwright, base: str, scenario: str) -> tuple[dict, dict]:
         results = []
         for _ in ("cold", "warm"):
             context = playwright.chromium.launch_persistent_context(
-                str(profile), executable_path=chromium_executable(), headless=True,
+                str(profile), executable_path=chromium_path(), headless=True,
                 args=CHROMIUM_FLAGS)
             try:
                 context.add_init_script(script=BOX_WATCH_JS)
@@ -175,13 +178,6 @@ def cold_and_warm(playwright, base: str, scenario: str) -> tuple[dict, dict]:
         return results[0], results[1]
     finally:
         shutil.rmtree(profile, ignore_errors=True)
-
-
-def chromium_executable() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        sys.exit("Chromium is not installed (Debian: apt-get install chromium).")
-    return path
 
 
 def median(values: list[float]) -> float:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -45,11 +44,11 @@ from py_agent.prompting import (MemoryView, first_prompt, initial_prompts,  # no
 from py_agent.retrieval import ToolRetriever  # noqa: E402
 from py_agent.testing import step_json  # noqa: E402
 from py_agent.turn.compact_tool import compact_tool  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.unit.demo import demo_tools  # noqa: E402
 
 FAKE_SCRIPTS = [ROOT / "tests" / "e2e" / "fake_constraints.js",
                 ROOT / "tests" / "e2e" / "fake_language_model.js"]
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 WINDOW = 9216   # the fake's (and Chrome's) context window
 MAX_STEPS = 7   # Agent(max_steps=7): the longest turn
 
@@ -117,10 +116,10 @@ def main() -> int:
     retriever = ToolRetriever(tools, top_k=3)
     turns = [turn_inputs(tools, retriever, turn) for turn in TURNS]
     prefix = initial_prompts()
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     rows, raw = [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True,
+                                             args=CHROMIUM_FLAGS)
         page = browser.new_page()
         page.goto("about:blank")
         for script in FAKE_SCRIPTS:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import threading
@@ -38,11 +37,10 @@ sys.path.insert(0, str(ROOT))
 
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
 from tests.e2e.pages import install_fake_lm_scripts, step_responder  # noqa: E402
 
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update"]
 TIMEOUT_MS = 600_000
 
 # What the page would cost if answers were plain text: the renderer's exports, textContent.
@@ -118,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=shutil.which("chromium"), headless=True,
+                executable_path=chromium_path(), headless=True,
                 args=CHROMIUM_FLAGS)
             for run in range(args.runs):
                 for name, answer in answers.items():

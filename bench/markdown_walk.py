@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 import threading
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.e2e.long_answers import long_answer, nested_list  # noqa: E402
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>walk</title><link rel="icon" href="data:,">
@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
-                                                     args=["--no-sandbox"])
+                browser = playwright.chromium.launch(executable_path=chromium_path(),
+                                                     args=CHROMIUM_FLAGS)
                 print(f"{args.size:,}-character answers, medians of {args.runs} runs (ms):")
                 print(f"  {'answer':14}{'elements':>10}{'parse':>8}{'js walk':>9}"
                       f"{'mpy walk':>10}{'mpy / js':>10}")

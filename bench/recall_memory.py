@@ -36,7 +36,7 @@ from py_agent.recall.analysis import terms
 from py_agent.state import Turn
 
 if TYPE_CHECKING:
-    from recall import Question
+    from recall_set import Question
 
 _USER = re.compile(r"^User: (.*)$", re.MULTILINE)
 _SELF = re.compile(r"\b(?:I|I'm|I've|I'd|my|we|our|me)\b")

@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
 from serving.static_build import build_site  # noqa: E402
-from tests.e2e.conftest import CHROMIUM_FLAGS  # noqa: E402
+from bench.boot import ready_phases  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.e2e.pages import install_fake_lm_scripts  # noqa: E402
 
 TIMEOUT_MS = 240_000
@@ -71,14 +72,7 @@ def visit(page, url: str, keep: bool, static: bool) -> dict:
     """Open the page; its "ready" time and how Pyodide started. With ``keep``, stay until
     what the next visit starts from is kept."""
     page.goto(url)
-    page.wait_for_selector('[data-testid="status"][data-state="ready"], '
-                           '[data-testid="status"][data-state="error"]', timeout=TIMEOUT_MS)
-    status = page.get_by_test_id("status")
-    if status.get_attribute("data-state") == "error":
-        raise RuntimeError(f"{url}: {status.inner_text()}")
-    phases = page.eval_on_selector_all(
-        '[data-testid="boot-phases"] li',
-        "items => Object.fromEntries(items.map(li => [li.dataset.phase, {...li.dataset}]))")
+    phases = ready_phases(page, url, TIMEOUT_MS)
     result = {"page": int(phases["ready"]["pageMs"]),
               "snapshot": phases["pyodide-loaded"].get("snapshot", "") + "/" +
               phases["pyodide-loaded"].get("snapshotSource", "")}
@@ -101,7 +95,7 @@ def visits(playwright, url: str, static: bool) -> dict[str, dict]:
         results = {}
         for mode in MODES if static else MODES[:2]:
             context = playwright.chromium.launch_persistent_context(
-                str(profile), executable_path=shutil.which("chromium"), headless=True,
+                str(profile), executable_path=chromium_path(), headless=True,
                 args=CHROMIUM_FLAGS, offline=mode == "offline")
             try:
                 install_fake_lm_scripts(context, {})   # a context takes init scripts too

@@ -23,7 +23,6 @@ test: numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
 import threading
@@ -35,12 +34,12 @@ sys.path.insert(0, str(ROOT))
 
 from serving.http_server import make_server  # noqa: E402
 from serving.prepare import prepare  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 from tests.e2e.pages import ask_worker, install_fake_lm_scripts, tool_call_responder  # noqa: E402
 
 RESPONDER = tool_call_responder(r"""[
     [/^Calculate (.+)$/i, (m) => ['calculate', {expression: m[1]}]],
 ]""")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 TIMEOUT_MS = 120_000
 
 
@@ -50,10 +49,11 @@ def turn(page, text: str) -> float:
     started = time.perf_counter()
     page.get_by_test_id("chat-input").fill(text)
     page.get_by_test_id("send-button").click()
-    page.wait_for_function(
-        "(n) => { const m = document.querySelectorAll('[data-role=\"assistant\"]')[n];"
-        " return m && ['answered', 'error', 'incomplete'].includes(m.dataset.state); }",
-        arg=before, timeout=TIMEOUT_MS)
+    # A locator's wait, not wait_for_function: that evals its predicate in the page,
+    # which the page's CSP forbids.
+    page.locator('[data-role="assistant"]').nth(before).locator(
+        'xpath=self::*[@data-state="answered" or @data-state="error" or '
+        '@data-state="incomplete"]').wait_for(timeout=TIMEOUT_MS)
     return time.perf_counter() - started
 
 
@@ -64,8 +64,7 @@ def measure(browser, base: str, query: str, calls: int) -> dict:
     started = time.perf_counter()
     page.goto(f"{base}/{query}")
     page.get_by_test_id("chat-input").wait_for(state="visible", timeout=TIMEOUT_MS)
-    page.wait_for_function("document.querySelector('[data-testid=\"status\"]')"
-                           ".dataset.state === 'ready'", timeout=TIMEOUT_MS)
+    page.locator('[data-testid="status"][data-state="ready"]').wait_for(timeout=TIMEOUT_MS)
     ready = time.perf_counter() - started
     page.evaluate("""() => { window.toolMs = [];
       window.pyAgentWorker.worker.addEventListener('message', (m) => {
@@ -99,7 +98,7 @@ def main() -> int:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=shutil.which("chromium"), headless=True, args=FLAGS)
+                executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
             # Both orders, so that neither side gets the warmer browser; medians.
             runs: dict[str, list[dict]] = {"tool worker": [], "inline": []}
             for order in range(args.rounds):

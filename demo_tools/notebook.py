@@ -376,7 +376,7 @@ def notebook_tools(kv: KeyValueStore, *, clock: Callable[[], float] = time.time,
         """
         return await _guard("read the notes", book.search_notes(query))
 
-    @tool(keywords=["erase", "discard", "remove", "trash", "get rid of",
+    @tool(confirm=True, keywords=["erase", "discard", "remove", "trash", "get rid of",
                     "borrar", "eliminar", "supprimer", "effacer", "löschen", "Notiz"])
     async def delete_note(note: str) -> str:
         """Delete (remove, forget) one note, named by its title or #number.

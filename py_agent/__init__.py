@@ -1,7 +1,9 @@
 """py-agent: an on-device agent with tool retrieval and memory that never overflows.
 
 The public API: :class:`Agent`, :func:`tool`, :class:`MemoryPolicy`,
-:class:`InMemoryStore`; tool modules of your own with :func:`load_tools` (see
+:class:`InMemoryStore`; tools from a JSON Schema with :func:`schema_tool`, from a tool
+server (MCP) with :func:`load_mcp_tools`; tool
+modules of your own with :func:`load_tools` (see
 :mod:`py_agent.tools.modules`); test doubles live in :mod:`py_agent.testing`.
 """
 
@@ -9,27 +11,32 @@ from .agent import Agent
 from .budget import MemoryPolicy, MemoryPolicyError
 from .events import AgentEvent
 from .kv import InMemoryKeyValueStore, KeyValueStore
+from .mcp import ToolServer, ToolServerError, connect_mcp, load_mcp_tools
 from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError,
                     ModelNetworkError, ModelSession, ModelTimeoutError, ModelUnavailableError,
                     Purpose, QuotaExceededError)
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
 from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
-from .tools import (LoadedTools, RetryableToolError, Tool, ToolArgumentError, ToolContext,
-                    ToolCrashedError, ToolModuleError, ToolTimeoutError, collect_tools,
-                    load_tool_modules, load_tools, tool)
+from .tools import (InvalidToolSchemaError, LoadedTools, RetryableToolError, Tool,
+                    ToolArgumentError, ToolContext, ToolCrashedError, ToolModuleError,
+                    ToolTimeoutError, collect_tools, load_tool_modules, load_tools, schema_tool,
+                    tool)
 from .transfer import SessionBundle, SessionImportError
+from .turn.approval import ApprovalRequest
 from .turn.policies import StepPolicy, ToolPolicy
 
 __all__ = [
-    "Agent", "AgentEvent", "CompactionReport", "CompressionRecord", "Fact",
-    "InMemoryKeyValueStore", "InMemoryStore", "KeyValueStore", "LanguageModel",
+    "Agent", "AgentEvent", "ApprovalRequest", "CompactionReport", "CompressionRecord", "Fact",
+    "InMemoryKeyValueStore", "InMemoryStore", "InvalidToolSchemaError", "KeyValueStore",
+    "LanguageModel",
     "LoadedTools", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
     "ModelCallError", "ModelError", "ModelNetworkError", "ModelSession", "ModelTimeoutError",
     "ModelUnavailableError", "Purpose", "QuotaExceededError", "RetryableToolError", "RunResult",
     "SessionBundle", "SessionImportError", "SessionState", "StateConflictError", "StepPolicy",
     "StepTrace", "StorageError", "Store", "Tool", "ToolArgumentError", "ToolContext",
     "ToolCrashedError", "ToolModuleError", "ToolPolicy", "ToolTimeoutError", "Turn",
-    "UnknownSessionError", "collect_tools", "load_tool_modules", "load_tools", "tool",
+    "ToolServer", "ToolServerError", "UnknownSessionError", "collect_tools", "connect_mcp",
+    "load_mcp_tools", "load_tool_modules", "load_tools", "schema_tool", "tool",
 ]
 __version__ = "0.1.0"

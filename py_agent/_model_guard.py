@@ -15,14 +15,12 @@ from typing import Any
 from .boundary import clean_text, describe
 from .events import log
 from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession, Purpose,
-                    as_model_error)
-from .waiting import Crashed, bounded, contained
+                    TaggedSession, as_model_error, destroy_quietly, for_conversation)
+from .waiting import Crashed, contained
 
 # Replies longer than this are cut before anything reads them (the step parser looks
 # at the first 50,000 characters; a summary is far shorter).
 MAX_REPLY_CHARS = 200_000
-# A session's destroy() is housekeeping: it may not hold up the end of a turn.
-DESTROY_TIMEOUT_S = 5.0
 
 
 def _typed(exc: BaseException) -> ModelError:
@@ -85,6 +83,23 @@ class GuardedSession:
     def context_usage(self) -> int:
         return _count(lambda: self.inner.context_usage, "context usage")
 
+    @property
+    def conversation_id(self) -> str:
+        """The chat the wrapped session's streamed pieces are tagged with ("" for a
+        backend without tags; see :class:`~py_agent.model.TaggedSession`)."""
+        try:
+            tag = self.inner.conversation_id if isinstance(self.inner, TaggedSession) else ""
+        except Exception:
+            return ""
+        return tag if isinstance(tag, str) else ""
+
+    @conversation_id.setter
+    def conversation_id(self, value: str) -> None:
+        try:
+            for_conversation(self.inner, value)
+        except Exception as exc:  # a tag the backend refuses costs only the tag
+            log.warning("could not tag a model session: %s", describe(exc))
+
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         reply = await _call(self.inner.prompt(text, response_constraint=response_constraint,
@@ -102,12 +117,7 @@ class GuardedSession:
 
     async def destroy(self) -> None:
         """Free the session; never raises (a failed destroy only leaks the session)."""
-        try:
-            await bounded(_call(self.inner.destroy()), timeout=DESTROY_TIMEOUT_S)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("could not destroy a model session: %s", describe(exc))
+        await destroy_quietly(self.inner)
 
 
 class GuardedAppendableSession(GuardedSession):

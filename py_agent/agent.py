@@ -32,7 +32,7 @@ from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
 from .memory.profile_control import ProfileControl
 from .memory.steps import base_prompts
 from .memory_report import estimated_budget, memory_report
-from .model import LanguageModel, Purpose
+from .model import LanguageModel
 from .prefix import PrefixPlan, PrefixPlanner
 from .profile import ProfileFact
 from .prompting import SYSTEM_INSTRUCTION
@@ -45,8 +45,11 @@ from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
 from .tools import Tool
+from .tools.remote import resolve_clashes
 from .transfer import SessionBundle, parse_session
 from .turn.compact_tool import COMPACT_TOOL, compact_tool
+from .turn.context import TurnContext
+from .turn.approval import Approver
 from .turn.policies import StepPolicy, ToolPolicy
 from .turn.recall_tool import RECALL_TOOL, recall_tool
 from .turn.runner import TurnRunner, TurnSettings
@@ -77,6 +80,12 @@ class Agent:
             into each turn's first prompt (sized by the memory policy's ``recall_*``),
             and the built-in ``recall`` tool; see :mod:`py_agent.recall.archive`.
         clock: the user's local time, an aware datetime (for "last week" in recall).
+        approve: asked before each call of a consequential tool (``Tool.confirm``):
+            ``approve(request)`` gets an :class:`~py_agent.turn.approval.ApprovalRequest`
+            (the tool's name, its arguments, its server, the session) and returns or
+            awaits ``True`` (allow once), ``"chat"`` (allow this tool for the rest of the
+            chat) or ``False`` (deny). None: such calls are refused, with an observation
+            that says why (see :mod:`py_agent.turn.approval`).
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -87,18 +96,16 @@ class Agent:
                  step_policy: StepPolicy | None = None,
                  sync_tool_runner: SyncRunner | None = None,
                  memory_sessions: int = DEFAULT_MAX_LIVE, recall: bool = True,
-                 clock: Callable[[], datetime] = local_now) -> None:
+                 clock: Callable[[], datetime] = local_now,
+                 approve: Approver | None = None) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.store: Store = store if store is not None else InMemoryStore()
         # The policy asked for; the one in use (self.policy) may be scaled to the window.
         self.requested_policy = memory or MemoryPolicy()
         self.on_event = on_event
-        registry = list(tools)
-        if compact_tool_enabled and not any(t.name == COMPACT_TOOL for t in registry):
-            registry.append(compact_tool())
-        if recall and not any(t.name == RECALL_TOOL for t in registry):
-            registry.append(recall_tool())
+        self._builtins = (compact_tool_enabled, recall)
+        registry = self._registry(tools)
         self.tools = registry
         self.retriever = ToolRetriever(registry, top_k=top_k)
         self.system_instruction = system_instruction
@@ -109,18 +116,38 @@ class Agent:
                                if recall else None)
         planner = PrefixPlanner(self.requested_policy, self.accountant.counter,
                                 system_instruction, registry, top_k)
-        self.bases = BaseSessions(model, planner, self.accountant, base_prompts(), self._emit)
+        self.bases = BaseSessions(model, planner, base_prompts(), self._emit)
         self.memory = MemoryEngine(self.sessions, self.bases, self.accountant, self._emit,
                                    calls=self.model_calls, memory_sessions=memory_sessions)
         self.profile_control = ProfileControl(self.sessions, self.accountant, self._emit)
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
-                                     max_steps, sync_tool_runner)
+                                     max_steps, sync_tool_runner, approver=approve)
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
                                 self.retriever, self.settings, self._emit, self.model_calls,
                                 recall=self.archive_recall)
 
     async def _emit(self, event: AgentEvent) -> None:
         await deliver([self.on_event], event)
+
+    def _registry(self, tools: Iterable[Tool]) -> list[Tool]:
+        """``tools`` with unique names (a tool server's tool whose name is taken gets its
+        server's name as a prefix), and the built-in tools this agent offers."""
+        registry = resolve_clashes(tools)
+        compact, recall = self._builtins
+        if compact and not any(t.name == COMPACT_TOOL for t in registry):
+            registry.append(compact_tool())
+        if recall and not any(t.name == RECALL_TOOL for t in registry):
+            registry.append(recall_tool())
+        return registry
+
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Use ``tools`` from the next turn on (a tool server's list changed, a page tool
+        came or went); a running turn keeps the tools it was offered."""
+        registry = self._registry(tools)
+        retriever = ToolRetriever(registry, top_k=self.retriever.top_k)
+        self.tools, self.retriever = registry, retriever
+        self.turns.retriever = retriever
+        self.bases.planner.tools = list(registry)
 
     # ------------------------------------------------------------ the parts' state
 
@@ -168,17 +195,19 @@ class Agent:
 
     async def run(self, prompt: str, session_id: str = "default", *,
                   on_event: EventHandler | None = None,
-                  abort: asyncio.Event | None = None) -> RunResult:
+                  abort: asyncio.Event | None = None,
+                  approve: Approver | None = None) -> RunResult:
         """Answer ``prompt`` in ``session_id``; never raises for model, tool or storage trouble.
 
         Whatever happens, the turn is kept in the transcript with the user's message:
         answered, "incomplete" (the step cap), "error" (with a message saying why),
         or "stopped" when ``abort`` is set (set it to stop) or the call is cancelled.
+        ``approve`` asks the user in this turn instead of the agent's ``approve``.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
-        return await self.turns.run(clean_text(prompt).strip(), session_id, on_event=on_event,
-                                    abort=abort)
+        turn = TurnContext(session_id, clean_text(prompt).strip(), abort, approver=approve)
+        return await self.turns.run(turn, on_event=on_event)
 
     async def stream(self, prompt: str, session_id: str = "default", *,
                      abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:
@@ -197,7 +226,6 @@ class Agent:
         """Compact now: every turn but the newest ``min_recent_turns`` goes into memory."""
         await self.sessions.open(session_id, create=False)
         await self.wait_idle(session_id)
-        await self.bases.get(Purpose.STEP)
         async with self.sessions.turn_lock(session_id):
             return await self.memory.compact(session_id, "manual", focus, everything=True)
 

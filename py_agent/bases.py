@@ -9,9 +9,11 @@ passes. The prefix is processed once and reused by every clone.
 The response constraints each model accepts are learnt here too, per model
 (:attr:`BaseSessions.ladder`), as every purpose's calls find them out.
 
-Planning the step prefix may scale the memory policy down to a small window; the
-policy in use is the accountant's, which every layer reads, and a plan other
-than the full prefix is announced with a ``prefix_planned`` event.
+Planning the step prefix may scale the memory policy down to a small window: the
+plan (:attr:`BaseSessions.plan`) carries the policy that goes with it, and a plan
+other than the full prefix is announced with a ``prefix_planned`` event. Making a
+base session changes nothing else: the memory policy in use is taken from the plan
+by its one owner, :meth:`py_agent.memory.engine.MemoryEngine.plan`.
 """
 
 from __future__ import annotations
@@ -20,17 +22,14 @@ import asyncio
 from typing import Mapping
 
 from ._model_guard import create_guarded
-from .budget import MemoryAccountant
 from .constraints import ConstraintLadder, ModelConstraints
-from .events import AgentEvent, Emit, log
-from .model import LanguageModel, Message, ModelSession, Purpose
+from .events import AgentEvent, Emit
+from .model import (GEMINI_NANO_WINDOW, LanguageModel, Message, ModelSession, Purpose,
+                    destroy_quietly)
 from .prefix import PrefixPlan, PrefixPlanner
 
-# The window assumed before any model session exists: Gemini Nano's, as the Prompt
-# API reports it in Chrome (``contextWindow``/``inputQuota``).
-DEFAULT_CONTEXT_WINDOW = 9216
-# A base session's destroy() is housekeeping: it may not hold up closing.
-DESTROY_TIMEOUT_S = 5.0
+# The window assumed before any model session exists: Gemini Nano's.
+DEFAULT_CONTEXT_WINDOW = GEMINI_NANO_WINDOW
 
 
 class BaseSessions:
@@ -38,19 +37,16 @@ class BaseSessions:
 
     Args:
         model: the language model; :meth:`use` switches to another.
-        planner: plans the step prefix for the model's window.
-        accountant: holds the memory policy in use, which the plan may scale down.
+        planner: plans the step prefix (and the policy with it) for the model's window.
         prefixes: the initial prompts of every purpose but the step's (the
             summarizer's and the fact extractor's instructions).
         emit: where the ``prefix_planned`` event goes.
     """
 
     def __init__(self, model: LanguageModel, planner: PrefixPlanner,
-                 accountant: MemoryAccountant, prefixes: Mapping[Purpose, list[Message]],
-                 emit: Emit) -> None:
+                 prefixes: Mapping[Purpose, list[Message]], emit: Emit) -> None:
         self.model = model
         self.planner = planner
-        self.accountant = accountant
         self.prefixes = dict(prefixes)
         self.emit = emit
         self._sessions: dict[Purpose, ModelSession] = {}
@@ -107,7 +103,8 @@ class BaseSessions:
 
     @property
     def plan(self) -> PrefixPlan | None:
-        """The step prefix in use, planned for the model's window when it was made."""
+        """The step prefix in use and the memory policy that goes with it, planned for
+        the model's window when its step base session was made."""
         return self.planner.current
 
     def estimate(self) -> PrefixPlan:
@@ -119,11 +116,10 @@ class BaseSessions:
         return self.planner.tools_tokens()
 
     async def _create_step_base(self) -> ModelSession:
-        """The step base session, with the prefix and policy planned for the model's
-        window (see :mod:`py_agent.prefix`); a switch is announced."""
+        """The step base session, with the prefix planned for the model's window (see
+        :mod:`py_agent.prefix`); a plan other than the full prefix is announced."""
         base = await self.planner.create_base(self.model, self.known_window())
         plan = self.planner.current
-        self.accountant.policy = plan.policy
         if plan.level != "full" or plan.scaled:
             await self.emit(AgentEvent("prefix_planned", "", plan.to_dict()))
         return base
@@ -131,8 +127,5 @@ class BaseSessions:
     async def close(self) -> None:
         """Destroy every base session (each bounded; a failure only leaks it)."""
         for session in self._sessions.values():
-            try:
-                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
-            except Exception:
-                log.warning("could not destroy a base session")
+            await destroy_quietly(session, "a base session")
         self._sessions.clear()

@@ -114,3 +114,22 @@ def loads_bounded(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
         return json.loads(text)
     except RecursionError:  # cannot happen below the limit; kept as a last guard
         raise TooDeepError(f"the JSON nests deeper than {limit} levels") from None
+
+
+# Characters that show nothing, or reorder what is shown, in untrusted text: zero-width
+# spaces and joiners, the word joiner, the byte-order mark, bidirectional embeddings,
+# overrides and isolates, Unicode tag characters (invisible ASCII), and the C0/C1
+# controls but tab and newline (ANSI escapes for a terminal start with one).
+_INVISIBLE = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+                        "\U000e0000-\U000e007f\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The marks that open and close untrusted data in a prompt (py_agent.prompting): no
+# untrusted text may hold them, so none can close its block early.
+DATA_MARKS = ("\u27e6", "\u27e7")   # ⟦ ⟧
+
+
+def untrusted_text(value: Any) -> str:
+    """Text from outside (a tool server's result, a page's tool description) as it may
+    enter a prompt: valid Unicode, without invisible or reordering characters and
+    controls, and without the data marks (⟦ ⟧ become [ ])."""
+    text = _INVISIBLE.sub("", clean_text(value))
+    return text.replace(DATA_MARKS[0], "[").replace(DATA_MARKS[1], "]")

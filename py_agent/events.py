@@ -20,6 +20,8 @@ EventType = Literal[
     "thought",             # {index, text}
     "action",              # {index, tool, input}
     "observation",         # {index, tool, text, ok, kind, duration_ms}
+    "approval_requested",  # {index, tool, arguments, server, source, session_id, description}
+    "approval",            # the same and {decision: once|chat|deny, why}
     "answer",              # {turn_id, text, status}
     "turn_saved",          # {turn_id}
     "storage_error",       # {message, kind}
@@ -27,6 +29,8 @@ EventType = Literal[
     "memory_updated",      # {summary, facts, recent_turns, compactions, degraded, record}
     "compaction_failed",   # {error, trigger, degraded, facts, record}
     "prefix_planned",      # {level, tokens, window, scaled, reason, ...}; session_id ""
+    "policy_changed",      # {window, level, scaled, reason, before, after}: the memory
+                           #  policy in use, planned for the model's window; session_id ""
     "constraint_level",    # {purpose, level, label, refused: [{level, error, lasting}], index?}
     "error",               # {message, kind}
     # the user profile (py_agent.profile): changed by a memory pass of session_id ("by":

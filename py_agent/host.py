@@ -4,7 +4,8 @@ The worker bootstrap hands every message from the page to :meth:`AgentHost.handl
 and gives the host a ``post`` function for replies and live events. Requests
 carry an ``id`` and get exactly one ``{"type": "reply", "id", "ok", ...}``;
 events of running turns and background compactions are posted as
-``{"type": "event", "event": {...}}`` as they happen.
+``{"type": "event", "event": {...}}`` as they happen. ``docs/protocols.md`` lists
+every request, reply and event.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from .events import AgentEvent, log
 from .profile import UnknownProfileFactError
 from .store import UnknownSessionError
 from .transfer import SessionImportError, export_filename, parse_session
+from .turn.approval import ApprovalGate
+from .turn.tool_runner import run_tool
 
 Post = Callable[[dict[str, Any]], None]
 
@@ -36,7 +39,7 @@ class AgentHost:
             "compact": self._compact, "sessions": self._sessions, "transcript": self._transcript,
             "rename_session": self._rename, "delete_session": self._delete, "tools": self._tools,
             "export": self._export, "import": self._import, "save_recall": self._save_recall,
-            "recall": self._recall,
+            "recall": self._recall, "call_tool": self._call_tool,
             # the user profile (py_agent.profile)
             "profile": self._profile, "edit_profile_fact": self._edit_profile_fact,
             "forget_profile_fact": self._forget_profile_fact, "set_private": self._set_private,
@@ -92,9 +95,6 @@ class AgentHost:
         abort = asyncio.Event()
         self._aborts[session_id] = abort
         try:
-            model = self.agent.model
-            if hasattr(model, "conversation_id"):
-                model.conversation_id = session_id
             result = await self.agent.run(text, session_id=session_id, abort=abort)
         finally:
             if self._aborts.get(session_id) is abort:
@@ -184,7 +184,31 @@ class AgentHost:
 
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description, "signature": t.signature(),
-                 "pinned": t.pinned} for t in self.agent.tools]
+                 "pinned": t.pinned, "confirm": t.confirm,
+                 "source": t.metadata.get("source") or ("builtin" if t.metadata.get("builtin")
+                                                        else "module"),
+                 "server": t.metadata.get("server") or "",
+                 "url": t.metadata.get("url") or "",
+                 "input_schema": t.input_schema()} for t in self.agent.tools]
+
+    async def _call_tool(self, message: dict[str, Any]) -> str:
+        """Run one of the agent's tools for another agent (the browser's, through WebMCP:
+        web/page_tools.js), guarded as in a turn: a consequential one asks the user first,
+        as a question of chat ``session_id``. The observation text."""
+        name = required_text(message, "name")
+        chosen = next((t for t in self.agent.tools if t.name == name), None)
+        if chosen is None:
+            raise ValueError(f"the agent has no tool named {name!r}")
+        session_id = message.get("session_id") or "webmcp"
+
+        async def tell(kind: str, data: dict[str, Any]) -> None:
+            self._forward(AgentEvent(kind, str(session_id), data))  # type: ignore[arg-type]
+
+        gate = ApprovalGate(str(session_id), self.agent.settings.approver,
+                            self.agent.settings.approvals, emit=tell)
+        outcome = await run_tool(chosen, message.get("input") or {}, self.agent.tool_policy,
+                                 self.agent.sync_tool_runner, gate=gate)
+        return outcome.observation
 
     async def _export(self, message: dict[str, Any]) -> dict[str, Any]:
         session_id = self._session(message)

@@ -7,12 +7,26 @@ double :class:`py_agent.testing.FunctionModel` are interchangeable.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from enum import Enum
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from .boundary import describe
+from .waiting import bounded, contained
+
+log = logging.getLogger("py_agent")
+
+# The context window of Chrome's built-in model (Gemini Nano), in tokens, as the Prompt
+# API reports it (``contextWindow``/``inputQuota``): what the agent assumes before a
+# model has said its own, and the test double's default.
+GEMINI_NANO_WINDOW = 9216
+# How long the agent waits for a session's destroy(): freeing a session is
+# housekeeping and may not hold up the end of a turn, a compaction or closing.
+DESTROY_TIMEOUT_S = 5.0
 
 Availability = Literal["available", "downloadable", "downloading", "unavailable"]
+S = TypeVar("S")
 
 
 class Message(TypedDict):
@@ -32,9 +46,13 @@ class Purpose(str, Enum):
 
 
 class ModelError(Exception):
-    """Base class of every error a model or its bridge raises."""
+    """Base class of every error a model or its bridge raises. ``speaks_to_user``: the
+    message already says, in the user's words, what went wrong and what to do (a
+    server's errors do), so a failed turn shows it rather than the kind's general
+    text."""
 
     retryable = False
+    speaks_to_user = False
 
 
 class QuotaExceededError(ModelError):
@@ -105,6 +123,19 @@ def as_model_error(exc: BaseException) -> ModelError:
     return error
 
 
+async def destroy_quietly(session: "ModelSession", what: str = "a model session", *,
+                         timeout: float = DESTROY_TIMEOUT_S) -> None:
+    """``session.destroy()`` within ``timeout`` seconds, even if it ignores cancellation;
+    never raises but our own cancellation: a failed or hung destroy only leaks the
+    session, and is logged as ``what``."""
+    try:
+        await bounded(contained(session.destroy()), timeout=timeout)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("could not destroy %s: %s", what, describe(exc))
+
+
 @runtime_checkable
 class ModelSession(Protocol):
     """A stateful conversation with the model, like a ``LanguageModel`` session."""
@@ -133,7 +164,8 @@ class ModelSession(Protocol):
         ...
 
     async def destroy(self) -> None:
-        """Free the session; further calls fail."""
+        """Free the session; further calls fail. The agent waits at most
+        :data:`DESTROY_TIMEOUT_S` for it (:func:`destroy_quietly`)."""
         ...
 
 
@@ -146,6 +178,25 @@ class AppendableSession(ModelSession, Protocol):
         """Add ``text`` as a user message to the context, processed but not answered;
         raises :class:`QuotaExceededError` if it does not fit."""
         ...
+
+
+@runtime_checkable
+class TaggedSession(Protocol):
+    """A session of a backend that streams: every piece it streams is tagged with the
+    conversation (the agent's chat) it serves, so that a page showing one chat shows
+    only that chat's pieces. The tag belongs to the session, never to the model, which
+    every chat shares; whoever clones a session for a chat tags the clone
+    (:func:`for_conversation`), and a clone keeps its original's tag."""
+
+    conversation_id: str
+
+
+def for_conversation(session: S, conversation_id: str) -> S:
+    """``session`` tagged with ``conversation_id`` (see :class:`TaggedSession`); a session
+    of a backend without tags is returned as it is."""
+    if isinstance(session, TaggedSession):
+        session.conversation_id = conversation_id
+    return session
 
 
 @runtime_checkable

@@ -80,6 +80,9 @@ def parse_step(text: Any) -> Step:
     if found_object:
         raise StepParseError("the JSON object has none of the fields "
                              "thought, toolName, toolInput, finalAnswer")
+    cut = cut_answer(body)
+    if cut is not None:
+        return cut
     if too_deep:
         raise StepParseError(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels; "
                              "a step is one flat object")
@@ -87,6 +90,33 @@ def parse_step(text: Any) -> Step:
         raise StepParseError(f"the reply was {len(text)} characters long with no JSON step "
                              f"in its first {MAX_PARSE_CHARS}")
     raise StepParseError("the reply was not valid JSON")
+
+
+def cut_answer(text: str) -> Step | None:
+    """A final answer whose reply was cut off inside ``finalAnswer`` (the reply's token
+    limit), as far as it got; None for any other broken reply.
+
+    Asked again, a model at low temperature writes the same cut reply, so a corrective
+    observation costs steps and gains nothing; what it wrote is the answer it had. Only a
+    step that chose no tool, with its answer under way, is kept: a cut tool call is not
+    guessed at.
+    """
+    stripped = text.rstrip()
+    key = stripped.rfind('"finalAnswer"')
+    if not stripped.startswith("{") or key == -1 or not depth_within(stripped, 0):
+        return None
+    for closer in ('"}', '}'):
+        try:
+            value = json.loads(stripped.rstrip("\\") + closer)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and key > stripped.rfind('"toolInput"') > 0:
+            try:
+                step = _step_from_object(clean_value(value))
+            except StepParseError:
+                return None
+            return step if step.is_final else None
+    return None
 
 
 def _step_from_object(obj: dict[str, Any]) -> Step:

@@ -30,6 +30,7 @@ from typing import Iterable, Literal
 
 from ._model_guard import create_guarded
 from .budget import MemoryPolicy, MemoryPolicyError
+from .message_list import messages_tokens
 from .model import LanguageModel, Message, ModelSession, Purpose
 from .prompting import SYSTEM_INSTRUCTION, worked_examples
 from .tokens import TokenCounter
@@ -39,8 +40,6 @@ log = logging.getLogger("py_agent")
 
 PrefixLevel = Literal["full", "compact", "minimal"]
 LEVELS: tuple[PrefixLevel, ...] = ("full", "compact", "minimal")
-# Tokens a chat template adds around each initial prompt (role markers), roughly.
-MESSAGE_OVERHEAD_TOKENS = 4
 
 COMPACT_SYSTEM_INSTRUCTION = """\
 You are a helpful on-device assistant. Reply with one JSON object: "thought" (one short \
@@ -60,10 +59,6 @@ def prefix_messages(level: PrefixLevel, system_instruction: str = SYSTEM_INSTRUC
     examples = {"full": 2, "compact": 1, "minimal": 0}[level]
     shown = [m for example in worked_examples()[:examples] for m in example]
     return [{"role": "system", "content": instruction}, *shown]
-
-
-def count_messages(messages: list[Message], counter: TokenCounter) -> int:
-    return sum(counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
 
 
 @dataclass(frozen=True)
@@ -107,7 +102,7 @@ def plan_prefix(window: int, policy: MemoryPolicy, counter: TokenCounter, *,
     when not even the smallest prefix with a scaled-down policy fits.
     """
     sizes = {level: (measured or {}).get(level) or
-             count_messages(prefix_messages(level, system_instruction), counter)
+             messages_tokens(prefix_messages(level, system_instruction), counter.count)
              for level in LEVELS}
     floor = policy.min_turns_ratio * window
     reasons = []
@@ -175,7 +170,7 @@ class PrefixPlanner:
                 plan = self.plan(window)
             except MemoryPolicyError as exc:
                 messages = prefix_messages("full", self.system_instruction)
-                plan = PrefixPlan("full", messages, count_messages(messages, self.counter),
+                plan = PrefixPlan("full", messages, messages_tokens(messages, self.counter.count),
                                   window, self.policy, False, str(exc))
             self._estimate = (key, plan)
         return self._estimate[1]

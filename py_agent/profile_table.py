@@ -20,10 +20,7 @@ from typing import Callable
 
 from .events import log
 from .profile import UserProfile
-from .store import StateConflictError, Store
-
-# Writes retried after another tab or process wrote the profile first.
-CONFLICT_RETRIES = 5
+from .store import CONFLICT_RETRIES, StateConflictError, Store
 
 
 class ProfileTable:

@@ -27,6 +27,7 @@ class StepTrace:
     tool_ms: float = 0.0
     raw: str = ""
     constraint: str = ""  # the response-constraint level the reply was asked under
+    approval: str = ""    # a consequential call: "once", "chat" or "deny" (py_agent.turn.approval)
 
     @property
     def corrective(self) -> bool:
@@ -41,7 +42,7 @@ class StepTrace:
                 "tool": self.tool, "tool_input": self.tool_input,
                 "observation": self.observation, "ok": self.ok,
                 "model_ms": round(self.model_ms, 1), "tool_ms": round(self.tool_ms, 1),
-                "constraint": self.constraint}
+                "constraint": self.constraint, "approval": self.approval}
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .model import (Availability, Message, ModelAbortedError, ModelError, ModelN
                     ModelUnavailableError, Purpose, QuotaExceededError, ResponseConstraintError)
 from .profile import UserProfile
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StateConflictError, StorageError, check_blob
+from .store import StateConflictError, StorageError, check_blob, written
 
 Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
 
@@ -78,12 +78,19 @@ async def call_transport(transport: Transport, method: str, args: list[Any],
 
 
 class BridgeSession:
-    """A Prompt API session living on the main thread, addressed by id."""
+    """A Prompt API session living on the main thread, addressed by id.
 
-    def __init__(self, model: "BridgeModel", info: dict[str, Any], purpose: Purpose) -> None:
+    ``conversation_id`` is the agent's chat this session serves: each prompt names it,
+    and the LLM host tags the prompt's streamed pieces with it (a
+    :class:`~py_agent.model.TaggedSession`). A clone keeps it.
+    """
+
+    def __init__(self, model: "BridgeModel", info: dict[str, Any], purpose: Purpose,
+                 conversation_id: str = "") -> None:
         self._model = model
         self.id = str(info["sessionId"])
         self.purpose = purpose
+        self.conversation_id = conversation_id
         self._window = int(info.get("contextWindow") or 0)
         self._usage = int(info.get("contextUsage") or 0)
 
@@ -110,7 +117,7 @@ class BridgeSession:
                    "omitResponseConstraintInput": response_constraint is not None,
                    "requestId": request_id,
                    "stream": Purpose(purpose) in self._model.stream_purposes,
-                   "conversationId": self._model.conversation_id}
+                   "conversationId": self.conversation_id}
         try:
             value = await self._model.call("prompt", [self.id, text, options])
         except asyncio.CancelledError:
@@ -144,7 +151,8 @@ class BridgeSession:
         return None if value is None else int(value)
 
     async def clone(self) -> "BridgeSession":
-        return BridgeSession(self._model, await self._model.call("clone", [self.id]), self.purpose)
+        return BridgeSession(self._model, await self._model.call("clone", [self.id]), self.purpose,
+                             self.conversation_id)
 
     async def destroy(self) -> None:
         try:
@@ -166,7 +174,6 @@ class BridgeModel:
                  languages: tuple[str, ...] = ("en",)) -> None:
         self.transport = transport
         self.stream_purposes = stream_purposes
-        self.conversation_id = ""  # tags streamed chunks with the agent session they belong to
         self.context_window: int | None = None
         self.languages = tuple(languages)
         self._ids = itertools.count(1)
@@ -225,12 +232,12 @@ class RpcStore(StorageClient):
 
     async def save(self, state: SessionState) -> None:
         await self._call("save", json.dumps(state.to_dict()))
-        state.version += 1
+        written(state)
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
         await self._call("commitTurn", json.dumps(state.to_dict()),
                          json.dumps([t.to_dict() for t in turns]))
-        state.version += 1
+        written(state)
 
     async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
                                 profile: UserProfile | None = None) -> None:
@@ -238,10 +245,7 @@ class RpcStore(StorageClient):
                          None if state is None else json.dumps(state.to_dict()),
                          json.dumps(record.to_dict()),
                          None if profile is None else json.dumps(profile.to_dict()))
-        if state is not None:
-            state.version += 1
-        if profile is not None:
-            profile.version += 1
+        written(state, profile)
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         return [Turn.from_dict(t) for t in self._json(await self._call("readArchive", session_id))]
@@ -286,9 +290,7 @@ class RpcStore(StorageClient):
                            state: SessionState | None = None) -> None:
         await self._call("saveProfile", json.dumps(profile.to_dict()),
                          None if state is None else json.dumps(state.to_dict()))
-        if state is not None:
-            state.version += 1
-        profile.version += 1
+        written(state, profile)
 
 
 def as_bytes(value: Any) -> bytes:

@@ -36,9 +36,13 @@ from .events import log
 from .profile import UserProfile, reconcile
 from .profile_table import ProfileTable
 from .state import CompressionRecord, SessionState, Turn, now_ms
-from .store import StateConflictError, Store, UnknownSessionError
+from .store import CONFLICT_RETRIES, StateConflictError, Store, UnknownSessionError
 from .transfer import SessionBundle, id_candidates
 
+# A pass's new state and the compression record logged with it, made from the session's
+# state as it is now. It may refuse by raising, and changes none of its inputs: another
+# writer's write meanwhile makes the commit call it again with the newer state.
+CompactionUpdate = Callable[[SessionState], "tuple[SessionState, CompressionRecord]"]
 # A pass's change of the user profile, made with the session's new state and the profile
 # as they are now: the state to write (maybe changed) and the profile to write (None: none).
 ProfileChange = Callable[[SessionState, UserProfile], "tuple[SessionState, UserProfile | None]"]
@@ -46,8 +50,15 @@ ProfileChange = Callable[[SessionState, UserProfile], "tuple[SessionState, UserP
 ProfileEdit = Callable[["SessionState | None", UserProfile],
                        "tuple[SessionState | None, UserProfile]"]
 
-# Writes retried after another tab or process wrote the same session first.
-CONFLICT_RETRIES = 5
+
+@dataclass(frozen=True)
+class CompactionCommit:
+    """What a compaction's commit wrote: the session's new ``state``, the ``record``
+    logged with it, and the user ``profile`` if the pass changed it (else None)."""
+
+    state: SessionState
+    record: CompressionRecord
+    profile: UserProfile | None = None
 
 
 @dataclass(frozen=True)
@@ -289,15 +300,16 @@ class SessionTable:
             return None
         return problem
 
-    async def commit_compaction(self, session_id: str, record: CompressionRecord,
-                                update: Callable[[SessionState], SessionState], *,
-                                profile_change: ProfileChange | None = None) -> SessionState:
+    async def commit_compaction(self, session_id: str, update: CompactionUpdate, *,
+                                profile_change: ProfileChange | None = None
+                                ) -> CompactionCommit:
         """Under the session's state lock: take the state and the user profile as they are
-        now (another tab may have written them), make the new state with ``update``
-        (which may refuse by raising) and the new profile with ``profile_change``, write
-        them with ``record`` in one store call, and keep them. Another writer's write
-        meanwhile makes it start over (at most ``conflict_retries`` times). A session
-        that runs detached from storage changes no profile, nor does a commit while the
+        now (another tab may have written them), make the new state and its compression
+        record with ``update`` (which may refuse by raising) and the new profile with
+        ``profile_change``, write the three in one store call, and keep them. Another
+        writer's write meanwhile makes it start over (at most ``conflict_retries``
+        times), calling both again, so neither may change its inputs. A session that
+        runs detached from storage changes no profile, nor does a commit while the
         profile cannot be read (the session's lasting facts join it at a later pass).
 
         Raises :class:`UnknownSessionError` if the session was deleted meanwhile, and
@@ -309,7 +321,7 @@ class SessionTable:
                 current = await self.refresh(session_id)
                 if current is None:
                     raise UnknownSessionError(session_id)
-                updated, profile = update(current), None
+                (updated, record), profile = update(current), None
                 detached = session_id in self._detached
                 if profile_change is not None and self.profiles.enabled and not detached:
                     try:
@@ -330,7 +342,7 @@ class SessionTable:
                 if profile is not None:
                     self.profiles.take(profile)
                 self._changed(session_id)
-                return updated
+                return CompactionCommit(updated, record, profile)
             assert problem is not None
             raise problem
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, ContextManager, Iterator
 from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import (StateConflictError, StorageError, check_blob, check_profile_version,
-                    check_version)
+                    check_version, written)
 
 SCHEMA_VERSION = 3
 PROFILE_KEY = "user"
@@ -190,7 +190,7 @@ class SqliteStore:
         _check_state(state)
         with _storage_errors("save a session"), self._transaction() as db:
             self._put_state(db, state)
-        state.version += 1
+        written(state)
 
     async def commit_turn(self, state: SessionState, turns: list[Turn]) -> None:
         _check_state(state)
@@ -204,7 +204,7 @@ class SqliteStore:
                            " ON CONFLICT (session_id, id) DO UPDATE SET turn = excluded.turn"
                            " WHERE json_extract(archive.turn, '$.status') = 'interrupted'",
                            rows)
-        state.version += 1
+        written(state)
 
     async def commit_compaction(self, state: SessionState | None, record: CompressionRecord,
                                 profile: UserProfile | None = None) -> None:
@@ -217,10 +217,7 @@ class SqliteStore:
                 self._put_profile(db, profile)
             db.execute("INSERT INTO compressions (session_id, record) VALUES (?, ?)",
                        (record.session_id, json.dumps(record.to_dict(), ensure_ascii=False)))
-        if state is not None:
-            state.version += 1
-        if profile is not None:
-            profile.version += 1
+        written(state, profile)
 
     async def read_archive(self, session_id: str) -> list[Turn]:
         _check_session_id(session_id)
@@ -325,9 +322,7 @@ class SqliteStore:
             if state is not None:
                 self._put_state(db, state)
             self._put_profile(db, profile)
-        if state is not None:
-            state.version += 1
-        profile.version += 1
+        written(state, profile)
 
     def key_value_store(self) -> "SqliteKeyValueStore":
         """Tools' JSON values, kept in this database's ``kv`` table."""

@@ -33,6 +33,10 @@ from typing import Protocol, runtime_checkable
 from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 
+# How often a conditional write (a session's state, the user profile) is tried again
+# after another tab or process wrote the same record first.
+CONFLICT_RETRIES = 5
+
 
 class StorageError(Exception):
     """A write or read the store could not do; ``kind`` says why, for the UI."""
@@ -67,6 +71,14 @@ def _check_written_from(stored: int | None, version: int, what: str) -> None:
     if (stored or 0) != version:
         raise StateConflictError(f"another tab or process changed {what} at the same moment "
                                  f"(stored version {stored or 0}, written from {version})")
+
+
+def written(*records: SessionState | UserProfile | None) -> None:
+    """After a conditional write succeeded: each record written (None: not written)
+    learns the version the store now holds, one up from the one it was made from."""
+    for record in records:
+        if record is not None:
+            record.version += 1
 
 
 def check_blob(blob: object) -> None:

@@ -22,12 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
-from .model import (Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError,
-                    ResponseConstraintError)
+from .message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
+from .model import (GEMINI_NANO_WINDOW, Availability, Message, ModelUnavailableError, Purpose,
+                    QuotaExceededError, ResponseConstraintError)
 from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
-MESSAGE_OVERHEAD = 4
 
 
 def count_tokens(text: str) -> int:
@@ -110,37 +110,20 @@ def refusing_every_constraint() -> ConstraintCheck:
     return lambda schema: "responseConstraint is not supported"
 
 
-class FunctionSession:
+class FunctionSession(MessageListSession):
     """A session of :class:`FunctionModel`; see that class."""
 
-    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose, *,
-                 usage: int | None = None) -> None:
-        """``usage``: the tokens a clone's source holds (its messages may have been
-        trimmed on overflow); counted from ``messages`` for a new session."""
+    def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose,
+                 usage: int) -> None:
+        """``usage``: the tokens ``messages`` hold (a clone's source may have trimmed
+        its messages on overflow, so it is carried, not counted again)."""
+        super().__init__(messages, purpose, usage)
         self._model = model
-        self.messages = list(messages)
-        self.purpose = purpose
         self.id = model.new_session_id()
-        self.destroyed = False
-        if usage is not None:  # a clone: its source was checked
-            self._usage = usage
-            return
-        self._usage = sum(model.count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
-        if self._usage > model.context_window:
-            raise QuotaExceededError("initial prompts exceed the context window",
-                                     requested=self._usage, quota=model.context_window)
 
     @property
     def context_window(self) -> int:
         return self._model.context_window
-
-    @property
-    def context_usage(self) -> int:
-        return self._usage
-
-    def _check_alive(self) -> None:
-        if self.destroyed:
-            raise ModelUnavailableError("the session has been destroyed")
 
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
@@ -204,7 +187,7 @@ class FunctionSession:
 
     async def clone(self) -> "FunctionSession":
         self._check_alive()
-        copy = FunctionSession(self._model, self.messages, self.purpose, usage=self._usage)
+        copy = FunctionSession(self._model, self.messages, self.purpose, self._usage)
         self._model.clones += 1
         return copy
 
@@ -219,7 +202,7 @@ class FunctionModel:
 
     Args:
         fn: answers each prompt; may be async; may raise model errors to simulate them.
-        context_window: the window each session enforces (Gemini Nano's is about 9,216).
+        context_window: the window each session enforces (Gemini Nano's by default).
         availability: what ``availability()`` reports; ``create`` fails unless "available".
         measure_supported: whether ``measure`` returns exact counts or None.
         latency: seconds each prompt takes, to test stopping a turn mid-call.
@@ -229,7 +212,7 @@ class FunctionModel:
             as ``(purpose, constraint, reason)``, not in ``calls``. None takes any.
     """
 
-    def __init__(self, fn: Responder, *, context_window: int = 9216,
+    def __init__(self, fn: Responder, *, context_window: int = GEMINI_NANO_WINDOW,
                  availability: Availability = "available", measure_supported: bool = True,
                  latency: float = 0.0, constraint_check: ConstraintCheck | None = None) -> None:
         self.fn = fn
@@ -272,11 +255,9 @@ class FunctionModel:
                      purpose: Purpose = Purpose.STEP) -> FunctionSession:
         if self._availability != "available":
             raise ModelUnavailableError(f"the model is {self._availability}")
-        for i, message in enumerate(initial_prompts):
-            if message["role"] == "system" and i != 0:
-                raise ValueError("a system prompt must come first in initial_prompts")
+        messages, usage = opening_messages(initial_prompts, self.count, self.context_window)
         self.created += 1
-        return FunctionSession(self, initial_prompts, Purpose(purpose))
+        return FunctionSession(self, messages, Purpose(purpose), usage)
 
     def calls_for(self, purpose: Purpose) -> list[PromptCall]:
         return [c for c in self.calls if c.purpose == purpose]

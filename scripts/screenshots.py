@@ -118,6 +118,7 @@ SHOTS = {
     "phone-drawer": "the sessions, memory and tools drawer at phone width",
     "model-download": "the model downloading on first use, with its progress bar",
     "model-guide": "the guide shown when Chrome's built-in model is not available",
+    "extension": "the extension's side panel next to the page it answered from",
 }
 
 
@@ -311,6 +312,56 @@ class Demo:
         page.context.close()
 
 
+def extension_shot(playwright, out: Path) -> Path:
+    """The extension (built as serve.py --extension does, loaded unpacked) beside a
+    fixture page: a question answered from the page, its quote clicked and highlighted.
+    Headless Chromium has no side panel, so the panel's page and the page are each
+    photographed and set side by side."""
+    import base64
+    import tempfile
+
+    from tests.e2e.extension_app import ExtensionBrowser, FixtureServer, build_test_extension
+    from tests.e2e.test_extension import RESPONDER
+
+    fixtures = FixtureServer()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            extension = build_test_extension(Path(folder) / "py-agent")
+            browser = ExtensionBrowser(playwright, extension, Path(folder) / "profile")
+            browser.start()
+            try:
+                tab = browser.open_tab(fixtures.url + "/selection.html")
+                tab.set_viewport_size({"width": 820, "height": 760})
+                panel = browser.open_panel(responderSource=RESPONDER)
+                panel.set_viewport_size({"width": 420, "height": 760})
+                panel.wait_for_selector('[data-testid="status"][data-state="ready"]',
+                                        timeout=BOOT_TIMEOUT_MS)
+                Demo.chat(panel, "What does this agreement say about cancellation notice?")
+                panel.locator('[data-testid="page-quote"]').last.click()
+                panel.wait_for_selector('[data-testid="page-quote"][data-state="shown"]')
+                # The answer rather than its trace: the traces folded, the chat at its end.
+                panel.evaluate("""() => { for (const d of document.querySelectorAll(
+                    '[data-testid="message"] details')) d.open = false;
+                  document.querySelector('[data-testid="messages"]').lastElementChild
+                    .scrollIntoView({block: 'end'}); }""")
+                shots = [base64.b64encode(target.screenshot(animations="disabled",
+                                                            caret="hide")).decode()
+                         for target in (tab, panel)]
+                sheet = browser.context.new_page()
+                sheet.set_viewport_size({"width": 1252, "height": 772})
+                sheet.set_content(
+                    "<body style='margin:0;display:flex;gap:12px;padding:6px;background:#d0d4da'>"
+                    + "".join(f"<img src='data:image/png;base64,{shot}'>" for shot in shots)
+                    + "</body>")
+                path = out / "extension.png"
+                sheet.screenshot(path=str(path))
+                return path
+            finally:
+                browser.close()
+    finally:
+        fixtures.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=sorted(SHOTS), metavar="NAME",
@@ -349,6 +400,10 @@ def main() -> int:
             demo.download()
             demo.guide()
             browser.close()
+            if "extension" in demo.wanted:
+                path = extension_shot(playwright, args.out)
+                demo.made.append(path)
+                print(f"[screenshots] {Demo.shown(path)}")
     finally:
         server.shutdown()
         server.server_close()

@@ -30,6 +30,7 @@ from .headers import (CACHE_IMMUTABLE, CACHE_REVALIDATE, CSP, CSP_PAGE, MIME_TYP
                       SECURITY_HEADERS, inline_script_hashes)
 from .manifest import SiteManifest, read_manifest
 from .model_server import ModelServer, proxy_request
+from .tool_servers import ToolServers
 from .page_models import PageModels
 from .paths import WEB, WORKER
 from .static_build import RETIRE_SERVICE_WORKER, SERVICE_WORKER
@@ -51,6 +52,7 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
     manifest: Callable[[], dict] | None = None   # serves /vendor/manifest.json if set
     model_server: ModelServer | None = None      # --model-url: CSP, manifest, /model/ proxy
     page_models: PageModels | None = None        # --gguf: CSP, manifest, /models/<name>
+    tool_servers: ToolServers | None = None      # --mcp: CSP, manifest
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
@@ -141,6 +143,9 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
         if self.page_models is not None:    # where the browser downloads the --gguf URLs
             policy = policy.replace("connect-src 'self'",
                                     "connect-src 'self'" + self.page_models.connect_sources())
+        if self.tool_servers is not None:   # the --mcp servers the worker reaches
+            policy = policy.replace("connect-src 'self'",
+                                    "connect-src 'self'" + self.tool_servers.connect_sources())
         return policy
 
     def do_GET(self) -> None:  # noqa: N802
@@ -191,7 +196,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 tools: Iterable[Path] = (), site: Path | None = None,
                 model_server: ModelServer | None = None, snapshots: bool = True,
                 served_snapshot: bool = True, tool_worker: bool = True,
-                page_models: PageModels | None = None) -> AppServer:
+                page_models: PageModels | None = None,
+                tool_servers: ToolServers | None = None) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
@@ -204,7 +210,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     snapshot made here (serving/boot_snapshot.py), so a browser's first boot is a full
     one and it makes its own; ``tool_worker=False`` runs sync tools in the agent's worker
     (as ``?tool_worker=off``); ``page_models`` are the GGUF files the page offers to run
-    in itself (``--gguf``, serving/page_models.py). Call prepare() first: the manifest
+    in itself (``--gguf``, serving/page_models.py); ``tool_servers`` the MCP servers it
+    connects to (``--mcp``, serving/tool_servers.py). Call prepare() first: the manifest
     this server hands out
     is the prepared one with its tool modules, rebuilt when their sources change, and a
     boot snapshot made for them (at once here, in the background after a change)."""
@@ -213,7 +220,7 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     if prepared is not None and "py_agent" in prepared:
         manifest = SiteManifest(prepared, tools, model_server=model_server, snapshots=snapshots,
                                 served_snapshot=served_snapshot, tool_worker=tool_worker,
-                                page_models=page_models)
+                                page_models=page_models, tool_servers=tool_servers)
         manifest(wait=True)   # the snapshot for the tool modules as they are now
 
     root = (Path(site), WEB) if site is not None else WEB
@@ -224,5 +231,6 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
         "manifest": staticmethod(manifest) if manifest else None,
         "model_server": model_server,
         "page_models": page_models,
+        "tool_servers": tool_servers,
     })
     return AppServer((host, port), handler)

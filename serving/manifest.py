@@ -19,6 +19,7 @@ from .boot_snapshot import SnapshotMaker
 from .common import write_atomically
 from .model_server import ModelServer
 from .page_models import PageModels
+from .tool_servers import ToolServers
 from .paths import MANIFEST, WEB
 from .page_tool_modules import DEMO_TOOLS, PageRuntime, ToolModules
 
@@ -65,7 +66,8 @@ class SiteManifest:
     def __init__(self, prepared: dict, tools: Iterable[Path] = (), *,
                  model_server: ModelServer | None = None, snapshots: bool = True,
                  served_snapshot: bool = True, tool_worker: bool = True,
-                 page_models: PageModels | None = None) -> None:
+                 page_models: PageModels | None = None,
+                 tool_servers: ToolServers | None = None) -> None:
         self.prepared = prepared
         self.modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(prepared))
         self.modules.entries()   # prepare them now, and say what is wrong before serving
@@ -74,6 +76,7 @@ class SiteManifest:
         self.snapshots = snapshots
         self.tool_worker = tool_worker
         self.page_models = page_models
+        self.tool_servers = tool_servers
 
     def __call__(self, wait: bool = False) -> dict:
         served = {key: value for key, value in self.prepared.items() if key != "boot_snapshot"}
@@ -85,6 +88,8 @@ class SiteManifest:
             served["model_server"] = self.model_server.manifest_entry()
         if self.page_models is not None and self.page_models.models:
             served["page_models"] = self.page_models.manifest_entries()
+        if self.tool_servers is not None and self.tool_servers.urls:
+            served["mcp_servers"] = self.tool_servers.manifest_entries()
         if not self.snapshots:
             served["snapshots"] = False
         if not self.tool_worker:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 import ssl
 import urllib.error
@@ -31,10 +30,10 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from py_agent.openai_compat import normalize_base_url
+from py_agent.openai_compat.environment import api_key_from_environment
 
 from .common import PrepareError
 
-API_KEY_VARIABLES = ("PY_AGENT_API_KEY", "OPENAI_API_KEY")
 PROXY_PREFIX = "/model"
 MAX_BODY = 32 * 1024 * 1024     # a request body larger than this is refused (413)
 CONNECT_TIMEOUT_S = 10.0
@@ -77,13 +76,6 @@ class ModelServer:
         return self.root_url + path[len(PROXY_PREFIX):]
 
 
-def api_key_from(environ: Mapping[str, str]) -> str | None:
-    for name in API_KEY_VARIABLES:
-        if environ.get(name):
-            return environ[name]
-    return None
-
-
 def model_server_from_args(url: str, model: str | None = None,
                            context_window: int | None = None, *, proxy: bool = False,
                            environ: Mapping[str, str] | None = None) -> ModelServer:
@@ -94,7 +86,7 @@ def model_server_from_args(url: str, model: str | None = None,
         raise PrepareError(f"--model-url {url}: {exc}") from None
     if context_window is not None and context_window < 256:
         raise PrepareError("--context-window must be at least 256 tokens")
-    key = api_key_from(os.environ if environ is None else environ)
+    key = api_key_from_environment(environ)
     # A CSP host-source cannot name an IPv6 literal: such a server goes through the proxy.
     ipv6 = urlsplit(root).netloc.startswith("[")
     return ModelServer(base, root, model or None, context_window,

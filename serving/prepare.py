@@ -101,6 +101,8 @@ def prepare(tools: Iterable[Path] = (), *, snapshot: bool = True) -> dict:
         "page_model": {"wllama": f"vendor/{names['wllama']}/index.js",
                        "wasm": f"vendor/{names['wllama']}/wllama.wasm",
                        "sha256": f"vendor/{names['hash-wasm']}/index.esm.min.js"},
+        "mcp": {"client": f"vendor/{names['mcp-client']}/mcp_client.mjs"},
+        "page_reader": {"readability": f"vendor/{names['readability']}/Readability.js"},
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
         "dependencies": dependencies,

@@ -1,4 +1,5 @@
-"""The browser runtimes from npm: Pyodide, PyScript, MicroPython and markdown-it, pinned by
+"""The browser runtimes from npm: Pyodide, PyScript, MicroPython, markdown-it, wllama,
+hash-wasm, the MCP client SDK and (for the extension) Readability, pinned by
 ``package-lock.json``, installed with ``npm ci`` only when needed and copied into
 ``web/vendor/<name>-<version>/`` (versioned paths, so browsers may cache them forever).
 
@@ -32,6 +33,10 @@ class Runtime:
     prefix: str                   # copied to web/vendor/<prefix>-<version>/
     patterns: tuple[str, ...]     # which of its files (globs; copied flat)
     key_file: str                 # present once the copy is complete (copies are atomic)
+    # An entry module (a path under the repository) that esbuild bundles, with the
+    # package, into key_file: for a package that is ESM with dependencies, which a module
+    # worker cannot import as it is (no import maps there).
+    bundle: str | None = None
 
 
 RUNTIMES = [
@@ -54,7 +59,23 @@ RUNTIMES = [
     Runtime("@wllama/wllama", "wllama", ("esm/index.js", "esm/wasm/wllama.wasm", "LICENCE"),
             "wllama.wasm"),
     Runtime("hash-wasm", "hash-wasm", ("dist/index.esm.min.js", "LICENSE"), "index.esm.min.js"),
+    # The MCP client SDK, for tool servers reached from the agent worker (worker/mcp_client.js):
+    # ESM with dependencies (zod, a JSON Schema validator), bundled into one module.
+    Runtime("@modelcontextprotocol/client", "mcp-client", ("LICENSE",), "mcp_client.mjs",
+            bundle="serving/mcp_client_entry.mjs"),
+    # The extension's page reader (extension/page_reader.js): Firefox's reader view,
+    # injected into the tab the user reads. Only the extension ships it.
+    Runtime("@mozilla/readability", "readability", ("Readability.js", "LICENSE.md"),
+            "Readability.js"),
 ]
+
+# esbuild's JavaScript API (it finds its platform binary without an install script).
+_BUNDLE_SCRIPT = """
+const [entry, out] = process.argv.slice(1);
+const {buildSync} = await import('esbuild');
+buildSync({entryPoints: [entry], outfile: out, bundle: true, format: 'esm', minify: true,
+           platform: 'browser', target: 'es2022', legalComments: 'eof', logLevel: 'warning'});
+"""
 
 
 def locked_versions() -> dict[str, str]:
@@ -140,13 +161,27 @@ def copy_runtime(runtime: Runtime, version: str) -> str:
     staging.chmod(0o755)
     for path in files:
         shutil.copy2(path, staging / path.name)
+    if runtime.bundle is not None:
+        bundle(runtime, staging / runtime.key_file)
+        files.append(staging / runtime.key_file)
+    size = sum(p.stat().st_size for p in staging.iterdir())
     if target.exists():
         shutil.rmtree(target)
     staging.rename(target)
-    size = sum(p.stat().st_size for p in files)
     say(f"copied {runtime.package} {version} -> web/vendor/{name}/ ({len(files)} files, "
         f"{size / 1e6:.1f} MB)")
     return name
+
+
+def bundle(runtime: Runtime, out: Path) -> None:
+    """esbuild ``runtime.bundle`` (with the packages it imports) into ``out``."""
+    node, _ = require_node()
+    result = subprocess.run([node, "--input-type=module", "-e", _BUNDLE_SCRIPT,
+                             str(ROOT / runtime.bundle), str(out)],
+                            cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0 or not out.is_file():
+        raise PrepareError(f"bundling {runtime.package} with esbuild failed:\n"
+                           f"{(result.stderr or result.stdout).strip()[-2000:]}")
 
 
 def ensure_runtimes(recorded: dict | None, versions: dict[str, str], lock_hash: str,

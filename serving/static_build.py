@@ -34,24 +34,21 @@ from __future__ import annotations
 import hashlib
 import html.parser
 import json
-import os
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from . import ui_bundle
+from py_agent.openai_compat.environment import API_KEY_VARIABLES
+
+from . import app_files, ui_bundle
+from .app_files import build_into, copy_file, prepared_manifest, visible_files
 from .common import PrepareError, say
 from .headers import CSP, CSP_PAGE, SECURITY_HEADERS, inline_script_hashes
-from .manifest import SiteManifest
-from .model_server import API_KEY_VARIABLES, ModelServer
+from .model_server import ModelServer
 from .page_models import FOLDER as MODELS_FOLDER, PageModels
-from .paths import ROOT, VENDOR, WEB, WORKER
-from .prepare import prepare
-from .runtimes import vendor_dir_names
+from .paths import ROOT
 
 OFFLINE = ROOT / "serving" / "offline"
 OFFLINE_SCRIPT = "offline.js"
@@ -166,11 +163,7 @@ def add_to_page(text: str, policy: str, offline_script: str) -> str:
 
 def check_output(folder: Path) -> None:
     """--build may write ``folder`` if it is new, empty or an earlier build."""
-    if folder.exists() and not folder.is_dir():
-        raise PrepareError(f"--build {folder}: a file is in the way")
-    if folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).is_file():
-        raise PrepareError(f"--build {folder}: the folder is not empty and not an earlier "
-                           "build; name a new or empty folder")
+    app_files.check_output(folder, "--build", MARKER)
 
 
 def check_site(site: Path) -> None:
@@ -178,7 +171,7 @@ def check_site(site: Path) -> None:
     if clashes:
         raise PrepareError(f"--site {site}: {', '.join(clashes)} would replace the build's "
                            "own; rename them")
-    for path in _visible_files(site):
+    for path in visible_files(site):
         if path.suffix in (".html", ".js", ".mjs", ".css"):
             for reference in root_references(path.read_text(encoding="utf-8", errors="replace")):
                 say(f"warning: {path.relative_to(site)} loads {reference!r} from the root of "
@@ -213,56 +206,16 @@ def check_model_server(model_server: ModelServer | None) -> None:
         "--model-proxy, or serve with `python serve.py --model-url ... --model-proxy`")
 
 
-def _copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, target)
-
-
-def _visible_files(folder: Path) -> Iterable[Path]:
-    for path in sorted(folder.rglob("*")):
-        parts = path.relative_to(folder).parts
-        if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in parts) \
-                and path.suffix not in (".pyc", ".pyo"):
-            yield path
-
-
-def manifest_files(manifest: dict) -> set[str]:
-    """The files of web/ the manifest names (relative to web/), besides the runtimes."""
-    urls = [manifest["micropip"]["wheel"], manifest["py_agent"]["wheel"],
-            *(d["wheel"] for d in manifest.get("dependencies", []))]
-    for module in manifest.get("tool_modules", []):
-        urls += [module["archive"]] if module.get("archive") else []
-        urls += module.get("requirements", [])
-    if manifest.get("boot_snapshot"):
-        urls.append(manifest["boot_snapshot"]["url"])
-    return {url.lstrip("/") for url in urls}
-
-
 def write_site(staging: Path, manifest: dict, site: Path | None,
                model_server: ModelServer | None, isolation: bool,
                page_models: PageModels | None = None) -> list[str]:
     """Write the site into the empty folder ``staging``; the files the service worker
     keeps."""
-    # The page: web/ without vendor/ (copied by name below) and ui/ (one bundle instead).
-    for path in _visible_files(WEB):
-        relative = path.relative_to(WEB)
-        if relative.parts[0] not in ("vendor", "ui"):
-            _copy(path, staging / relative)
-    (staging / ui_bundle.URL.lstrip("/")).write_bytes(ui_bundle.ui_bundle(WEB / "ui"))
-    for path in _visible_files(WORKER):
-        _copy(path, staging / "worker" / path.relative_to(WORKER))
-    for name in vendor_dir_names(manifest["runtimes"]).values():
-        for path in _visible_files(VENDOR / name):
-            _copy(path, staging / "vendor" / name / path.relative_to(VENDOR / name))
-    for relative in sorted(manifest_files(manifest)):
-        _copy(WEB / relative, staging / relative)
-    (staging / "vendor" / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    app_files.copy_app(staging, manifest, page_models)
     if site is not None:
-        for path in _visible_files(site):
-            _copy(path, staging / path.relative_to(site))
-    _copy(OFFLINE / OFFLINE_SCRIPT, staging / OFFLINE_SCRIPT)
-    for relative, path in (page_models.local_files() if page_models else {}).items():
-        _copy(path, staging / relative)
+        for path in visible_files(site):
+            copy_file(path, staging / path.relative_to(site))
+    copy_file(OFFLINE / OFFLINE_SCRIPT, staging / OFFLINE_SCRIPT)
 
     pages = {}
     for page in sorted(staging.rglob("*.html")):
@@ -275,7 +228,7 @@ def write_site(staging: Path, manifest: dict, site: Path | None,
                                     up + OFFLINE_SCRIPT), encoding="utf-8")
     (staging / ".nojekyll").write_text("")   # GitHub Pages: publish the files as they are
 
-    files = sorted(p.relative_to(staging).as_posix() for p in _visible_files(staging))
+    files = sorted(p.relative_to(staging).as_posix() for p in visible_files(staging))
     kept = [f for f in files if not f.endswith(NOT_KEPT_SUFFIXES)
             and not f.startswith(NOT_KEPT_FOLDERS)]
     digest = hashlib.sha256()
@@ -306,27 +259,16 @@ def build_site(folder: Path, *, tools: Iterable[Path] = (), site: Path | None = 
     check_output(folder)
     if site is not None:
         check_site(site)
-    prepared = prepare(tools)
-    manifest = SiteManifest(prepared, tools, model_server=model_server,
-                            page_models=page_models)(wait=True)
+    manifest = prepared_manifest(tools, model_server, page_models)
     if "boot_snapshot" not in manifest:
         say("warning: no boot snapshot in this build (see above); browsers make their own")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
-        kept = write_site(staging, manifest, site, model_server, isolation, page_models)
-        staging.chmod(0o755)
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}-old-{os.getpid()}")
-            folder.rename(old)
-            staging.rename(folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    files = list(_visible_files(folder))
+    kept: list[str] = []
+
+    def write(staging: Path) -> None:
+        kept.extend(write_site(staging, manifest, site, model_server, isolation, page_models))
+
+    build_into(folder, write)
+    files = list(visible_files(folder))
     return BuildReport(folder=folder, files=len(files),
                        bytes=sum(p.stat().st_size for p in files),
                        kept_bytes=sum((folder / name).stat().st_size for name in kept),

@@ -70,6 +70,10 @@ class ChatRequest:
         """Tool names the request offers: the step schema's enum, else the prompt's list."""
         if self.schema:
             enum = self.schema.get("properties", {}).get("toolName", {}).get("enum")
+            # the step schema as the backend sends it: one complete branch per tool
+            enum = enum or [b["properties"]["toolName"]["const"]
+                            for b in self.schema.get("anyOf", [])
+                            if "const" in b.get("properties", {}).get("toolName", {})]
             if enum:
                 return [t for t in enum if t != "none"]
         return re.findall(r"^- (\w+)\(", self.last_user, re.MULTILINE)

@@ -24,6 +24,14 @@
  *   workerURL      where the agent worker is served (default: worker/agent_worker.js beside
  *                  this file, so a page anywhere can use a site at any path)
  *   llm            options for the LLMHost (llm_host.js), e.g. {api: myLanguageModel}
+ *   pageTools      tools of this page for the agent: a PageTools host (page_tools.js) or a
+ *                  list of WebMCP-style tool dictionaries ({name, description, inputSchema,
+ *                  execute, annotations}); the host is agent.pageTools either way
+ *   webmcp         true: also offer the tools this page registers on document.modelContext
+ *                  (WebMCP, where the browser has it)
+ *   exposeTools    true: register the agent's own tools on document.modelContext, for the
+ *                  browser's agents to call (a consequential one asks first: answer its
+ *                  approval_requested event with agent.approve(decision, {session}))
  *
  * The agent: tools ([{name, description, signature, pinned}]), toolErrors ([{module,
  * message}] for tool modules that failed to load: the agent works without them),
@@ -31,11 +39,14 @@
  * ...}), stream(text, {session}) -> async iterator of the turn's events, then
  * {type: 'text', text} while the answer streams, then {type: 'result', result};
  * stop({session}), sessions(), memory({session}) ({summary, facts, recent_turns, ...}),
- * compact({session, focus}), transcript({session}), deleteSession(id), availability()
+ * compact({session, focus}), transcript({session}), deleteSession(id), pageTools (the
+ * PageTools host: register() and unregister() page tools at any time), availability()
  * (Chrome's model: 'available', 'downloadable', ... or 'unavailable'), close().
  * Failed calls reject with an Error whose name is the worker's (UnknownSessionError...).
  */
 import {LLMHost} from './llm_host.js';
+import {PageTools} from './page_tools.js';
+import {Replies, withDeadline} from './replies.js';
 
 // The site's worker, found from this module's own URL rather than the page's.
 const DEFAULT_WORKER_URL = new URL('./worker/agent_worker.js', import.meta.url).href;
@@ -57,19 +68,6 @@ function agentError(error) {
   return out;
 }
 
-function withTimeout(promise, ms, what, onTimeout) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout?.();
-      const error = new Error(`${what} took longer than ${Math.round(ms / 1000)} s`);
-      error.name = 'TimeoutError';
-      reject(error);
-    }, ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 /** The value of string field `key` of a JSON object still streaming in, or null. */
 export function partialField(json, key) {
   const match = new RegExp(`"${key}"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)`).exec(json);
@@ -84,7 +82,8 @@ export function partialField(json, key) {
 
 class Agent {
   constructor({tools, session = 'main', onEvent, turnTimeoutMs = 300_000,
-               requestTimeoutMs = 30_000, workerURL = DEFAULT_WORKER_URL, llm} = {}) {
+               requestTimeoutMs = 30_000, workerURL = DEFAULT_WORKER_URL, llm,
+               pageTools, webmcp = false, exposeTools = false} = {}) {
     const url = new URL(workerURL, location.href);
     if (tools) url.searchParams.set('tools', [].concat(tools).join(','));
     this.session = session;
@@ -92,15 +91,19 @@ class Agent {
     this.toolErrors = [];
     this._onEvent = onEvent;
     this._turnTimeoutMs = turnTimeoutMs;
-    this._requestTimeoutMs = requestTimeoutMs;
-    this._pending = new Map();    // request id -> {resolve, reject}
+    // Requests waiting for the worker's reply (docs/protocols.md), each with its timeout.
+    this._replies = new Replies({prefix: 'agent', timeoutMs: requestTimeoutMs, toError: agentError});
     this._listeners = new Set();  // stream() consumers: (message) => void
-    this._ids = 0;
     this.worker = new Worker(url, {type: 'module', name: 'py-agent'});
     this.llm = new LLMHost(llm);
     this.llm.attach(this.worker);
     this._chunks = (event) => { for (const listen of this._listeners) listen({chunk: event.detail}); };
     this.llm.addEventListener('chunk', this._chunks);
+    this.pageTools = pageTools instanceof PageTools ? pageTools : new PageTools();
+    for (const pageTool of Array.isArray(pageTools) ? pageTools : []) this.pageTools.register(pageTool);
+    this._detachPageTools = this.pageTools.attach(this.worker);
+    if (webmcp) this.pageTools.followModelContext();
+    this._exposeTools = exposeTools;
     this.worker.addEventListener('message', (event) => this._receive(event.data));
   }
 
@@ -112,9 +115,10 @@ class Agent {
         reject(new Error(`the agent worker failed to load: ${event.message || 'see the console'}`));
       });
     });
-    return withTimeout(ready, timeoutMs, 'starting the agent').then(async (details) => {
+    return withDeadline(ready, timeoutMs, 'starting the agent').then(async (details) => {
       this.toolErrors = (details?.tool_errors ?? []).map(({module, message}) => ({module, message}));
       this.tools = await this._request('tools');
+      if (this._exposeTools) this._unexpose = await this.pageTools.exposeAgentTools(this.worker);
       return this;
     });
   }
@@ -130,10 +134,7 @@ class Agent {
       }
       this._emit({type: 'error', session_id: null, data: {where: message.where, message: message.message}});
     } else if (message.type === 'reply') {
-      const waiting = this._pending.get(message.id);
-      if (!waiting) return;
-      this._pending.delete(message.id);
-      message.ok ? waiting.resolve(message.value) : waiting.reject(agentError(message.error));
+      this._replies.settle(message);
     } else if (message.type === 'event') {
       this._emit(message.event);
     }
@@ -144,14 +145,9 @@ class Agent {
     for (const listen of this._listeners) listen({event});
   }
 
-  _request(type, fields = {}, timeoutMs = this._requestTimeoutMs, onTimeout) {
-    const id = `agent${++this._ids}`;
-    const reply = new Promise((resolve, reject) => this._pending.set(id, {resolve, reject}));
-    this.worker.postMessage({type, id, ...fields});
-    return withTimeout(reply, timeoutMs, `the agent's ${type} request`, () => {
-      this._pending.delete(id);
-      onTimeout?.();
-    });
+  _request(type, fields = {}, timeoutMs = undefined, onTimeout = null) {
+    return this._replies.request((id) => this.worker.postMessage({type, id, ...fields}),
+                                 {timeoutMs, what: `the agent's ${type} request`, onTimeout});
   }
 
   /** Run one turn; resolves to its result ({answer, status, steps, ...}). */
@@ -197,6 +193,12 @@ class Agent {
     }
   }
 
+  /** Answer the agent's question before a consequential call (an `approval_requested`
+   *  event of `session`): 'once', 'chat' or 'deny'. */
+  approve(decision, {session = this.session} = {}) {
+    return this._request('approve', {session_id: session, decision});
+  }
+
   stop({session = this.session} = {}) { return this._request('stop', {session_id: session}); }
   sessions() { return this._request('sessions'); }
   memory({session = this.session} = {}) { return this._request('memory', {session_id: session}); }
@@ -209,10 +211,11 @@ class Agent {
 
   /** Stop the worker and free the model's sessions. */
   close() {
-    for (const {reject} of this._pending.values()) reject(new Error('the agent was closed'));
-    this._pending.clear();
+    this._unexpose?.();
+    this._replies.close(new Error('the agent was closed'));
     this.llm.removeEventListener('chunk', this._chunks);
     this.llm.destroyAll();
+    this._detachPageTools();
     this.worker.terminate();
   }
 }

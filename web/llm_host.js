@@ -41,7 +41,8 @@
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
  *        event: {sessionId, requestId, purpose, conversationId, chunk, text, offset}: offset is
  *        where chunk starts in text, 0 for a new call) and only the final text to the worker;
- *        conversationId is the agent session the prompt is for.
+ *        conversationId is the agent's chat the prompt is for (the worker's model session is
+ *        tagged with it), so the page shows each chat only its own pieces.
  *   append(sessionId, text, [{requestId}]) -> {contextUsage, contextWindow, overflowed}
  *   measure(sessionId, text, [{responseConstraint}]) -> number, or null if the API cannot measure
  *   destroy(sessionId)               -> true if the session existed

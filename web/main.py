@@ -29,7 +29,8 @@ async def unpack_ui_bundle():
 
 await unpack_ui_bundle()  # noqa: F704 (PyScript runs this file with top-level await)
 
-from ui import boot_progress, chat, gemini_nano, layout, model_choice, page_models, status, tabs
+from ui import (approval, boot_progress, chat, gemini_nano, layout, model_choice, page_models,
+                status, tabs)
 from ui.dom import keep
 from ui.link import llm_host, take_over_worker
 
@@ -46,6 +47,7 @@ model_choice.start()
 page_models.start()   # after model_choice: it acts on the model the worker describes
 chat.start(llm_host())
 tabs.start()
+approval.start()
 take_over_worker()
 
 
@@ -54,11 +56,12 @@ def start_later():
     # phones) show nothing until the agent is ready, and the tools panel sits below the
     # fold: they are imported and started after the page has painted and the worker is
     # taken over. Each catches up on a boot that finished before it started.
-    from ui import memory, profile, sessions, tools_panel
+    from ui import memory, profile, sessions, tool_servers, tools_panel
     memory.start()
     profile.start()
     sessions.start()
     tools_panel.start()
+    tool_servers.start()
 
 
 window.setTimeout(keep(start_later), 0)

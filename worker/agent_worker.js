@@ -8,7 +8,7 @@
 //                                     script started, took the time the phase itself took.
 //   {type: 'error', where, message, traceback}   any JS or Python exception, during boot
 //                                     or later. `where` says which phase or channel.
-// Anything else is posted by the Python entry point itself.
+// Anything else is posted by the Python entry point itself (docs/protocols.md lists it all).
 //
 // Query parameters of this script's URL (the page passes them through):
 //   entry=module:function   run another entry point (only modules under py_agent); tests

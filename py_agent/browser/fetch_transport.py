@@ -24,6 +24,7 @@ import asyncio
 from typing import Any, AsyncIterator, Callable
 
 from ..openai_compat.transport import HttpRequest
+from ._js import is_null
 
 
 def _browser_functions() -> tuple[Callable[..., Any], Callable[[], Any], Callable[[dict], Any]]:
@@ -122,7 +123,7 @@ class FetchResponse:
         body = self._response.body
         if self._finished:   # closed: nothing more comes (as with the stdlib transport)
             return
-        if body is None or type(body).__name__ in ("JsNull", "JsUndefined"):
+        if is_null(body):
             self._finished = True
             return
         reader = body.getReader()

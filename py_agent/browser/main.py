@@ -7,9 +7,7 @@ announces readiness.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import itertools
 from typing import Any
 
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
@@ -18,11 +16,17 @@ from ..agent import Agent
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
 from ..openai_compat import StreamChunk
+from ..replies import Replies
 from ..rpc import BridgeModel, RpcStore
 from ..tools.modules import ToolContext
+from ..tools.toolset import ToolSet
 from ..turn.policies import StepPolicy, ToolPolicy
 from .backends import BackendSwitch
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
+from .approvals import PageApprovals
+from .page_tools import PageTools
+from .tool_servers import ToolServers
+from .tab_tools import SOURCE as TAB_SOURCE, TabTools
 from .fetch_transport import FetchTransport
 from .server_model import ServerModel, ServerSettings
 from ..turn.remote_tools import ToolWorkerClient
@@ -45,29 +49,28 @@ def js_error(exc: BaseException) -> dict[str, Any]:
 
 
 class PageLink:
-    """Requests to the page's LLM host, matched to replies by id."""
+    """Requests to the page's LLM host, matched to replies by id (docs/protocols.md).
+
+    No timeout here: each call is bounded by the one who awaits it (a step's or a memory
+    pass's deadline, the backend switch's wait), which cancels the wait, and the host's
+    ``abort`` stops the call on the page."""
 
     def __init__(self, boot: Any) -> None:
         self.boot = boot
-        self._pending: dict[str, asyncio.Future] = {}
-        self._ids = itertools.count(1)
+        self._replies = Replies("llm")
 
     def post(self, message: dict[str, Any]) -> None:
         self.boot.post(to_js(message, dict_converter=_object_from_entries()))
 
     async def llm(self, method: str, args: list[Any], api: str | None = None) -> dict[str, Any]:
         """Call the LLM host; ``api`` names another API than Chrome's (``page-model``)."""
-        request_id = f"llm{next(self._ids)}"
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        message = {"type": "llm", "id": request_id, "method": method, "args": args}
-        if api is not None:
-            message["api"] = api
-        self.post(message)
-        try:
-            return await future
-        finally:
-            self._pending.pop(request_id, None)
+        def send(request_id: str) -> None:
+            message = {"type": "llm", "id": request_id, "method": method, "args": args}
+            if api is not None:
+                message["api"] = api
+            self.post(message)
+
+        return await self._replies.request(send)
 
     def resolve(self, message: dict[str, Any]) -> bool:
         """Consume the LLM host's messages: results go to their waiting request.
@@ -79,9 +82,7 @@ class PageLink:
             return True
         if message.get("type") != "llm-result":
             return False
-        future = self._pending.get(str(message.get("id")))
-        if future is not None and not future.done():
-            future.set_result(message)
+        self._replies.settle(message)
         return True
 
 
@@ -165,6 +166,24 @@ async def main(boot: Any) -> None:
                        "conversationId": chunk.conversation_id, "chunk": chunk.delta,
                        "text": chunk.text, "offset": len(chunk.text) - len(chunk.delta)})
 
+    # The agent's tools: the tool modules', the page's (web/page_tools.js) and the tool
+    # servers'; each change reaches the agent in use from its next turn, and the page.
+    toolset = ToolSet(loaded.tools)
+    # In the extension's side panel, the tab reader's raw tools (source 'tab') become the
+    # page tools of py_agent.page (tab_tools.py), summarizing with the model in use.
+    tab_tools = TabTools(toolset, lambda: switch.agent.model if switch.agent else None)
+    page_tools = PageTools(link.post, toolset, held={TAB_SOURCE: tab_tools.listed})
+    tab_tools.host = page_tools
+
+    def tools_changed(tools: list) -> None:
+        if switch.agent is not None:
+            switch.agent.set_tools(tools)
+        link.post({"type": "event", "event": {"type": "tools_changed", "session_id": None,
+                                              "data": {"count": len(tools)}}})
+
+    toolset.subscribe(tools_changed)
+    tool_servers = ToolServers(boot, toolset, link.post, (manifest.get("mcp") or {}).get("client"))
+    approvals = PageApprovals(link.post)   # the page asks the user before consequential calls
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)
     switch = BackendSwitch(
@@ -172,8 +191,9 @@ async def main(boot: Any) -> None:
         make_server_model=lambda name: ServerModel(settings, fetch, wanted=name,
                                                    on_chunk=on_chunk),
         make_agent=lambda model, policy: Agent(
-            model=model, store=store, tools=loaded.tools, memory=policy,
-            sync_tool_runner=tool_worker.call if tool_worker else None, **agent_options),
+            model=model, store=store, tools=toolset.tools(), memory=policy,
+            sync_tool_runner=tool_worker.call if tool_worker else None, approve=approvals,
+            **agent_options),
         post=link.post,
         page_models=PageModelSource.from_manifest(manifest.get("page_models")),
         make_page_model=lambda source: PageModelBridge(
@@ -182,7 +202,9 @@ async def main(boot: Any) -> None:
 
     def on_message(data: Any) -> None:
         message = _to_py(data)
-        if not isinstance(message, dict) or link.resolve(message):
+        if not isinstance(message, dict) or link.resolve(message) or \
+                page_tools.resolve(message) or tool_servers.handle(message) or \
+                approvals.handle(message):
             return
         switch.handle(message)
 
@@ -197,3 +219,4 @@ async def main(boot: Any) -> None:
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
+    tool_servers.start(manifest.get("mcp_servers") or [])

@@ -64,19 +64,7 @@ class ServerModel:
         self.model: OpenAIModel | None = None
         self.listed: tuple[str, ...] = ()
         self.error: str | None = None
-        self._conversation = ""
         self._lock = asyncio.Lock()
-
-    @property
-    def conversation_id(self) -> str:
-        """The agent session streamed chunks belong to (AgentHost sets it per turn)."""
-        return self._conversation
-
-    @conversation_id.setter
-    def conversation_id(self, value: str) -> None:
-        self._conversation = value
-        if self.model is not None:
-            self.model.conversation_id = value
 
     @property
     def name(self) -> str | None:
@@ -105,7 +93,6 @@ class ServerModel:
                     self.model = OpenAIModel(
                         self.settings.url, name, context_window=self.settings.context_window,
                         transport=self.transport, on_chunk=self.on_chunk, timeouts=self.timeouts)
-                    self.model.conversation_id = self._conversation
                 facts = await self.model.connect()
             except ServerError as exc:
                 self.error = str(exc)

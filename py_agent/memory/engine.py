@@ -12,8 +12,16 @@ After every turn :meth:`MemoryEngine.schedule` decides whether a pass is due:
 
 What a pass does is :mod:`py_agent.memory.passes`. Before a turn's prompt,
 :meth:`MemoryEngine.make_room` makes sure the raw turns fit beside it, so no prompt
-leaves a turn out. The engine also keeps the live memory sessions
-(:mod:`py_agent.memory.live`) in step with every change of a session's memory.
+leaves a turn out.
+
+The engine owns the memory policy in use: :meth:`MemoryEngine.plan`, which every turn
+and every compaction calls first, makes the model's step base session and takes the
+policy planned with it for the model's window (scaled down for a small one, back to
+the policy asked for after a switch to a larger one), announcing a change with a
+``policy_changed`` event. Nothing else changes the policy.
+
+The engine also keeps the live memory sessions (:mod:`py_agent.memory.live`) in step
+with every change of a session's memory.
 
 It is built from the session table and the base sessions alone (never from an
 agent), and it reports only through the ``emit`` callable it is given. The user
@@ -31,9 +39,10 @@ import time
 from collections import Counter
 
 from ..bases import BaseSessions
-from ..budget import MemoryAccountant
-from ..events import Emit, log
-from ..model import Purpose
+from ..budget import MemoryAccountant, MemoryPolicy
+from ..events import AgentEvent, Emit, log
+from ..model import DESTROY_TIMEOUT_S, Purpose
+from ..prefix import PrefixPlan
 from ..results import CompactionReport
 from ..sessions import SessionTable
 from ..state import Fact, SessionState
@@ -41,7 +50,6 @@ from .fact_rules import may_revise
 from .live import DEFAULT_MAX_LIVE, MemorySessions
 from .passes import Passes, Upkeep
 from .profile_rules import shown_facts
-from .steps import DESTROY_TIMEOUT_S
 
 MAX_PASSES_PER_RUN = 4
 
@@ -63,6 +71,7 @@ class MemoryEngine:
                  calls: Counter[str] | None = None,
                  memory_sessions: int = DEFAULT_MAX_LIVE) -> None:
         self.sessions, self.bases, self.accountant = sessions, bases, accountant
+        self.emit = emit
         self.calls: Counter[str] = calls if calls is not None else Counter()
         self.live = MemorySessions(
             accountant, sessions.state, max_live=memory_sessions,
@@ -78,6 +87,25 @@ class MemoryEngine:
         self._shown: dict[str, tuple[tuple, list[Fact]]] = {}  # see profile_facts
         self._running: dict[str, asyncio.Task] = {}
         self._again: dict[str, tuple[str, str | None]] = {}
+
+    # ------------------------------------------------------------ the policy
+
+    async def plan(self) -> PrefixPlan:
+        """The model's step base session made (once per model), and the memory policy in
+        use the one planned with it for the model's window; a change of policy is
+        announced (``policy_changed``, with the sizes before and after and why). The one
+        place the policy in use changes: call it before anything that reads the budget."""
+        await self.bases.get(Purpose.STEP)
+        plan = self.bases.plan
+        assert plan is not None  # made with the step base
+        previous = self.accountant.policy
+        if plan.policy != previous:
+            self.accountant.policy = plan.policy
+            await self.emit(AgentEvent("policy_changed", "", {
+                "window": plan.window, "level": plan.level, "scaled": plan.scaled,
+                "reason": plan.reason, "before": policy_sizes(previous),
+                "after": policy_sizes(plan.policy)}))
+        return plan
 
     def upkeep(self, session_id: str) -> Upkeep:
         """The session's upkeep record (rests, pressure, outdated facts)."""
@@ -185,6 +213,7 @@ class MemoryEngine:
                       everything: bool) -> CompactionReport:
         """One compaction now, in the caller's task (a manual one: ``everything`` but the
         newest ``min_recent_turns``)."""
+        await self.plan()
         return await self.passes.compact(session_id, trigger, focus, everything=everything)
 
     async def _worker(self, session_id: str, trigger: str, focus: str | None,
@@ -194,8 +223,7 @@ class MemoryEngine:
         try:
             for _ in range(MAX_PASSES_PER_RUN):
                 if asked or upkeep.pressure.is_set() or self._compaction_wanted(session_id):
-                    ok = (await self.passes.compact(session_id, trigger, focus,
-                                                    everything=force)).ok
+                    ok = (await self.compact(session_id, trigger, focus, everything=force)).ok
                 elif self._facts_wanted(session_id):
                     ok = await self.passes.refresh_facts(session_id)
                 else:
@@ -254,3 +282,13 @@ class MemoryEngine:
         """Stop every pass and free every live memory session, at once."""
         await self.cancel()
         await self.live.close()
+
+
+def policy_sizes(policy: MemoryPolicy) -> dict[str, int]:
+    """The token sizes of a policy that a plan scales, for the ``policy_changed`` event."""
+    return {"reserved_turn_tokens": policy.reserved_turn_tokens,
+            "summary_target_tokens": policy.summary_target_tokens,
+            "summary_max_tokens": policy.summary_max_tokens,
+            "facts_max_tokens": policy.facts_max_tokens,
+            "recall_tokens": policy.recall_tokens,
+            "profile_tokens": policy.planned_profile_tokens}

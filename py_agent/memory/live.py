@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..budget import MemoryAccountant
-from ..model import ModelSession, Purpose
+from ..model import ModelSession, Purpose, destroy_quietly, for_conversation
 from ..prompting import MemoryView, render_facts, render_turn
 from ..state import Fact, SessionState
 
@@ -287,7 +287,8 @@ class MemorySessions:
         profile = self.profile_of(state)
         view, dropped = self.accountant.view(state, max(0, room), profile)
         kept = [t.id for t in state.recent_turns][dropped:]
-        session = await asyncio.wait_for(base.clone(), self.timeout_s)
+        session = for_conversation(await asyncio.wait_for(base.clone(), self.timeout_s),
+                                   state.session_id)  # its clones stream in this chat
         try:
             if view.render():
                 await asyncio.wait_for(session.append(memory_text(view), purpose=Purpose.STEP),
@@ -374,7 +375,4 @@ def _head(state: SessionState) -> str:
 
 
 async def _destroy(session: ModelSession) -> None:
-    try:
-        await asyncio.wait_for(session.destroy(), 10)
-    except Exception:
-        log.warning("could not destroy a memory session")
+    await destroy_quietly(session, "a memory session")

@@ -127,7 +127,8 @@ class Passes:
                       timeout: float) -> tuple[str, float]:
             self.calls[purpose.value] += 1
             return await bounded_call(lambda: self.bases.get(purpose), purpose, text, schema,
-                                      timeout, self.upkeep(session_id).pressure)
+                                      timeout, self.upkeep(session_id).pressure,
+                                      conversation_id=session_id)
         return ask
 
     def _rest(self, session_id: str, purpose: Purpose, failures: int) -> None:
@@ -169,8 +170,9 @@ class Passes:
         state = self.sessions.state(session_id)
         if state is None:
             return CompactionReport(False, 0, error="the session is gone")
-        await self.bases.get(Purpose.STEP)
         budget = self.budget(state)
+        if budget is None:  # the engine plans first (MemoryEngine.plan)
+            return CompactionReport(False, 0, error="the model has no step session yet")
         turns = state.recent_turns
         cut = (max(0, len(turns) - policy.min_recent_turns) if everything
                else self.accountant.boundary(turns, budget.keep))
@@ -323,47 +325,45 @@ class Passes:
     async def _commit(self, session_id: str, work: Pass, failures: int,
                       trigger: str) -> CompactionReport:
         """Write the new state and the record together and tell the page. ``failures``:
-        summaries failed in a row, this one included."""
-        record = work.record
-        record.fact_changes = work.changes
+        summaries failed in a row, this one included. The new state, record and profile
+        are computed from the pass and the session as it is at the commit, changing
+        neither, so a commit that starts over after another writer's write is safe."""
+        gathered = work.record
         ok = work.summary is not None
-        compaction = record.kind == "compaction"
+        compaction = gathered.kind == "compaction"
         asked = work.summary_asked or self.upkeep(session_id).preempted
 
-        def update(current: SessionState) -> SessionState:
+        def update(current: SessionState) -> tuple[SessionState, CompressionRecord]:
             updated = apply_pass(current, work, failures, asked=asked)
             # Measured on the turns there were at the start: turns that arrived
             # meanwhile are not this pass's doing.
             after = self.budget(replace(updated, recent_turns=[
                 t for t in updated.recent_turns if t.id <= work.last_turn_id]))
-            record.ok = ok and (compaction or record.facts_error is None)
-            record.summary = updated.summary if ok else record.previous_summary
-            record.tokens_after = (after.summary + after.facts + after.turns) if after else 0
-            return updated
-
-        profile_changed = False
+            return updated, replace(
+                gathered, fact_changes=list(work.changes),
+                ok=ok and (compaction or gathered.facts_error is None),
+                summary=updated.summary if ok else gathered.previous_summary,
+                tokens_after=(after.summary + after.facts + after.turns) if after else 0)
 
         def profile_change(state: SessionState,
                            profile: UserProfile) -> tuple[SessionState, UserProfile | None]:
-            nonlocal profile_changed
-            changed = profile_after_pass(profile, state, work.changes, self.policy,
-                                         shown=work.profile_shown, stated=work.stated)
-            profile_changed = changed is not None
-            return state, changed
+            return state, profile_after_pass(profile, state, work.changes, self.policy,
+                                             shown=work.profile_shown, stated=work.stated)
 
         try:
-            updated = await self.sessions.commit_compaction(session_id, record, update,
-                                                            profile_change=profile_change)
+            commit = await self.sessions.commit_compaction(session_id, update,
+                                                           profile_change=profile_change)
         except UnknownSessionError:
             return CompactionReport(False, 0, error="the session was deleted meanwhile")
         except StaleSummaryError as exc:
-            return CompactionReport(False, 0, error=str(exc), record=record)
+            return CompactionReport(False, 0, error=str(exc), record=gathered)
         except Exception as exc:
             await self.emit(AgentEvent("storage_error", session_id, {
                 "message": f"Could not save the compacted memory ({exc}); the raw turns "
                            "are kept.", "kind": getattr(exc, "kind", "unknown")}))
-            return CompactionReport(False, 0, error=str(exc), record=record)
-        if profile_changed:
+            return CompactionReport(False, 0, error=str(exc), record=gathered)
+        updated, record = commit.state, commit.record
+        if commit.profile is not None:
             profile = self.sessions.profiles.current
             await self.emit(AgentEvent("profile_updated", session_id, {
                 "version": profile.version, "facts": len(profile.facts), "by": "memory"}))

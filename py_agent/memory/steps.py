@@ -17,7 +17,8 @@ from typing import Awaitable, Callable
 
 from ..budget import MemoryPolicy
 from ..constraints import Announce, ModelConstraints
-from ..model import Message, ModelError, ModelSession, Purpose
+from ..model import (DESTROY_TIMEOUT_S, Message, ModelError, ModelSession, Purpose,
+                     destroy_quietly, for_conversation)
 from ..state import CompressionRecord, Fact, FactChange, FactIds, Turn
 from ..tokens import TokenCounter
 from .fact_rules import carried_by
@@ -27,7 +28,6 @@ from .summary import SUMMARY_SYSTEM, summary_messages, summary_prompt, validate_
 
 # ask(purpose, prompt, response schema or None, timeout in s) -> (reply, duration in ms)
 Ask = Callable[[Purpose, str, "dict | None", float], Awaitable[tuple[str, float]]]
-DESTROY_TIMEOUT_S = 5.0
 log = logging.getLogger("py_agent")
 
 
@@ -47,16 +47,19 @@ class CompactionPreemptedError(ModelError):
 
 async def bounded_call(base: Callable[[], Awaitable[ModelSession]], purpose: Purpose,
                        text: str, schema: dict | None, timeout: float,
-                       stop: asyncio.Event | None = None) -> tuple[str, float]:
+                       stop: asyncio.Event | None = None, *,
+                       conversation_id: str = "") -> tuple[str, float]:
     """One model call on a fresh clone of ``base()``, stopped after ``timeout`` seconds
     or when ``stop`` is set; the clone is destroyed either way (which is how the
-    Prompt API aborts a call). Returns the reply and its duration in ms."""
+    Prompt API aborts a call). The clone is tagged with ``conversation_id``, the chat
+    the pass works for, so what it streams is that chat's, whatever turn runs
+    meanwhile. Returns the reply and its duration in ms."""
     clock = time.perf_counter()
     session: ModelSession | None = None
 
     async def call() -> str:
         nonlocal session
-        session = await (await base()).clone()
+        session = for_conversation(await (await base()).clone(), conversation_id)
         return await session.prompt(text, response_constraint=schema, purpose=purpose)
 
     task = asyncio.ensure_future(call())
@@ -77,10 +80,7 @@ async def bounded_call(base: Callable[[], Awaitable[ModelSession]], purpose: Pur
         if not task.done():
             task.cancel()
         if session is not None:
-            try:
-                await asyncio.wait_for(session.destroy(), DESTROY_TIMEOUT_S)
-            except Exception:
-                log.warning("could not destroy a %s session", purpose.value)
+            await destroy_quietly(session, f"a {purpose.value} session")
 
 
 async def extract_facts(ask: Ask, record: CompressionRecord, known: list[Fact],

@@ -24,6 +24,8 @@ class ServerError(ModelError):
     ``error.code``/``error.type`` the server gave, ``detail`` its own message.
     """
 
+    speaks_to_user = True  # names the server, the URL or the model, and what to check
+
     def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
                  detail: str = "") -> None:
         super().__init__(message)

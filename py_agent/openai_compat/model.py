@@ -22,7 +22,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
-from ..model import Availability, Message, ModelUnavailableError, Purpose, QuotaExceededError
+from ..message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
+from ..model import Availability, Message, Purpose, QuotaExceededError
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
@@ -34,13 +35,13 @@ from .wire import SCHEMA_MODES, Reply, chat_body
 log = logging.getLogger("py_agent.openai_compat")
 
 DEFAULT_CONTEXT_WINDOW = 4096
-MESSAGE_OVERHEAD = 4  # tokens a chat template adds around each message, roughly
 MIN_REPLY_TOKENS = 64
 
 
 @dataclass(frozen=True)
 class StreamChunk:
-    """A piece of a reply as it streams in: ``delta`` is new, ``text`` is all so far."""
+    """A piece of a reply as it streams in: ``delta`` is new, ``text`` is all so far;
+    ``conversation_id`` is the chat of the session that asked ("" if it has none)."""
 
     purpose: str
     delta: str
@@ -52,32 +53,22 @@ class StreamChunk:
 ChunkHandler = Callable[[StreamChunk], Union[None, Awaitable[None]]]
 
 
-def _estimate(messages: list[dict[str, str]]) -> int:
-    return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+class OpenAISession(MessageListSession):
+    """A conversation kept as a message list; see the module docstring.
 
+    ``conversation_id`` is the agent's chat this session serves: the pieces its prompts
+    stream carry it (:attr:`StreamChunk.conversation_id`), and a clone keeps it.
+    """
 
-class OpenAISession:
-    """A conversation kept as a message list; see the module docstring."""
-
-    def __init__(self, model: "OpenAIModel", messages: list[dict[str, str]], purpose: Purpose,
-                 usage: int) -> None:
+    def __init__(self, model: "OpenAIModel", messages: list[Message], purpose: Purpose,
+                 usage: int, conversation_id: str = "") -> None:
+        super().__init__(messages, purpose, usage)
         self._model = model
-        self.messages = messages
-        self.purpose = purpose
-        self._usage = usage
-        self.destroyed = False
+        self.conversation_id = conversation_id
 
     @property
     def context_window(self) -> int:
         return self._model.window
-
-    @property
-    def context_usage(self) -> int:
-        return self._usage
-
-    def _check_alive(self) -> None:
-        if self.destroyed:
-            raise ModelUnavailableError("the session has been destroyed")
 
     async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
@@ -90,7 +81,8 @@ class OpenAISession:
                                      requested=needed + MIN_REPLY_TOKENS, quota=model.window)
         messages = [*self.messages, {"role": "user", "content": text}]
         reply = await model.complete(messages, response_constraint, Purpose(purpose),
-                                     max_tokens=min(model.max_tokens, room))
+                                     max_tokens=min(model.max_tokens, room),
+                                     conversation_id=self.conversation_id)
         answer = reply.text
         self.messages = [*messages, {"role": "assistant", "content": answer}]
         if reply.prompt_tokens is not None:
@@ -118,7 +110,8 @@ class OpenAISession:
 
     async def clone(self) -> "OpenAISession":
         self._check_alive()
-        return OpenAISession(self._model, list(self.messages), self.purpose, self._usage)
+        return OpenAISession(self._model, self.messages, self.purpose, self._usage,
+                             self.conversation_id)
 
     async def destroy(self) -> None:
         self.destroyed = True
@@ -173,7 +166,6 @@ class OpenAIModel:
         self.stream = stream
         self.on_chunk = on_chunk
         self.options = dict(options or {})
-        self.conversation_id = ""  # tags streamed chunks with the agent session, like BridgeModel
         self.include_usage = True
         self.facts: ServerFacts | None = None
         self.context_window: int | None = context_window
@@ -218,14 +210,7 @@ class OpenAIModel:
     async def create(self, *, initial_prompts: list[Message],
                      purpose: Purpose = Purpose.STEP) -> OpenAISession:
         await self.connect()
-        for i, message in enumerate(initial_prompts):
-            if message["role"] == "system" and i != 0:
-                raise ValueError("a system prompt must come first in initial_prompts")
-        messages = [{"role": m["role"], "content": m["content"]} for m in initial_prompts]
-        usage = _estimate(messages)
-        if usage > self.window:
-            raise QuotaExceededError("initial prompts exceed the context window",
-                                     requested=usage, quota=self.window)
+        messages, usage = opening_messages(initial_prompts, estimate_tokens, self.window)
         return OpenAISession(self, messages, Purpose(purpose), usage)
 
     def describe(self) -> dict[str, Any]:
@@ -247,8 +232,9 @@ class OpenAIModel:
         return token_count(tokenizer, data)
 
     async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
-                       purpose: Purpose, *, max_tokens: int) -> Reply:
-        """One completion; streamed pieces go to ``on_chunk``. A refused ``stream_options``
+                       purpose: Purpose, *, max_tokens: int, conversation_id: str = "") -> Reply:
+        """One completion; streamed pieces go to ``on_chunk``, tagged with
+        ``conversation_id`` (the chat the calling session serves). A refused ``stream_options``
         is dropped for good. A refused ``response_format`` is tried in the next form
         (kept for good once one takes the schema); a schema refused in every form raises
         :class:`ResponseFormatRefusedError`, a refused response constraint, and the
@@ -261,7 +247,8 @@ class OpenAIModel:
                              include_usage=self.include_usage, schema_mode=mode or SCHEMA_MODES[0],
                              options=self.options)
             try:
-                reply = await self.client.complete(body, self._chunk_sink(purpose, request_id))
+                reply = await self.client.complete(
+                    body, self._chunk_sink(purpose, request_id, conversation_id))
             except ModelNotFoundError as exc:
                 served = ", ".join(self.facts.models) if self.facts and self.facts.models else ""
                 if served:
@@ -296,7 +283,7 @@ class OpenAIModel:
         index = SCHEMA_MODES.index(mode) + 1
         return SCHEMA_MODES[index] if index < len(SCHEMA_MODES) else None
 
-    def _chunk_sink(self, purpose: Purpose, request_id: str):
+    def _chunk_sink(self, purpose: Purpose, request_id: str, conversation_id: str):
         handler = self.on_chunk
         if handler is None:
             return None
@@ -306,7 +293,7 @@ class OpenAIModel:
             parts.append(delta)
             try:
                 result = handler(StreamChunk(purpose.value, delta, "".join(parts), request_id,
-                                             self.conversation_id))
+                                             conversation_id))
                 if result is not None:
                     await result
             except Exception:  # a display bug must not cost the user the reply

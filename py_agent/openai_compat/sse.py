@@ -19,8 +19,6 @@ from typing import AsyncIterator
 
 import assel
 
-DONE = "[DONE]"
-
 
 def new_parser() -> assel.Parser:
     parser = assel.Parser()

@@ -22,6 +22,55 @@ _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 SCHEMA_MODES = ("json_schema", "json_object")
 
 
+# Keywords that describe an object as a whole, merged into each branch of an anyOf beside them.
+_OBJECT_KEYWORDS = ("type", "properties", "required", "additionalProperties")
+
+
+def branches_complete(schema: Any) -> Any:
+    """The same constraint in a form every grammar converter follows, at every level.
+
+    llama.cpp's JSON-schema converter (llama-server, Ollama, llama-cpp-python) reads an
+    ``anyOf``/``oneOf`` as a choice between its branches and drops the keywords beside
+    it. The step schema has its fields and required list beside an ``anyOf`` whose
+    branches bind each tool's name to its arguments, so a server would let the model
+    leave out fields or write others. Here each branch gets the object keywords beside
+    it merged in (a property both name is the branch's, which narrows it; required is the
+    union); the page's engine does the same (``schemaForEngine`` in
+    ``web/page_model/engine.js``).
+    """
+    if isinstance(schema, list):
+        return [branches_complete(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {k: branches_complete(v) for k, v in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf", "additionalProperties"):
+            out[key] = branches_complete(value)
+        else:
+            out[key] = value
+    choice = "anyOf" if "anyOf" in out else "oneOf" if "oneOf" in out else None
+    beside = [k for k in _OBJECT_KEYWORDS if k in out]
+    if choice is None or not isinstance(out[choice], list) or not beside:
+        return out
+    base = {k: out[k] for k in beside}
+    merged = []
+    for branch in out[choice]:
+        if not isinstance(branch, dict):
+            merged.append(branch)
+            continue
+        result = {**base, **branch}
+        if "properties" in base or "properties" in branch:
+            result["properties"] = {**base.get("properties", {}), **branch.get("properties", {})}
+        if "required" in base or "required" in branch:
+            result["required"] = list(dict.fromkeys([*base.get("required", []),
+                                                     *branch.get("required", [])]))
+        merged.append(result)
+    rest = {k: v for k, v in out.items() if k not in beside and k not in ("anyOf", "oneOf")}
+    return {**rest, choice: merged}
+
+
 def response_format(schema: dict[str, Any], name: str, mode: str = "json_schema") -> dict[str, Any]:
     """``response_format`` asking for JSON that follows ``schema``.
 
@@ -29,8 +78,10 @@ def response_format(schema: dict[str, Any], name: str, mode: str = "json_schema"
     free-form objects such as a tool's ``toolInput``; llama.cpp, vLLM, Ollama and LM
     Studio constrain decoding to the schema either way. ``json_object`` with a
     ``schema`` beside it is llama-cpp-python's dialect (its server refuses
-    ``json_schema``); elsewhere it still asks for JSON.
+    ``json_schema``); elsewhere it still asks for JSON. The schema goes in the form every
+    grammar converter reads in full (:func:`branches_complete`).
     """
+    schema = branches_complete(schema)
     if mode == "json_object":
         return {"type": "json_object", "schema": schema}
     return {"type": "json_schema",

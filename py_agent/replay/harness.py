@@ -35,7 +35,7 @@ from ..memory.facts import over_budget
 from ..memory.steps import (base_prompts, bounded_call, extract_facts, outdated, settle_folds,
                            summarize)
 from ..memory.summary import InvalidSummaryError, fallback_summary
-from ..model import LanguageModel, ModelError, ModelSession, Purpose
+from ..model import GEMINI_NANO_WINDOW, LanguageModel, ModelError, ModelSession, Purpose
 from ..prompting import render_facts
 from .report import Probe, ReplayedCompaction, ReplayReport, render_markdown
 from ..state import CompressionRecord, Fact, now_ms
@@ -241,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
                                            "http://localhost:11434/v1")
     parser.add_argument("--model", help="the server's model name (with --base-url)")
     parser.add_argument("--window", type=int, default=None,
-                        help="the model's context window (default: 9216, or the server's)")
+                        help=f"the model's context window (default: {GEMINI_NANO_WINDOW}, "
+                             "or the server's)")
     parser.add_argument("--independent", action="store_true",
                         help="replay each compaction from its recorded inputs, not chained")
     parser.add_argument("--probes", help="JSON: strings, or a planted-facts set")
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.base_url and not args.model:
         parser.error("--base-url needs --model")
     args.window_given = args.window is not None
-    args.window = args.window or 9216
+    args.window = args.window or GEMINI_NANO_WINDOW
     try:
         bundle = parse_session(Path(args.bundle).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

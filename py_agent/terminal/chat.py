@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import signal
 import sys
@@ -25,6 +26,8 @@ from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from ..results import RunResult
 from ..sqlite_store import SqliteStore
 from ..store import StorageError
+from ..tools.toolset import ToolSet
+from ..turn.approval import ApprovalRequest
 from .tool_files import ToolFileError, load_tool_files
 
 COMPACTION_WAIT_S = 120.0
@@ -40,6 +43,8 @@ class ChatOptions:
     db: Path
     session_id: str
     tool_paths: list[str] = field(default_factory=list)   # --tools modules
+    mcp_urls: list[str] = field(default_factory=list)     # --mcp tool servers
+    mcp_token: str | None = None                          # --mcp-token
     trace: bool = False
     context_window: int | None = None
     max_tokens: int = 1024
@@ -144,18 +149,27 @@ class LineReader:
         self._loop = asyncio.get_running_loop()
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._wanted = threading.Semaphore(0)
+        self._prompt = "you> "
+        self._ended = False
         threading.Thread(target=self._run, name="py-agent-stdin", daemon=True).start()
 
-    async def next(self) -> str | None:
-        """The next line without its newline, or None at the end of input."""
+    async def next(self, prompt: str = "you> ") -> str | None:
+        """The next line without its newline, or None at the end of input; ``prompt`` is
+        shown first in a terminal."""
+        if self._ended:
+            return None
+        self._prompt = prompt
         self._wanted.release()
-        return await self._lines.get()
+        line = await self._lines.get()
+        self._ended = line is None
+        return line
 
     def _run(self) -> None:
         while True:
             self._wanted.acquire()
             try:
-                line: str | None = input("you> ") if self.interactive else sys.stdin.readline()
+                line: str | None = input(self._prompt) if self.interactive \
+                    else sys.stdin.readline()
             except (EOFError, KeyboardInterrupt):
                 line = None
                 if self.interactive:
@@ -227,14 +241,20 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
                         on_chunk=ui.on_chunk, options=extra,
                         timeouts=Timeouts(read=options.timeout,
                                           call=max(600.0, options.timeout * 2)))
-    model.conversation_id = options.session_id
     problem = await _connect(model)
-    # The memory policy and the prompt prefix fit themselves to the model's window.
-    agent = Agent(model=model, store=store, tools=tools, on_event=ui.on_event)
-    if interactive or options.trace:
-        ui.note(_banner(model, options, problem, len(tools)))
-    loop = asyncio.get_running_loop()
+    toolset = ToolSet(tools)
+    servers = await connect_servers(options, toolset, ui)
+    if servers is None:
+        store.close()
+        return 2
     reader = LineReader(interactive)
+    # The memory policy and the prompt prefix fit themselves to the model's window.
+    agent = Agent(model=model, store=store, tools=toolset.tools(), on_event=ui.on_event,
+                  approve=lambda request: ask_approval(request, reader, ui))
+    toolset.subscribe(agent.set_tools)
+    if interactive or options.trace:
+        ui.note(_banner(model, options, problem, len(agent.tools)))
+    loop = asyncio.get_running_loop()
     failed = False
     try:
         while (line := await reader.next()) is not None:
@@ -249,8 +269,57 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
             ui.answer(result)
             failed = failed or result.status == "error"
     finally:
+        for server in servers:
+            await server.close()
         await _finish(agent, store, ui)
     return 1 if failed else 0
+
+
+APPROVAL_ANSWERS = {"y": "once", "yes": "once", "a": "chat", "all": "chat",
+                    "n": "deny", "no": "deny"}
+
+
+async def ask_approval(request: ApprovalRequest, reader: "LineReader", ui: Terminal) -> str:
+    """The terminal's approver: y (allow once), a (allow for this chat) or n (deny), read
+    from the next line of input; anything else, or the end of input, denies."""
+    where = f" from {request.server}" if request.server else ""
+    arguments = json.dumps(request.arguments, ensure_ascii=False)
+    ui.note(f"The agent wants to run {request.tool}{where} with {arguments}.")
+    ui.note("Allow it? [y] once, [a] for this chat, [n] no: ")
+    line = await reader.next(prompt="allow? [y/a/n] ")
+    chosen = APPROVAL_ANSWERS.get((line or "").strip().lower(), "deny")
+    ui.note({"once": "  allowed once", "chat": "  allowed for this chat",
+             "deny": "  denied"}[chosen])
+    return chosen
+
+
+async def connect_servers(options: ChatOptions, toolset: ToolSet, ui: Terminal) -> list | None:
+    """Connect the --mcp servers, their tools into ``toolset`` (kept in step with each
+    server's list); each server's state on stderr. None when the MCP SDK is missing."""
+    if not options.mcp_urls:
+        return []
+    from ..mcp import connect_mcp
+    from ..mcp.python_client import INSTALL_HINT
+    try:
+        import mcp  # noqa: F401  (the SDK: the py-agent[mcp] extra)
+    except ImportError:
+        print(f"error: --mcp: {INSTALL_HINT}", file=sys.stderr)
+        return None
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)   # its tracebacks are ours to say
+    headers = {"Authorization": f"Bearer {options.mcp_token}"} if options.mcp_token else None
+    servers = []
+    for url in options.mcp_urls:
+        server = await connect_mcp(url, headers=headers, on_change=lambda s: (
+            toolset.set_source(f"mcp:{s.url}", s.tools)))
+        toolset.set_source(f"mcp:{url}", server.tools)
+        if server.state == "connected":
+            ui.note(f"tool server {server.name} at {url}: {len(server.tools)} tools")
+        else:
+            ui.note(f"tool server at {url}: {server.state}: {server.error}")
+        for problem in server.skipped:
+            ui.note(f"  {problem}")
+        servers.append(server)
+    return servers
 
 
 async def _turn(agent: Agent, text: str, session_id: str, loop: asyncio.AbstractEventLoop,

@@ -2,7 +2,7 @@
 OpenAI-compatible server.
 
     py-agent chat --base-url http://localhost:11434/v1 --model gemma3 \\
-        [--tools FILE]... [--session ID] [--db PATH] [--trace]
+        [--tools FILE]... [--mcp URL]... [--session ID] [--db PATH] [--trace]
     py-agent sessions [list | show ID | export ID | delete ID]   (py_agent.terminal.sessions)
     py-agent replay SESSION.jsonl ...                            (py_agent.replay)
 
@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--tools", action="append", default=[], metavar="FILE",
                       help="a Python file whose module-level @tool functions the agent may "
                            "use (repeatable)")
+    chat.add_argument("--mcp", action="append", default=[], metavar="URL",
+                      help="a tool server (MCP over Streamable HTTP, e.g. "
+                           "http://localhost:3001/mcp) whose tools the agent may use; "
+                           "repeatable (needs pip install 'py-agent[mcp]')")
+    chat.add_argument("--mcp-token", metavar="TOKEN", default=None,
+                      help="a bearer token sent to the --mcp servers")
     chat.add_argument("--session", metavar="ID",
                       help="the conversation to continue or start (default: a new one)")
     chat.add_argument("--db", metavar="PATH", default=None,
@@ -97,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ToolFileError(f"--tools {path}: no such file or folder")
         options = ChatOptions(
             base_url=args.base_url, model=args.model, tool_paths=args.tools, db=db,
+            mcp_urls=args.mcp, mcp_token=args.mcp_token,
             session_id=args.session or time.strftime("chat-%Y%m%d-%H%M%S"),
             trace=args.trace, context_window=args.context_window, max_tokens=args.max_tokens,
             temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,

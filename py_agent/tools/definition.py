@@ -39,13 +39,35 @@ class ToolParam:
     annotation: Any = str
 
     def type_label(self) -> str:
-        """A short type name for prompts: ``number``, ``"c"|"f"``, ``list of string``."""
-        if "enum" in self.schema:
-            return "|".join(json.dumps(v) for v in self.schema["enum"])
-        kind = self.schema.get("type", "any")
-        if kind == "array":
-            return "list of " + self.schema.get("items", {}).get("type", "any")
-        return str(kind)
+        """A short type name for prompts: ``number``, ``"c"|"f"``, ``list of string``,
+        ``{x: number, [y: number]}`` for an object whose fields the schema names."""
+        return schema_label(self.schema)
+
+
+def schema_label(schema: Any, depth: int = 0) -> str:
+    """A JSON schema as a short type for prompts; nested objects show their fields two
+    levels deep, so a model can fill them."""
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return "|".join(dict.fromkeys(schema_label(s, depth) for s in schema[key]))
+    kind = schema.get("type", "any")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        return "list of " + schema_label(schema.get("items") or {}, depth + 1)
+    properties = schema.get("properties")
+    if kind == "object" and isinstance(properties, dict) and properties and depth < 2:
+        required = schema.get("required") or []
+        fields = [f"{key}: {schema_label(sub, depth + 1)}" for key, sub in properties.items()]
+        return "{" + ", ".join(f if key in required else f"[{f}]"
+                               for f, key in zip(fields, properties)) + "}"
+    return str(kind)
 
 
 @dataclass
@@ -61,6 +83,20 @@ class Tool:
     metadata: dict[str, Any] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
+    # A tool made from a JSON Schema (py_agent.tools.schema) keeps it, and a check that
+    # the bound arguments satisfy it (raising ToolArgumentError); @tool needs neither.
+    parameters: dict[str, Any] | None = field(default=None, repr=False)
+    check: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False,
+                                                           compare=False)
+    # Consequential: it deletes, sends, pays or otherwise acts for the user, so the
+    # tool runner asks the user before each call (py_agent.turn.approval). False: it
+    # only reads or computes.
+    confirm: bool = False
+    # Seconds a call may take, and characters its observation may keep, when not the tool
+    # policy's (a tool server's tools: the network and the server's own work; a page
+    # summarized part by part takes minutes, and its passages need more room).
+    timeout_s: float | None = None
+    observation_chars: int | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the tool directly calls the function, so tools stay testable."""
@@ -76,6 +112,8 @@ class Tool:
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema of the object form of ``toolInput``: typed, closed."""
+        if self.parameters is not None:
+            return {**self.parameters, "additionalProperties": False}
         return {"type": "object",
                 "properties": {p.name: p.schema for p in self.params},
                 "required": [p.name for p in self.params if p.required],
@@ -92,12 +130,19 @@ class Tool:
 
     def bind(self, tool_input: Any) -> dict[str, Any]:
         """Turn the model's ``toolInput`` into keyword arguments, or explain why not."""
-        return _bind_arguments(self, tool_input)
+        arguments = _bind_arguments(self, tool_input)
+        if self.check is not None:
+            try:
+                self.check(arguments)
+            except ToolArgumentError as exc:
+                raise ToolArgumentError(f"{exc}; {self.expected()}") from None
+        return arguments
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
          description: str | None = None, pinned: bool = False,
-         examples: Iterable[str] = (), keywords: Iterable[str] = ()) -> Any:
+         examples: Iterable[str] = (), keywords: Iterable[str] = (),
+         confirm: bool = False) -> Any:
     """Make a :class:`Tool` from a typed, documented function (sync or async).
 
     Use as ``@tool`` or ``@tool(name=..., pinned=True, examples=[...])``. A pinned
@@ -105,6 +150,8 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     ``examples`` are requests as a user would type them ("what's 19 x 47?"); they
     are added to those of the docstring's ``Examples:`` section. ``keywords`` are
     other words for what the tool does (synonyms, aliases, abbreviations).
+    ``confirm=True`` declares the tool consequential (it deletes, sends, pays...): the
+    user is asked before each call.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -114,11 +161,11 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         if not desc:
             raise ValueError(f"tool {func.__name__!r} needs a docstring or a description: "
                              "the model chooses tools by their descriptions")
-        samples = _clean_list([*_docstring_section(doc, "Examples"), *_as_list(examples)])
+        samples = clean_list([*_docstring_section(doc, "Examples"), *_as_list(examples)])
         return Tool(name=name or func.__name__, description=desc,
                     params=_params_from_signature(func, arg_docs), fn=func, pinned=pinned,
                     is_async=inspect.iscoroutinefunction(func), examples=samples,
-                    keywords=_clean_list(_as_list(keywords)))
+                    keywords=clean_list(_as_list(keywords)), confirm=bool(confirm))
 
     return build(fn) if fn is not None else build
 
@@ -134,7 +181,7 @@ def _as_list(values: Iterable[str] | str) -> list[str]:
     return items
 
 
-def _clean_list(values: list[str]) -> list[str]:
+def clean_list(values: list[str]) -> list[str]:
     """Whitespace-normalised, without empties or repeats, in the given order."""
     return list(dict.fromkeys(" ".join(v.split()) for v in values if v.strip()))
 

@@ -1,5 +1,8 @@
 """The turn: from a user's message to an answer, and what it leaves in the session.
 
+- :mod:`~py_agent.turn.context`: :class:`TurnContext`, what one turn carries down
+  to every call it makes (its chat, message, stop button, id, offered tools),
+  exported here;
 - :mod:`~py_agent.turn.policies`: the public knobs (:class:`StepPolicy`,
   :class:`ToolPolicy`), exported here;
 - :mod:`~py_agent.turn.tool_runner`: one tool call, guarded;
@@ -12,6 +15,7 @@
 """
 
 from .compact_tool import COMPACT_TOOL, compact_tool
+from .context import TurnContext
 from .policies import StepPolicy, ToolPolicy
 
-__all__ = ["COMPACT_TOOL", "StepPolicy", "ToolPolicy", "compact_tool"]
+__all__ = ["COMPACT_TOOL", "StepPolicy", "ToolPolicy", "TurnContext", "compact_tool"]

@@ -13,11 +13,15 @@ out of this one prompt rather than overflow the window.
 When a turn's own work outgrew the window, the loop starts over on a fresh clone
 with a ``tight`` prompt: half the room for the memory, and the steps taken so far
 condensed below the message.
+
+:class:`TurnPrompt` is one turn's first prompt as the loop asks for it, built again
+from what holds at that moment, and remembering how long the last one was.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
 
 from ..budget import MemoryAccountant
 from ..prompting import MemoryView, first_prompt
@@ -64,3 +68,42 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
     view, _ = accountant.view(memory, max(0, room), profile)
     text = first_prompt(message, offered, view, recalled)
     return text + "\n\n" + extra if extra else text
+
+
+@dataclass
+class TurnPrompt:
+    """One turn's first prompt, built when the loop asks for it (again, ``tight``, after
+    an overflow), from what holds then: the memory the model session lacks, the room
+    of the step base. ``recalled`` is filled in once the turn's recall is done;
+    ``tokens`` is the size of the last prompt built, which the turn reports.
+
+    Args:
+        message, offered: the user's message and the tools offered for it.
+        accountant: counts tokens and renders the memory.
+        free_tokens: the step base's window less its prefix, now.
+        memory: the session's state to show, or None when the model session has read
+            the memory already.
+        profile: the user profile's facts a state shows.
+    """
+
+    message: str
+    offered: Sequence[ScoredTool]
+    accountant: MemoryAccountant
+    free_tokens: Callable[[], int]
+    memory: Callable[[], SessionState | None]
+    profile: Callable[[SessionState | None], Sequence[Fact]]
+    recalled: str = ""
+    tokens: int = 0
+
+    def least(self) -> str:
+        """The least this turn's first prompt carries: no memory, the recalled turns."""
+        return without_memory(self.message, list(self.offered), self.recalled)
+
+    def build(self, steps: Iterable[StepTrace] = (), tight: bool = False) -> str:
+        """The first prompt as it is now (see :func:`build_first_prompt`)."""
+        memory = self.memory()
+        text = build_first_prompt(self.message, list(self.offered), memory, self.free_tokens(),
+                                  self.accountant, steps, tight=tight, recalled=self.recalled,
+                                  profile=self.profile(memory))
+        self.tokens = self.accountant.counter.count(text)
+        return text

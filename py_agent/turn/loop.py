@@ -14,22 +14,24 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ..boundary import loads_bounded
+from ..boundary import loads_bounded, untrusted_text
 from ..constraints import ConstraintLevel, LevelChange, ModelConstraints
 from ..events import AgentEvent
 from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
                      QuotaExceededError, as_model_error)
 from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
-                         shorten, step_constraint)
+                         shorten, step_constraint, untrusted_block)
 from ..results import RunResult, StepTrace
-from ..retrieval import ScoredTool
+from ..tools.remote import RemoteToolError
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .compact_tool import COMPACT_TOOL
+from .context import TurnContext
 from .policies import StepPolicy, ToolPolicy
+from .approval import ApprovalGate
 from .tool_runner import SyncRunner, run_tool
 
 T = TypeVar("T")
@@ -71,42 +73,42 @@ def action_key(tool: str, tool_input: Any) -> str:
 
 
 @dataclass
-class TurnContext:
-    """Everything one turn needs from the agent, and what it reports back."""
+class TurnLoop:
+    """What one turn's loop needs besides the turn's own context (the agent's policies,
+    how to open a model session and make the first prompt), and what it reports back."""
 
-    session_id: str
-    turn_id: int
-    message: str
-    tools: list[ScoredTool]
+    turn: TurnContext
     first_prompt: Callable[[list[StepTrace], bool], str]
     new_session: Callable[[], Awaitable[ModelSession]]
     emit: Callable[[AgentEvent], Awaitable[None]]
     tool_policy: ToolPolicy
     max_steps: int
-    abort: asyncio.Event | None = None
     step_policy: StepPolicy = field(default_factory=StepPolicy)
     sync_tool_runner: SyncRunner | None = None
     # The response constraints the model accepted so far (py_agent.constraints).
     constraints: ModelConstraints = field(default_factory=ModelConstraints)
+    # Asks the user before a consequential call (py_agent.turn.approval); None: nobody to ask.
+    gate: ApprovalGate | None = None
     compact_focus: list[str] = field(default_factory=list)
     compact_requested: bool = False
     # The steps so far, kept here so that a stopped or failed turn still has them.
     steps: list[StepTrace] = field(default_factory=list)
 
 
-async def run_turn(ctx: TurnContext) -> RunResult:
+async def run_turn(ctx: TurnLoop) -> RunResult:
     """Run the loop until an answer, the step cap, an abort or an unrecoverable error."""
-    by_name = {s.tool.name: s.tool for s in ctx.tools}
-    result = RunResult(answer="", steps=ctx.steps, session_id=ctx.session_id,
-                       turn_id=ctx.turn_id,
-                       tools_offered=[(s.tool.name, s.score) for s in ctx.tools])
+    turn = ctx.turn
+    by_name = {s.tool.name: s.tool for s in turn.offered}
+    result = RunResult(answer="", steps=ctx.steps, session_id=turn.session_id,
+                       turn_id=turn.turn_id,
+                       tools_offered=[(s.tool.name, s.score) for s in turn.offered])
     seen: dict[str, str] = {}
     recovered = False
 
     async def emit(event_type: str, /, **data: Any) -> None:
-        await ctx.emit(AgentEvent(event_type, ctx.session_id, data))  # type: ignore[arg-type]
+        await ctx.emit(AgentEvent(event_type, turn.session_id, data))  # type: ignore[arg-type]
 
-    session = await model_call(ctx.new_session(), ctx.step_policy, ctx.abort, "start a step")
+    session = await model_call(ctx.new_session(), ctx.step_policy, turn.abort, "start a step")
     try:
         prompt = ctx.first_prompt(result.steps, False)
         while len(result.steps) < ctx.max_steps:
@@ -123,7 +125,7 @@ async def run_turn(ctx: TurnContext) -> RunResult:
                 # tighter memory and the steps so far condensed, once.
                 recovered = True
                 await session.destroy()
-                session = await model_call(ctx.new_session(), ctx.step_policy, ctx.abort,
+                session = await model_call(ctx.new_session(), ctx.step_policy, turn.abort,
                                            "start a step")
                 prompt = ctx.first_prompt(result.steps, True)
                 continue
@@ -145,7 +147,7 @@ async def run_turn(ctx: TurnContext) -> RunResult:
 
 
 async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index: int,
-                       ctx: TurnContext) -> tuple[str, ConstraintLevel]:
+                       ctx: TurnLoop) -> tuple[str, ConstraintLevel]:
     """One step call under the richest response constraint the model takes (a refused
     one is asked again a level down: :mod:`py_agent.constraints`); each call is retried
     after a retryable model error (not after a timeout). The reply and its level."""
@@ -155,15 +157,16 @@ async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index:
         for attempt in range(policy.retries + 1):
             try:
                 return await model_call(session.prompt(prompt, response_constraint=constraint,
-                                                       purpose=Purpose.STEP), policy, ctx.abort)
+                                                       purpose=Purpose.STEP), policy,
+                                        ctx.turn.abort)
             except ModelError as exc:
                 if not exc.retryable or attempt == policy.retries:
                     raise
-            await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.abort)
+            await bounded(asyncio.sleep(policy.retry_delay_s), abort=ctx.turn.abort)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def announce(change: LevelChange) -> None:
-        await ctx.emit(AgentEvent("constraint_level", ctx.session_id,
+        await ctx.emit(AgentEvent("constraint_level", ctx.turn.session_id,
                                   {**change.to_dict(), "index": index}))
 
     return await ctx.constraints.ask(Purpose.STEP, lambda level: step_constraint(level, by_name),
@@ -185,7 +188,7 @@ def _gave_up(steps: list[StepTrace], max_steps: int) -> str:
             "or break it into smaller parts.")
 
 
-async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: dict,
+async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
                         seen: dict[str, str], emit: Callable[..., Awaitable[None]]) -> str:
     """Act on one reply; fill in ``step``; return the next delta prompt."""
     try:
@@ -244,9 +247,30 @@ async def _handle_reply(ctx: TurnContext, step: StepTrace, raw: str, by_name: di
                             "Now answer the user.")
     else:
         step.kind = "tool"
+
+        async def tell(kind: str, data: dict[str, Any]) -> None:
+            if kind == "approval":
+                step.approval = str(data.get("decision", ""))
+            await emit(kind, index=step.index, **data)
+
+        gate = replace(ctx.gate, emit=tell) if ctx.gate is not None else None
         outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
-                                           ctx.sync_tool_runner), ctx.abort)
+                                           ctx.sync_tool_runner, gate=gate), ctx.turn.abort)
         step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
+        if tool.metadata.get("untrusted") and (outcome.ok or
+                                               outcome.error == RemoteToolError.remote_name):
+            # A server's or a page's words: data between marks, never instructions; and
+            # from now on this turn, every consequential call is asked about, even one
+            # the user allowed for the chat.
+            source = str(tool.metadata.get("server") or tool.metadata.get("source") or "")
+            step.observation = untrusted_block(f"{tool.name} ({source})" if source else
+                                               tool.name, untrusted_text(step.observation))
+            if ctx.gate is not None:
+                ctx.gate.tainted = True
+        if step.ok and tool.metadata.get("page_text") and ctx.gate is not None:
+            # The page's own words (delimited by the page tools): from now on this turn,
+            # every consequential call is asked about, even one allowed for the chat.
+            ctx.gate.tainted = True
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))

@@ -5,6 +5,10 @@ the prefix and the memory, :mod:`py_agent.memory.live`), so its first prompt
 carries only tools and message. If there is none, or the clone overflowed, the
 turn runs on a clone of the plain step base and its first prompt carries the
 memory (:mod:`py_agent.turn.first_prompt`).
+
+Either way the session is the turn's own clone, tagged with the turn's chat
+(:func:`~py_agent.model.for_conversation`), so what it streams is shown in that chat
+only, whatever other chat runs a turn at the same time.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from typing import Awaitable, Callable
 
 from ..memory.live import MemorySessions
-from ..model import ModelSession
+from ..model import ModelSession, for_conversation
 
 
 class TurnSessions:
@@ -35,8 +39,8 @@ class TurnSessions:
                                                      self.prompt_tokens)
             if clone is not None:
                 self.uses_memory = True
-                return clone
+                return for_conversation(clone, self.session_id)
         elif self.uses_memory:
             self.memory.invalidate(self.session_id)  # it left too little room: rebuild
         self.uses_memory = False
-        return await self.base_clone()
+        return for_conversation(await self.base_clone(), self.session_id)

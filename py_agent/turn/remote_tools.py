@@ -11,7 +11,7 @@ This module is the pure-Python part, with the worker injected, so that CPython t
 drive it: :class:`ToolWorkerClient` on the agent's side, :func:`handle_call` on the tool
 worker's. ``py_agent.browser`` supplies the real worker.
 
-Messages (JSON-ready dicts):
+Messages (JSON-ready dicts; ``docs/protocols.md`` has every channel's):
   agent -> tool worker  {"type": "call", "id", "tool", "kwargs"}
   tool worker -> agent  {"type": "boot", "phase": "ready"} once it serves calls (and
                         other "boot" phases before it, handed to ``on_boot``);
@@ -25,12 +25,12 @@ Messages (JSON-ready dicts):
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from typing import Any, Callable, Protocol
 
 from ..boundary import describe
 from ..events import log
+from ..replies import Replies
 from ..tools import RetryableToolError, Tool, ToolCrashedError, ToolError
 from .tool_runner import SyncRunnerUnavailable, render_output
 from ..waiting import DeadlineExceeded, bounded
@@ -84,8 +84,7 @@ class ToolWorkerClient:
         self._on_boot = on_boot
         self._worker: WorkerHandle | None = None
         self._ready: asyncio.Future[bool] | None = None
-        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
+        self._replies = Replies("t")   # calls waiting for their result, by id
         self._generation = 0
         self.restarts = 0
         self.boot_failures = 0           # in a row; reset by a worker that boots
@@ -122,17 +121,16 @@ class ToolWorkerClient:
                 worker.terminate()
             except Exception as exc:
                 log.warning("could not terminate the tool worker: %s", describe(exc))
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(RemoteToolError(
-                    "ToolWorkerRestarted", f"the tool worker was restarted ({reason})"))
-        self._pending.clear()
+        self._replies.fail_all(RemoteToolError(
+            "ToolWorkerRestarted", f"the tool worker was restarted ({reason})"))
         self.start()
 
     def close(self) -> None:
-        """Terminate the tool worker, if any; the next call starts a new one."""
+        """Terminate the tool worker, if any, failing the calls it was running; the
+        next call starts a new one."""
         worker, self._worker = self._worker, None
         self._generation += 1
+        self._replies.fail_all(RemoteToolError("ToolWorkerClosed", "the tool worker was closed"))
         if worker is not None:
             try:
                 worker.terminate()
@@ -159,9 +157,7 @@ class ToolWorkerClient:
             else:
                 log.warning("the tool worker reported: %s", text)
         elif kind == "result":
-            future = self._pending.pop(str(message.get("id")), None)
-            if future is not None and not future.done():
-                future.set_result(message)
+            self._replies.settle(message)
 
     async def _wait_ready(self) -> None:
         if self.boot_failures >= MAX_BOOT_FAILURES:
@@ -196,22 +192,20 @@ class ToolWorkerClient:
         """
         await self._wait_ready()
         assert self._worker is not None
-        call_id = f"t{next(self._ids)}"
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[call_id] = future
+        pending = self._replies.expect()
         try:
-            self._worker.post({"type": "call", "id": call_id, "tool": tool.name,
+            self._worker.post({"type": "call", "id": pending.id, "tool": tool.name,
                                "kwargs": kwargs})
-            reply = await bounded(future, timeout=timeout)
+            reply = await pending.wait(timeout)
         except DeadlineExceeded:  # raised on: the tool runner reports the timeout
             self.restart(f"{tool.name} did not finish within {timeout:g} s")
             raise
-        except asyncio.CancelledError:  # the turn was stopped: the tool may still run
-            if call_id in self._pending:   # no reply came (a reply pops it)
+        except asyncio.CancelledError:  # the turn was stopped
+            if not pending.settled:   # no result came: the tool may still run there
                 self.restart(f"{tool.name} was stopped")
             raise
         finally:
-            self._pending.pop(call_id, None)
+            self._replies.discard(pending.id)   # also when posting it failed
         return _decode(reply)
 
 

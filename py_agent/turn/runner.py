@@ -6,8 +6,9 @@
 2. **Retrieve** the tools for the message (the previous turn helps a follow-up); the
    built-in ``recall`` tool, if offered, is bound to this turn
    (:mod:`py_agent.turn.recall_tool`).
-3. **Recall and make room**: the step base session exists (its plan sizes the
-   memory), the archived turns that match the message are recalled
+3. **Recall and make room**: the step base session exists and the memory policy in
+   use is the one planned with it (:meth:`~py_agent.memory.engine.MemoryEngine.plan`),
+   the archived turns that match the message are recalled
    (:mod:`py_agent.turn.recalled`), the message fits the model, and the raw turns fit
    beside it (:meth:`~py_agent.memory.engine.MemoryEngine.make_room`).
 4. **Loop** (:mod:`py_agent.turn.loop`) on a clone of the chat's memory session or
@@ -18,31 +19,37 @@
    memory, written with the next one.
 6. **Schedule** memory upkeep in the background.
 
-Events go to the agent's ``emit`` and the caller's own handler; nothing here
-reads or writes the agent.
+The turn's own data (its chat, message, stop button, id, offered tools) travels as
+its :class:`~py_agent.turn.context.TurnContext`, handed down with each call; nothing
+of a turn is written onto a part that the turns of other chats share. Events go to
+the agent's ``emit`` and the caller's own handler; nothing here reads or writes the
+agent.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..bases import BaseSessions
 from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
-from ..model import ModelError, ModelTimeoutError, Purpose, QuotaExceededError
+from ..model import (ModelError, ModelNetworkError, ModelTimeoutError, ModelUnavailableError,
+                     Purpose, QuotaExceededError)
 from ..prompting import NONE_TOOL
 from ..recall.archive import ArchiveRecall
-from ..results import RunResult, StepTrace
+from ..results import RunResult
 from ..retrieval import PreviousTurn, ScoredTool, ToolRetriever
 from ..sessions import SessionTable
 from ..state import SessionState, Turn
 from ..waiting import TurnAborted, bounded
-from .first_prompt import build_first_prompt, without_memory
-from .loop import TurnContext, model_call, run_turn
+from .context import TurnContext
+from .first_prompt import TurnPrompt, without_memory
+from .loop import TurnLoop, model_call, run_turn
+from .approval import ApprovalGate, Approvals, Approver
 from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
 from .recall_tool import RECALL_TOOL, bind_recall_tool
@@ -58,6 +65,10 @@ class TurnSettings:
     step_policy: StepPolicy
     max_steps: int
     sync_tool_runner: SyncRunner | None = None
+    # Who is asked before a consequential call (None: nobody: such calls are refused),
+    # and the tools the user allowed for a whole chat.
+    approver: Approver | None = None
+    approvals: Approvals = field(default_factory=Approvals)
 
 
 class TurnRunner:
@@ -83,96 +94,90 @@ class TurnRunner:
         self.accountant, self.retriever, self.settings = accountant, retriever, settings
         self.emit, self.calls, self.recall = emit, calls, recall
 
-    async def run(self, message: str, session_id: str, *, on_event: EventHandler | None = None,
-                  abort: asyncio.Event | None = None) -> RunResult:
-        """Answer ``message`` (already cleaned) in ``session_id``; never raises for model,
-        tool or storage trouble (see the module docstring)."""
-        async with self.sessions.turn_lock(session_id):
-            return await self._run(message, session_id, on_event, abort)
+    async def run(self, turn: TurnContext, *,
+                  on_event: EventHandler | None = None) -> RunResult:
+        """Answer ``turn.message`` (already cleaned) in ``turn.session_id``; never raises
+        for model, tool or storage trouble (see the module docstring)."""
+        async with self.sessions.turn_lock(turn.session_id):
+            return await self._run(turn, on_event)
 
-    async def _run(self, message: str, session_id: str, on_event: EventHandler | None,
-                   abort: asyncio.Event | None) -> RunResult:
+    async def _run(self, turn: TurnContext, on_event: EventHandler | None) -> RunResult:
         async def emit(event: AgentEvent) -> None:
             await self.emit(event)
             await deliver([on_event], event)
 
-        turn = await self._open(session_id, message, emit)
-        turn_id = turn.id
+        session_id, message, abort = turn.session_id, turn.message, turn.abort
+        entry = await self._open(session_id, message, emit)
+        turn = replace(turn, turn_id=entry.id)
         # The turns a prompt of this session holds already: never recalled into it.
-        held = in_prompt(session_id, self.sessions.state(session_id), turn_id)
+        held = in_prompt(session_id, self.sessions.state(session_id), turn.turn_id)
         offered = self._bind_recall(await self._retrieve(session_id, message, emit),
                                     session_id, held, emit)
-        recalled = Recalled()
+        turn = replace(turn, offered=tuple(offered))
         count = self.accountant.counter.count
         opener = TurnSessions(self.memory.live, session_id,
                               lambda: self.bases.existing(Purpose.STEP),
                               lambda: self.bases.clone(Purpose.STEP),
                               count(without_memory(message, offered)))
-        prompt_tokens = 0
-
-        def first_prompt(steps: list[StepTrace], tight: bool) -> str:
-            nonlocal prompt_tokens
-            window, used = self.bases.window(Purpose.STEP)
-            memory = None if opener.uses_memory else self.sessions.state(session_id)
-            text = build_first_prompt(message, offered, memory, window - used,
-                                      self.accountant, steps, tight=tight,
-                                      recalled=recalled.text,
-                                      profile=self.memory.profile_facts(memory))
-            prompt_tokens = self.accountant.counter.count(text)
-            return text
-
+        prompt = TurnPrompt(message, offered, self.accountant, free_tokens=self._free_tokens,
+                            memory=lambda: (None if opener.uses_memory
+                                            else self.sessions.state(session_id)),
+                            profile=self.memory.profile_facts)
         settings = self.settings
-        ctx = TurnContext(session_id=session_id, turn_id=turn_id, message=message, tools=offered,
-                          first_prompt=first_prompt, new_session=opener.new_session, emit=emit,
-                          tool_policy=settings.tool_policy, max_steps=settings.max_steps,
-                          abort=abort, step_policy=settings.step_policy,
-                          sync_tool_runner=settings.sync_tool_runner,
-                          constraints=self.bases.constraints())
+        loop = TurnLoop(turn=turn, first_prompt=prompt.build, new_session=opener.new_session,
+                        emit=emit, tool_policy=settings.tool_policy, max_steps=settings.max_steps,
+                        step_policy=settings.step_policy,
+                        sync_tool_runner=settings.sync_tool_runner,
+                        constraints=self.bases.constraints(),
+                        gate=ApprovalGate(session_id, turn.approver or settings.approver,
+                                          settings.approvals))
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:
-            return RunResult(answer=answer, steps=ctx.steps, session_id=session_id,
-                             turn_id=turn_id, status=status,  # type: ignore[arg-type]
+            return RunResult(answer=answer, steps=loop.steps, session_id=session_id,
+                             turn_id=turn.turn_id, status=status,  # type: ignore[arg-type]
                              error=error, tools_offered=tools_offered)
 
         try:
-            await bounded(self.bases.get(Purpose.STEP), abort=abort)  # may download: no deadline
+            # The model's step base and the memory policy planned with it (may download:
+            # no deadline but the stop button).
+            await bounded(self.memory.plan(), abort=abort)
             # After the plan: the room for recalled turns is the policy's in use.
-            recalled = await self._recall(session_id, message, held, emit)
-            fixed = without_memory(message, offered, recalled.text)  # the least it carries
-            if recalled.text and not self._fits(count(fixed)):
-                recalled = Recalled()  # the message alone is long: it goes first
-                fixed = without_memory(message, offered)
-            self._check_message_fits(count(fixed))
-            opener.prompt_tokens = count(fixed)
-            await self.memory.make_room(session_id, count(fixed))
-            await self._calibrate(first_prompt([], False), turn_id, abort)
-            result = await run_turn(ctx)
+            prompt.recalled = (await self._recall(session_id, message, held, emit)).text
+            if prompt.recalled and not self._fits(count(prompt.least())):
+                prompt.recalled = ""  # the message alone is long: it goes first
+            fixed = count(prompt.least())  # the least the first prompt carries
+            self._check_message_fits(fixed)
+            opener.prompt_tokens = fixed
+            await self.memory.make_room(session_id, fixed)
+            await self._calibrate(prompt.build(), turn.turn_id, abort)
+            result = await run_turn(loop)
             self.calls[Purpose.STEP.value] += len(result.steps)
         except TurnAborted:
             result = failed("stopped", "")
         except asyncio.CancelledError:  # the caller gave up on the turn: keep it as stopped
-            turn.status, turn.steps = "stopped", [s.record() for s in ctx.steps]
-            await asyncio.shield(self._save(session_id, turn, emit))
+            entry.status, entry.steps = "stopped", [s.record() for s in loop.steps]
+            await asyncio.shield(self._save(session_id, entry, emit))
             raise
         except Exception as exc:  # model errors, and any bug: the turn fails, saved
             if not isinstance(exc, (ModelError, ValueError)):
-                log.exception("turn %s of %s failed", turn_id, session_id)
+                log.exception("turn %s of %s failed", turn.turn_id, session_id)
             result = failed("error", turn_error_text(exc), f"{type(exc).__name__}: {describe(exc)}")
             await emit(AgentEvent("error", session_id, {"message": result.answer,
                                                         "kind": type(exc).__name__}))
-        result.prompt_tokens = prompt_tokens
-        await emit(AgentEvent("answer", session_id, {"turn_id": turn_id, "text": result.answer,
+        result.prompt_tokens = prompt.tokens
+        await emit(AgentEvent("answer", session_id, {"turn_id": turn.turn_id,
+                                                     "text": result.answer,
                                                      "status": result.status}))
-        turn.answer, turn.status = result.answer, result.status  # type: ignore[assignment]
-        turn.steps = [s.record() for s in result.steps]
-        result.saved = await self._save(session_id, turn, emit)
-        result.turn_id = turn.id  # renumbered if another tab took the id while storage failed
+        entry.answer, entry.status = result.answer, result.status  # type: ignore[assignment]
+        entry.steps = [s.record() for s in result.steps]
+        result.saved = await self._save(session_id, entry, emit)
+        result.turn_id = entry.id  # renumbered if another tab took the id while storage failed
         self.memory.live.turn_finished(session_id)
-        focus = "; ".join(ctx.compact_focus) or None
+        focus = "; ".join(loop.compact_focus) or None
         result.compaction_scheduled = self.memory.schedule(
-            session_id, "tool" if ctx.compact_requested else "auto", focus,
-            force=ctx.compact_requested)
+            session_id, "tool" if loop.compact_requested else "auto", focus,
+            force=loop.compact_requested)
         return result
 
     # ------------------------------------------------------------ the steps
@@ -246,11 +251,15 @@ class TurnRunner:
         return [replace(s, tool=bind_recall_tool(s.tool, search))
                 if s.tool.metadata.get("builtin") == RECALL_TOOL else s for s in offered]
 
+    def _free_tokens(self) -> int:
+        """The step base's window less what its prefix takes."""
+        window, used = self.bases.window(Purpose.STEP)
+        return window - used
+
     def _room(self) -> int:
         """What a first prompt may take at most: the window less the prefix and half
         the turn's reserve."""
-        window, used = self.bases.window(Purpose.STEP)
-        return window - used - self.accountant.policy.reserved_turn_tokens // 2
+        return self._free_tokens() - self.accountant.policy.reserved_turn_tokens // 2
 
     def _fits(self, need: int) -> bool:
         return need <= self._room()
@@ -311,12 +320,13 @@ def turn_error_text(exc: Exception) -> str:
     if isinstance(exc, ModelTimeoutError):
         return (f"The model did not answer in time ({describe(exc)}). Your message is "
                 "saved; please try again.")
-    name = type(exc).__name__
-    if name == "ModelUnavailableError":
+    speaks = isinstance(exc, ModelError) and exc.speaks_to_user
+    if isinstance(exc, ModelUnavailableError) and not speaks:
         return ("The on-device model is not available right now, so I can't answer. "
                 "Your message is saved; try again once the model is ready.")
-    if name == "ModelNetworkError":
+    if isinstance(exc, ModelNetworkError) and not speaks:
         return "The model could not be reached (it may still be downloading). Please try again."
     if isinstance(exc, (ModelError, ValueError)):
         return f"Something went wrong while asking the model: {describe(exc)}"
-    return f"Something went wrong in the agent ({name}: {describe(exc)}). Your message is saved."
+    return (f"Something went wrong in the agent ({type(exc).__name__}: {describe(exc)}). "
+            "Your message is saved.")

@@ -1,4 +1,5 @@
-"""Running one tool call safely: time limit, typed retries, capped output.
+"""Running one tool call safely: approval for a consequential one, time limit, typed
+retries, capped output.
 
 Kept apart from the loop so the loop only ever sees an observation string.
 """
@@ -18,6 +19,7 @@ from ..events import log
 from ..tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
                      ToolTimeoutError)
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
+from .approval import ApprovalGate, Approvals
 from .policies import ToolPolicy
 
 # Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
@@ -131,13 +133,23 @@ async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
 
 
 async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
-                   sync_runner: SyncRunner | None = None) -> ToolOutcome:
+                   sync_runner: SyncRunner | None = None, *,
+                   gate: ApprovalGate | None = None) -> ToolOutcome:
     """Call ``tool`` with the model's input; every failure becomes an observation.
-    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner)."""
+    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner). A
+    consequential tool (``tool.confirm``) runs only once ``gate`` lets it: after its
+    arguments are checked, before the call (py_agent.turn.approval); without a gate it
+    does not run."""
     started = time.perf_counter()
 
+    # A tool may ask for its own deadline and observation room (the page tools: a page
+    # summarized part by part takes minutes, and its passages need more than a tool's
+    # usual room).
+    timeout = float(tool.timeout_s or policy.timeout_s)
+    room = int(tool.observation_chars or policy.max_observation_chars)
+
     def outcome(text: str, ok: bool, attempts: int, error: str | None = None) -> ToolOutcome:
-        return ToolOutcome(cap_text(text, policy.max_observation_chars), ok, attempts,
+        return ToolOutcome(cap_text(text, room), ok, attempts,
                            (time.perf_counter() - started) * 1000, error)
 
     try:
@@ -148,11 +160,15 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
     except Exception as exc:  # a binding bug must cost an observation, not the turn
         return outcome(f"Error: invalid input for {tool.name}: {type(exc).__name__}: "
                        f"{describe(exc)}", False, 0, "arguments")
+    if tool.confirm:
+        refusal = await (gate or ApprovalGate("", None, Approvals())).check(tool, kwargs)
+        if refusal is not None:
+            return outcome(refusal, False, 0, "denied")
 
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, policy.timeout_s, sync_runner)
+            value = await _call_once(tool, kwargs, timeout, sync_runner)
         except ToolTimeoutError as exc:
             # Not retried: a hang is seldom transient, and the user has waited already.
             return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")

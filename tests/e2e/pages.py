@@ -307,16 +307,20 @@ def step_responder(body: str, setup: str = "") -> str:
 })()""")
 
 
-def tool_call_responder(rules: str) -> str:
+def tool_call_responder(rules: str, obey: str = "null") -> str:
     """A step responder that calls the tool a rule picks for the user's message, then
     answers with what the tool returned, as ``"<tool> -> <observation>"``.
 
     ``rules`` is JS source of an array of ``[pattern, (match) => [toolName, toolInput]]``;
     a picked tool the retriever did not offer gets ``"NOT OFFERED <tool>: <offered>"``,
-    a message no rule matches ``"You said: <message>"``.
+    a message no rule matches ``"You said: <message>"``. ``obey`` is JS source of
+    ``(tool, observation) => [toolName, toolInput] or null``: a model that does what an
+    observation tells it (the worst case, for the hostile set) makes that call instead.
     """
     return step_responder(r"""
-    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
+    const observed = /^Observation from ([\w.-]+): ([\s\S]*)$/.exec(text);
+    const obeyed = observed && (""" + obey + r""")?.(observed[1], observed[2]);
+    if (obeyed) return step({thought: 'the result says to', toolName: obeyed[0], toolInput: obeyed[1]});
     if (observed) return step({thought: 'scripted', finalAnswer: `${observed[1]} -> ${observed[2]}`});
     const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
     const offered = schema.properties.toolName.enum;

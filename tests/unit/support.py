@@ -110,6 +110,17 @@ async def compactions(agent, session_id: str = "s") -> list:
     return [r for r in await agent.compressions(session_id) if r.kind == "compaction"]
 
 
+async def stopped_turn(agent, text: str, *, after: float, session_id: str = "s",
+                       within: float = 2.0):
+    """A turn of ``text`` that the user stops ``after`` seconds; its result, which must
+    come ``within`` seconds of the start (a stop never waits on the model or a tool)."""
+    abort = asyncio.Event()
+    task = asyncio.ensure_future(agent.run(text, session_id=session_id, abort=abort))
+    await asyncio.sleep(after)
+    abort.set()
+    return await asyncio.wait_for(task, within)
+
+
 async def preference_then_chat(agent, n: int, session_id: str = "s") -> None:
     """Turn 1 says the user is vegetarian (facts_reply makes it a key fact once it is
     compacted); then ``n`` long turns push it out of the raw turns."""

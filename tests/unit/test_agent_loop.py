@@ -5,9 +5,10 @@ import pytest
 
 from py_agent import (ModelUnavailableError, QuotaExceededError, RetryableToolError, StepPolicy,
                       tool)
-from py_agent.model import Purpose
+from py_agent.model import ModelNetworkError, Purpose
+from py_agent.openai_compat import ServerUnreachableError
 from py_agent.testing import PromptCall, ScriptedReplies, step_json
-from tests.unit.support import run
+from tests.unit.support import run, stopped_turn
 
 CALLS: list[str] = []
 
@@ -179,14 +180,7 @@ def test_stop_ends_the_turn_cleanly_and_keeps_the_message_as_stopped(make_agent)
     agent, model, store = make_agent()
     model.latency = 5.0
 
-    async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("slow question", session_id="s", abort=abort))
-        await asyncio.sleep(0.1)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    result = run(scenario())
+    result = run(stopped_turn(agent, "slow question", after=0.1))
     assert result.status == "stopped" and result.answer == "" and result.saved
     [kept] = run(store.read_archive("s"))
     assert (kept.id, kept.user, kept.status) == (result.turn_id, "slow question", "stopped")
@@ -206,6 +200,31 @@ def test_model_errors_during_a_step_end_the_turn_with_a_message_and_keep_it(make
     assert result.status == "error" and "not available right now" in result.answer
     archive = run(store.read_archive("s"))
     assert archive[0].user == "hello there" and archive[0].status == "error"
+
+
+class GpuLost(ModelUnavailableError):
+    """A backend's own kind of "unavailable"."""
+
+
+class LinkDropped(ModelNetworkError):
+    """A backend's own kind of network failure."""
+
+
+@pytest.mark.parametrize("error, expected", [
+    (GpuLost("the GPU process crashed"), "not available right now"),
+    (LinkDropped("socket closed"), "could not be reached"),
+    (ServerUnreachableError("Nothing is listening at http://127.0.0.1:9/v1: is the model "
+                            "server running?"), "Nothing is listening at http://127.0.0.1:9/v1"),
+])
+def test_a_failed_turn_reads_by_the_errors_kind_not_its_class_name(make_agent, error, expected):
+    """A subclass reads as its kind; an error whose message speaks to the user (a
+    server's) is shown as it is."""
+    def step(call):
+        raise error
+
+    agent, _, _ = make_agent(step)
+    result = run(agent.run("hello there", session_id="s"))
+    assert result.status == "error" and expected in result.answer
 
 
 def test_a_step_call_that_never_answers_is_stopped_and_the_next_turn_works(make_agent):

@@ -68,9 +68,10 @@ def test_the_index_lists_every_doc_and_the_readme_links_the_index():
 
 
 def test_the_readme_stays_short():
-    # A newcomer's page: the two commands, the demo, a tool, a page, three kinds of model,
-    # Python, tests. Explanations and tables belong in docs/ (it was 964 lines once).
-    assert len(readme.README.read_text(encoding="utf-8").splitlines()) <= 365
+    # A newcomer's page: the two commands, the demo, a tool, a page, the extension, three
+    # kinds of model, Python, tests. Explanations and tables belong in docs/ (it was 964
+    # lines once).
+    assert len(readme.README.read_text(encoding="utf-8").splitlines()) <= 385
 
 
 def test_a_snippet_that_is_not_run_says_why():

@@ -12,10 +12,10 @@ import pytest
 from py_agent import Agent, InMemoryStore, StepPolicy, ToolPolicy, tool
 from py_agent.boundary import MAX_JSON_DEPTH, clean_text, depth_within, loads_bounded
 from demo_tools.calculator import calculate
-from py_agent.model import Purpose
+from py_agent.model import Purpose, destroy_quietly
 from py_agent.sqlite_store import SqliteStore
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
-from tests.unit.support import make_responder, run
+from tests.unit.support import make_responder, run, stopped_turn
 
 DEEP = 20_000
 FAST = StepPolicy(timeout_s=0.3)
@@ -251,20 +251,36 @@ def test_a_model_that_ignores_cancellation_is_abandoned_after_a_grace_period():
     assert_one_turn_lost_at_most(agent)
 
 
+def test_a_destroy_that_hangs_or_raises_only_leaks_the_session(caplog):
+    """Every session's destroy (base, memory, summary and facts sessions) goes through
+    one bounded helper: closing never waits on a stubborn model."""
+
+    class Stubborn:
+        async def destroy(self) -> None:
+            await ignore_cancellation_for(1.0)
+
+    class Broken:
+        async def destroy(self) -> None:
+            raise OSError("the bridge is gone")
+
+    async def scenario() -> float:
+        started = time.perf_counter()
+        await destroy_quietly(Stubborn(), "a stubborn session", timeout=0.1)
+        await destroy_quietly(Broken(), timeout=0.1)
+        return time.perf_counter() - started
+
+    assert run(scenario()) < 0.9
+    assert "could not destroy a stubborn session" in caplog.text
+    assert "could not destroy a model session" in caplog.text and "the bridge is gone" in caplog.text
+
+
 def test_stop_during_a_hung_call_keeps_the_message():
     async def hang(call):
         await asyncio.Event().wait()
 
     agent, _ = agent_for(hang, step_policy=StepPolicy(timeout_s=60))
 
-    async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("please wait", session_id="s", abort=abort))
-        await asyncio.sleep(0.1)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    result = run(scenario())
+    result = run(stopped_turn(agent, "please wait", after=0.1))
     assert result.status == "stopped"
     assert [(t.user, t.status) for t in run(agent.transcript("s"))] == [("please wait", "stopped")]
 

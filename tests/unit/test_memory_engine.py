@@ -54,7 +54,7 @@ def rig(policy: MemoryPolicy = SMALL["memory"], window: int = SMALL["window"],
         events.append(event)
 
     bases = BaseSessions(model, PrefixPlanner(policy, counter, SYSTEM_INSTRUCTION, [], 3),
-                         accountant, base_prompts(), emit)
+                         base_prompts(), emit)
     engine = MemoryEngine(table, bases, accountant, emit)
     return Rig(store, table, model, bases, engine, events)
 
@@ -66,7 +66,7 @@ async def answered_turns(r: Rig, n: int, session_id: str = "s", first: str = "")
         user = first if i == 0 and first else f"Message number {i}: {LONG}"
         await r.table.save_turn(session_id, Turn(id=0, user=user, answer=f"You said: {user}"),
                                 allocate=True)
-    await r.bases.get(Purpose.STEP)  # the budget is measured on the step base
+    await r.engine.plan()  # the budget is measured on the step base, with its policy
 
 
 async def schedule(r: Rig, session_id: str = "s") -> bool:

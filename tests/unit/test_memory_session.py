@@ -12,7 +12,8 @@ from py_agent import Agent, InMemoryStore, QuotaExceededError
 from py_agent.model import ModelNetworkError, Purpose
 from py_agent.testing import FunctionModel, FunctionSession, context_text, step_json, user_message
 from tests.unit.long_chat import long_chat
-from tests.unit.support import LONG, SMALL, chat, echo_agent_reply, make_responder, run
+from tests.unit.support import (LONG, SMALL, chat, echo_agent_reply, make_responder, run,
+                                stopped_turn)
 
 
 def first_steps(model: FunctionModel):
@@ -85,14 +86,7 @@ def test_an_aborted_turn_appends_nothing(make_agent):
     run(settle(agent))
     model.latency = 0.5
 
-    async def aborted():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("Forget this one.", session_id="s", abort=abort))
-        await asyncio.sleep(0.05)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    assert run(aborted()).status == "stopped"
+    assert run(stopped_turn(agent, "Forget this one.", after=0.05)).status == "stopped"
     run(settle(agent))
     model.latency = 0
     run(agent.run("Next.", session_id="s"))
@@ -239,15 +233,16 @@ def test_a_changed_fact_is_never_read_from_an_old_memory_session(make_agent):
     run(settle(agent))
     from py_agent.state import CompressionRecord, Fact
 
-    def refreshed(current):  # what a facts refresh commits
-        state = current.copy()
-        state.facts = [Fact(category="preference", text="The user is vegan now")]
-        return state
-
     record = CompressionRecord(session_id="s", started_at=0, duration_ms=0, ok=True,
                                turn_ids=[], previous_summary="", summary_prompt="", summary="",
                                kind="facts")
-    run(agent.sessions.commit_compaction("s", record, refreshed))
+
+    def refreshed(current):  # what a facts refresh commits
+        state = current.copy()
+        state.facts = [Fact(category="preference", text="The user is vegan now")]
+        return state, record
+
+    run(agent.sessions.commit_compaction("s", refreshed))
     run(agent.run("What should I cook?", session_id="s"))
     assert "The user is vegan now" in context_text(first_steps(model)[-1])
 

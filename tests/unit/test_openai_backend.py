@@ -17,6 +17,7 @@ from py_agent.openai_compat import (AuthenticationError, BadRequestError, Contex
                                     ServerFailureError, ServerTimeoutError, ServerUnreachableError,
                                     Timeouts)
 from py_agent.prompting import initial_prompts, step_schema
+from py_agent.testing import FunctionModel
 from tests.fake_openai_server import (ChatRequest, Fail, FakeServer, Hang, Raw, Reply,
                                       agent_responder)
 from tests.unit.support import run
@@ -75,12 +76,17 @@ def test_a_prompt_sends_the_prefix_first_and_counts_tokens_from_usage(server, st
     assert first.messages[-1] == {"role": "assistant", "content": reply}
 
 
-def test_streamed_pieces_reach_on_chunk_with_the_purpose(server):
+def test_streamed_pieces_reach_on_chunk_with_the_purpose_and_the_sessions_chat(server):
     chunks = []
     model = model_for(server, on_chunk=chunks.append, context_window=4000)
-    model.conversation_id = "s1"
     server.push(Reply(content="Streaming works fine, piece by piece.", chunk_chars=5))
-    reply = run(one_prompt(model))
+
+    async def tagged_clone_prompts() -> str:
+        base = await model.create(initial_prompts=[{"role": "system", "content": "Be brief."}])
+        base.conversation_id = "s1"
+        return await (await base.clone()).prompt("Hello")   # a clone keeps the tag
+
+    reply = run(tagged_clone_prompts())
     assert reply == "Streaming works fine, piece by piece."
     assert len(chunks) == 8 and "".join(c.delta for c in chunks) == reply
     assert chunks[-1].text == reply and chunks[0].text == "Strea"
@@ -321,6 +327,31 @@ def test_a_prompt_that_cannot_fit_is_refused_before_any_request(server):
     with pytest.raises(QuotaExceededError):
         run(one_prompt(model, "many words " * 200))
     assert server.chat_requests() == []
+
+
+@pytest.mark.parametrize("backend", ["server", "double"])
+def test_a_message_list_session_starts_by_the_prompt_apis_rules(server, backend):
+    """The server model and the test double keep sessions as message lists and start
+    them alike: a system prompt only first, initial prompts within the window, and
+    the session's own copy of them."""
+    model = model_for(server, context_window=300) if backend == "server" \
+        else FunctionModel(lambda call: "ok", context_window=300)
+    prompts = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+
+    async def go():
+        with pytest.raises(ValueError, match="system prompt must come first"):
+            await model.create(initial_prompts=[*prompts[1:], prompts[0]])
+        with pytest.raises(QuotaExceededError) as too_long:
+            await model.create(initial_prompts=[{"role": "user", "content": "word " * 400}])
+        session = await model.create(initial_prompts=prompts)
+        prompts[1]["content"] = "changed afterwards"
+        return session, too_long.value
+
+    session, too_long = run(go())
+    assert too_long.quota == 300 and too_long.requested > 300
+    assert session.messages == [{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "Hi"}]
+    assert 0 < session.context_usage < 300 and server.chat_requests() == []
 
 
 def test_cancelling_a_streaming_prompt_closes_the_connection(server):

@@ -226,3 +226,33 @@ def test_the_backend_imports_where_ssl_and_sqlite3_are_missing_as_in_pyodide():
             "assert 'py_agent.openai_compat.stdlib_transport' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_step_schema_goes_with_complete_branches_so_a_grammar_keeps_every_field():
+    # llama.cpp's converter reads only the branches of an anyOf and drops what is beside
+    # it: sent as the agent writes it, the step's required fields would not be enforced.
+    import jsonschema
+
+    from py_agent import tool
+    from py_agent.prompting import step_schema
+    from py_agent.openai_compat.wire import branches_complete
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    schema = step_schema([add])
+    sent = chat_body("m", [], stream=False, schema=schema, schema_name="step", max_tokens=None,
+                     include_usage=False)["response_format"]["json_schema"]["schema"]
+    assert sent == branches_complete(schema) and set(sent) == {"anyOf"}
+    for branch in sent["anyOf"]:
+        assert branch["type"] == "object" and branch["additionalProperties"] is False
+        assert set(branch["required"]) == {"thought", "toolName", "toolInput", "finalAnswer"}
+    step = {"thought": "", "toolName": "add", "toolInput": {"a": 1, "b": 2}, "finalAnswer": ""}
+    instances = [step, {**step, "toolInput": {"a": 1}}, {**step, "toolName": "none"},
+                 {**step, "toolName": "none", "toolInput": ""}, {"toolName": "add"},
+                 {**step, "extra": 1}, {**step, "toolName": "mul"}]
+    for instance in instances:  # the same constraint, in the other form
+        assert jsonschema.Draft202012Validator(schema).is_valid(instance) == \
+            jsonschema.Draft202012Validator(sent).is_valid(instance), instance

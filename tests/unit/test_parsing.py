@@ -81,3 +81,19 @@ def test_valid_json_of_any_shape_never_crashes(value):
         parse_step(json.dumps(value))
     except StepParseError:
         pass
+
+
+def test_an_answer_cut_off_by_the_token_limit_is_kept_as_far_as_it_got():
+    # A small model at temperature 0 writes the same cut reply when asked again, so the
+    # answer it had is taken, not a corrective step.
+    head = '{"thought": "I know this.", "toolName": "none", "toolInput": "", "finalAnswer": '
+    assert parse_step(head + '"Rome is the capital of It').final_answer == \
+        "Rome is the capital of It"
+    assert parse_step(head + '"Rome."').final_answer == "Rome."  # only the brace missing
+    assert parse_step(head + '"a \\').final_answer == "a"  # cut inside an escape
+    cut = [head[:30], head + '"', '{"thought": "x", "toolName": "calc", "toolInput": {"a": 1',
+           '{"thought": "x", "toolName": "calc", "toolInput": {"a": 1}, "finalAnswer": "no',
+           'Sure! {"finalAnswer": "cut']
+    for text in cut:  # a cut tool call, or no answer yet: still a corrective step
+        with pytest.raises(StepParseError):
+            parse_step(text)

@@ -77,6 +77,27 @@ def test_an_agent_on_a_small_window_keeps_talking_without_overflow(make_agent, w
     assert "The user is vegetarian" in context_text(last)
 
 
+def test_the_policy_in_use_changes_in_one_announced_step_not_as_a_side_effect(make_agent):
+    events = []
+    agent, model, _ = make_agent(window=2048, on_event=events.append)
+    requested = agent.requested_policy
+    run(agent.bases.get(Purpose.STEP))   # making the step base plans, and changes nothing
+    assert agent.prefix_plan.scaled and agent.policy == requested
+    assert run(agent.run("hi", session_id="s")).ok
+    changed = [e.data for e in events if e.type == "policy_changed"]
+    assert len(changed) == 1 and agent.policy == agent.prefix_plan.policy != requested
+    assert changed[0]["window"] == 2048 and changed[0]["scaled"] and changed[0]["reason"]
+    assert changed[0]["before"]["reserved_turn_tokens"] == requested.reserved_turn_tokens
+    assert changed[0]["after"]["reserved_turn_tokens"] == agent.policy.reserved_turn_tokens
+    run(agent.run("and again", session_id="s"))
+    assert len([e for e in events if e.type == "policy_changed"]) == 1   # said once
+    # Another model with a larger window: the policy asked for is back, and said so.
+    agent.model = type(model)(model.fn, context_window=9216)
+    assert run(agent.run("hello", session_id="s")).ok
+    changed = [e.data for e in events if e.type == "policy_changed"]
+    assert len(changed) == 2 and agent.policy == requested and not changed[1]["scaled"]
+
+
 def test_the_real_window_is_learnt_from_the_session_and_the_prefix_made_again(make_agent):
     class NoWindowAttribute:
         """Like the browser bridge: the window is known only once a session exists."""

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from py_agent import Agent, InMemoryStore, ToolPolicy, tool
-from py_agent.turn.remote_tools import ToolWorkerClient, handle_call
+from py_agent.turn.remote_tools import RemoteToolError, ToolWorkerClient, handle_call
 from py_agent.testing import FunctionModel, PromptCall, step_json
-from tests.unit.support import run
+from tests.unit.support import run, stopped_turn
 
 BOOT_S = 0.05
 
@@ -121,14 +121,7 @@ def test_stopping_a_turn_during_a_hung_tool_restarts_the_worker(client):
                   store=InMemoryStore(), tools=[slow_power], tool_policy=ToolPolicy(timeout_s=30),
                   sync_tool_runner=workers.call)
 
-    async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("compute a power", session_id="s", abort=abort))
-        await asyncio.sleep(0.3)
-        abort.set()
-        return await asyncio.wait_for(task, 2)
-
-    assert run(scenario()).status == "stopped"
+    assert run(stopped_turn(agent, "compute a power", after=0.3)).status == "stopped"
     assert workers.restarts == 1 and FakeWorker.spawned[0].terminated
 
 
@@ -162,6 +155,22 @@ def test_late_replies_of_a_terminated_worker_are_dropped(client):
 
     assert run(scenario()) == "5 = 4"
     assert [w.terminated for w in FakeWorker.spawned] == [True, False]
+
+
+def test_closing_fails_a_running_call_at_once(client):
+    workers = client()
+
+    async def scenario():
+        call = asyncio.ensure_future(workers.call(slow_power, {"expression": "forever"}, 30))
+        await asyncio.sleep(BOOT_S + 0.1)   # booted, and the call is running
+        started = time.perf_counter()
+        workers.close()
+        with pytest.raises(RemoteToolError, match="closed"):
+            await asyncio.wait_for(call, 2)
+        return time.perf_counter() - started
+
+    assert run(scenario()) < 0.5
+    assert FakeWorker.spawned[0].terminated and workers.restarts == 0
 
 
 def test_a_tool_the_worker_does_not_have_runs_here(client):

@@ -12,7 +12,7 @@ from py_agent.rpc import BridgeModel, RpcStore, model_error
 from py_agent.state import CompressionRecord, SessionState
 from py_agent.store import StateConflictError
 from py_agent.testing import FunctionModel, context_text, user_message
-from tests.unit.support import echo_agent_reply, make_responder, run
+from tests.unit.support import echo_agent_reply, make_responder, run, stopped_turn
 
 
 def host_transport(model: FunctionModel, log: list):
@@ -243,12 +243,8 @@ def test_cancelling_a_prompt_aborts_it_on_the_other_side():
     agent = Agent(model=BridgeModel(transport), store=InMemoryStore())
 
     async def scenario():
-        abort = asyncio.Event()
-        task = asyncio.ensure_future(agent.run("slow", session_id="a", abort=abort))
-        await asyncio.sleep(0.05)
-        abort.set()
-        result = await task
-        await asyncio.sleep(0.01)
+        result = await stopped_turn(agent, "slow", after=0.05, session_id="a")
+        await asyncio.sleep(0.01)  # the abort request reaches the host
         return result
 
     assert run(scenario()).status == "stopped"

@@ -85,9 +85,10 @@ try:
 except PrepareError as error:
     print("PrepareError:", error)
     sys.exit(0)
-import py_agent.tools.modules, snowballstemmer, assel
+import py_agent.tools.modules, snowballstemmer, assel, fastjsonschema
 print(snowballstemmer.__file__)
 print(assel.__file__)
+print(fastjsonschema.__file__)
 """
 
 
@@ -101,11 +102,11 @@ def run_without_site_packages(wheels: Path) -> subprocess.CompletedProcess:
 def test_a_python_without_the_dependencies_imports_them_from_the_vendored_wheels(tmp_path):
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    made = {wheel_of(name, wheels) for name in ("snowballstemmer", "assel")}
+    made = {wheel_of(name, wheels) for name in ("snowballstemmer", "assel", "fastjsonschema")}
     result = run_without_site_packages(wheels)
     assert result.returncode == 0, result.stderr
     locations = result.stdout.split()
-    assert len(locations) == 2 and "PrepareError" not in result.stdout, result.stdout
+    assert len(locations) == 3 and "PrepareError" not in result.stdout, result.stdout
     assert {Path(location).parents[1] for location in locations} == made   # inside the wheels
 
 
@@ -113,6 +114,7 @@ def test_a_wheel_that_does_not_provide_its_distribution_is_a_clear_error(tmp_pat
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     wheel_of("assel", wheels)
+    wheel_of("fastjsonschema", wheels)
     with zipfile.ZipFile(wheels / "snowballstemmer-3.1.1-py3-none-any.whl", "w") as archive:
         archive.writestr("nothing.txt", "not a wheel of snowballstemmer")
     result = run_without_site_packages(wheels)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from py_agent import InMemoryStore, StorageError, UnknownSessionError
@@ -96,16 +98,51 @@ def test_commit_compaction_writes_the_update_with_its_record_and_tells_listeners
     run(table.open("s", create=True))
     run(table.save_turn("s", answered("Hello"), allocate=True))
 
-    def summarized(current: SessionState) -> SessionState:
+    def summarized(current: SessionState) -> tuple[SessionState, CompressionRecord]:
         updated = current.copy()
         updated.summary, updated.recent_turns = "The user said hello.", []
-        return updated
+        return updated, record_for(current)
 
-    record = record_for(table.state("s"))
-    updated = run(table.commit_compaction("s", record, summarized))
-    assert table.state("s") is updated and heard == ["s"]
+    commit = run(table.commit_compaction("s", summarized))
+    assert table.state("s") is commit.state and heard == ["s"] and commit.profile is None
     assert run(store.load("s")).summary == "The user said hello."
-    assert len(run(store.compressions("s"))) == 1
+    assert run(store.compressions("s")) == [commit.record]
+
+
+class AnotherTabWritesFirst(InMemoryStore):
+    """Another tab saves a turn of "s" just before this table's first compaction write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.other: SessionTable | None = None
+
+    async def commit_compaction(self, state, record, profile=None) -> None:
+        other, self.other = self.other, None
+        if other is not None:
+            await other.save_turn("s", answered("Meanwhile"), allocate=True)
+        await super().commit_compaction(state, record, profile)
+
+
+def test_a_commit_that_meets_another_writer_starts_over_from_the_newer_state():
+    store = AnotherTabWritesFirst()
+    table, other = SessionTable(store), SessionTable(store)
+    run(table.open("s", create=True))
+    run(table.save_turn("s", answered("Hello"), allocate=True))
+    run(other.open("s", create=False))
+    store.other = other
+    seen: list[list[str]] = []
+
+    def summarized(current: SessionState) -> tuple[SessionState, CompressionRecord]:
+        seen.append([t.user for t in current.recent_turns])
+        updated = current.copy()
+        updated.summary = f"{len(current.recent_turns)} turns."
+        return updated, replace(record_for(current), summary=updated.summary)
+
+    commit = run(table.commit_compaction("s", summarized))
+    assert seen == [["Hello"], ["Hello", "Meanwhile"]]   # made again from the newer state
+    assert commit.state.summary == commit.record.summary == "2 turns."
+    assert run(store.compressions("s")) == [commit.record]   # the first try left nothing
+    assert run(store.load("s")).summary == "2 turns."
 
 
 def test_a_refused_update_or_a_deleted_session_commits_nothing():
@@ -115,15 +152,15 @@ def test_a_refused_update_or_a_deleted_session_commits_nothing():
     run(table.save_turn("s", answered("Hello"), allocate=True))
     before = table.state("s")
 
-    def refuse(current: SessionState) -> SessionState:
+    def refuse(current: SessionState) -> tuple[SessionState, CompressionRecord]:
         raise RuntimeError("stale")
 
     with pytest.raises(RuntimeError):
-        run(table.commit_compaction("s", record_for(before), refuse))
+        run(table.commit_compaction("s", refuse))
     assert table.state("s") is before and run(store.compressions("s")) == []
     assert run(table.delete("s")) is True
     with pytest.raises(UnknownSessionError):
-        run(table.commit_compaction("s", record_for(before), lambda current: current))
+        run(table.commit_compaction("s", lambda current: (current, record_for(current))))
     assert run(store.load("s")) is None
 
 

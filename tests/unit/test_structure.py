@@ -111,7 +111,7 @@ def test_no_module_touches_another_objects_private_attributes():
 # Entry points (the package's front, the page's and the terminal's glue, replay) sit
 # above them all and may import anything.
 LAYERS = {"py_agent.agent": ("agent", 5), "py_agent.memory_report": ("agent", 5),
-          "py_agent.turn": ("turn", 4),
+          "py_agent.turn": ("turn", 4), "py_agent.page": ("page", 4),
           "py_agent.memory": ("memory", 3), "py_agent.recall": ("recall", 3),
           "py_agent.sessions": ("sessions", 2), "py_agent.bases": ("sessions", 2),
           "py_agent.profile_table": ("sessions", 2)}

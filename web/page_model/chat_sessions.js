@@ -124,12 +124,15 @@ export class ChatSessions {
     return { sessionId: session.id, contextUsage: session.usage, contextWindow: this.window };
   }
 
-  /** Options: initialPrompts, temperature, topK, samplingMode ('most-predictable'), seed. */
-  async create({ initialPrompts = [], temperature = 1, topK = 3, samplingMode = null, seed = null } = {},
-               signal = null) {
+  /**
+   * Options: initialPrompts, temperature, topK, samplingMode ('most-predictable'), seed,
+   * maxTokens (the longest reply; none by default, as in Chrome).
+   */
+  async create({ initialPrompts = [], temperature = 1, topK = 3, samplingMode = null, seed = null,
+                 maxTokens = null } = {}, signal = null) {
     const messages = canonicalize(initialPrompts, { allowSystem: true });
     const sampling = samplingMode === 'most-predictable'
-      ? { temperature: 0, topK: 1, seed } : { temperature, topK, seed };
+      ? { temperature: 0, topK: 1, seed, maxTokens } : { temperature, topK, seed, maxTokens };
     let usage = 0;
     if (messages.length) {
       try {

@@ -191,12 +191,13 @@ export class Engine {
   /**
    * One chat completion over `messages` ([{role, content}]). Options: schema (a JSON
    * schema the reply must match), prefill (only read the messages: no generation
-   * prompt, one token), onText(delta) for streaming, signal, temperature, topK, seed.
+   * prompt, one token), onText(delta) for streaming, signal, temperature, topK, seed,
+   * maxTokens (the longest reply).
    * Returns {text, promptTokens, completionTokens, finish} ('stop', or 'length' when the
    * window filled up).
    */
   async complete(messages, { schema = null, prefill = false, onText = null, signal = null,
-                             temperature = 1, topK = 3, seed = null } = {}) {
+                             temperature = 1, topK = 3, seed = null, maxTokens = null } = {}) {
     const wllama = this._require();
     if (signal?.aborted) throw namedError('AbortError', 'The operation was aborted.');
     const request = {
@@ -204,6 +205,7 @@ export class Engine {
       abortSignal: signal ?? undefined, temperature, top_k: topK,
     };
     if (seed != null) request.seed = seed;
+    if (maxTokens != null) request.max_tokens = maxTokens;
     if (prefill) Object.assign(request, { add_generation_prompt: false, max_tokens: 1 });
     if (schema != null) {
       request.response_format = {

@@ -7,7 +7,7 @@
  * {type: 'module'}) where urls = {wllama, wasm, sha256} (the vendored files, from
  * /vendor/manifest.json's page_model entry).
  *
- * Protocol (page <-> worker, postMessage):
+ * Protocol (page <-> worker, postMessage; docs/protocols.md has every channel's messages):
  *   call    {type: 'call', id, method, args: [...], requestId?}
  *   result  {type: 'result', id, ok: true, value} | {type: 'result', id, ok: false, error: {name, message, requested?, quota?}}
  *   abort   {type: 'abort', requestId}            aborts the calls tagged requestId (a download too)

@@ -18,13 +18,16 @@
  * Beyond the Prompt API: `info` (after a load) says which model runs and how:
  * {name, contextWindow, trainedContext, threads, multiThreaded, crossOriginIsolated,
  * fileSize, ...}; create() also takes samplingMode ('most-predictable'), temperature,
- * topK and seed; load(), kept(), unload() and terminate() manage the engine.
+ * topK, seed and maxTokens (the longest reply); load(), kept(), unload() and terminate()
+ * manage the engine.
  */
+
+import { Replies } from '../replies.js';
 
 // The site's root is the folder above this one, whatever path the site lives at (serve.py
 // serves it at /, a static build anywhere); the manifest's URLs are relative to it.
-const SITE_ROOT = new URL('../', import.meta.url);
-const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
+export const SITE_ROOT = new URL('../', import.meta.url);
+export const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
 const WORKER_URL = new URL('page_model/engine_worker.js', SITE_ROOT).href;
 
 /** The manifest's page_model URLs made absolute (they are relative to the site's root). */
@@ -56,66 +59,47 @@ class EngineClient {
     const url = new URL(workerURL, globalThis.location.href);
     url.searchParams.set('urls', JSON.stringify(urls));
     this.worker = new Worker(url, { type: 'module', name: 'page-model' });
-    this.pending = new Map();      // id -> {resolve, reject}
-    this.listeners = new Map();    // requestId -> (event) => void
+    // Calls waiting for their result (docs/protocols.md). No timer: a call is bounded by
+    // its signal (the LLM host's, which the agent's deadline for the step aborts; the
+    // user's Cancel for a download).
+    this.replies = new Replies({
+      prefix: 'c', timeoutMs: null,
+      toError: (error) => domError(error?.name || 'Error', String(error?.message ?? ''), error ?? {}),
+    });
     this.sessions = new Map();     // sessionId -> PageModelSession
-    this.nextId = 1;
-    this.failure = null;
     this.worker.addEventListener('message', (event) => this._receive(event.data));
     this.worker.addEventListener('error', (event) => {
       event.preventDefault?.();
-      this._fail(domError('OperationError', `The in-page model's worker failed: ${event.message || 'see the console'}`));
+      this.replies.close(domError('OperationError', `The in-page model's worker failed: ${event.message || 'see the console'}`));
     });
-  }
-
-  _fail(error) {
-    this.failure = error;
-    for (const { reject } of this.pending.values()) reject(error);
-    this.pending.clear();
   }
 
   _receive(message) {
     if (message?.type === 'result') {
-      const waiting = this.pending.get(message.id);
-      if (!waiting) return;
-      this.pending.delete(message.id);
-      if (message.ok) waiting.resolve(message.value);
-      else waiting.reject(domError(message.error.name, message.error.message, message.error));
+      this.replies.settle(message);
     } else if (message?.type === 'event') {
       if (message.event === 'contextoverflow') {
         this.sessions.get(message.sessionId)?._overflowed();
       } else {
-        this.listeners.get(message.requestId)?.(message);
+        this.replies.event(message.requestId, message);
       }
     }
   }
 
   /** Call `method`; an abort of `signal` rejects at once and stops the call in the worker. */
   call(method, args = [], { signal = null, onEvent = null } = {}) {
-    if (this.failure) return Promise.reject(this.failure);
-    if (signal?.aborted) return Promise.reject(signal.reason ?? abortError());
-    const id = `c${this.nextId++}`;
-    if (onEvent) this.listeners.set(id, onEvent);
-    const result = new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+    let id = null;
+    const result = this.replies.request((issued) => {
+      id = issued;
       this.worker.postMessage({ type: 'call', id, method, args });
-    });
-    const onAbort = () => this.worker.postMessage({ type: 'abort', requestId: id });
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const aborted = signal ? new Promise((_, reject) => {
-      signal.addEventListener('abort', () => reject(signal.reason ?? abortError()), { once: true });
-    }) : null;
-    const settled = (aborted ? Promise.race([result, aborted]) : result).finally(() => {
-      signal?.removeEventListener('abort', onAbort);
-      this.listeners.delete(id);
-    });
-    settled.catch(() => {});
-    return settled;
+    }, { signal, onEvent, onAbort: () => this.worker.postMessage({ type: 'abort', requestId: id }) });
+    result.catch(() => {});
+    return result;
   }
 
   terminate() {
     this.worker.terminate();
-    this._fail(domError('InvalidStateError', 'The in-page model was shut down.'));
+    this.replies.close(domError('InvalidStateError', 'The in-page model was shut down.'));
   }
 }
 
@@ -179,9 +163,9 @@ export class PageModel {
   /** The stored record of this model ({url, size, sha256, storedAt}), or null. */
   kept() { return this.engine.call('kept', [this.source]); }
 
-  /** LanguageModel.create(): {initialPrompts, monitor, signal, samplingMode, temperature, topK, seed, expectedInputs}. */
+  /** LanguageModel.create(): {initialPrompts, monitor, signal, samplingMode, temperature, topK, seed, maxTokens, expectedInputs}. */
   async create(options = {}) {
-    const { monitor, signal, initialPrompts, samplingMode, temperature, topK, seed } = options;
+    const { monitor, signal, initialPrompts, samplingMode, temperature, topK, seed, maxTokens } = options;
     if (signal?.aborted) throw signal.reason ?? abortError();
     for (const expected of options.expectedInputs ?? []) {
       if (expected?.type && expected.type !== 'text') {
@@ -196,7 +180,7 @@ export class PageModel {
     progress(0, 1);
     await this.load({ signal, onProgress: ({ loaded, total }) => progress(loaded, total || loaded || 1) });
     progress(1, 1);
-    const sessionOptions = { initialPrompts, samplingMode, temperature, topK, seed };
+    const sessionOptions = { initialPrompts, samplingMode, temperature, topK, seed, maxTokens };
     for (const key of Object.keys(sessionOptions)) if (sessionOptions[key] === undefined) delete sessionOptions[key];
     const described = await this.engine.call('create', [sessionOptions], { signal });
     return new PageModelSession(this.engine, described);

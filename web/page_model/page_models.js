@@ -19,14 +19,10 @@
  * unloads only the new one.
  */
 
-import { PageModel } from './language_model.js';
+import { MANIFEST_URL, PageModel, SITE_ROOT } from './language_model.js';
 import { ModelStore } from './model_store.js';
 
 export const API_NAME = 'page-model';
-// The site's root is the folder above this one (at whatever path the site lives); the
-// manifest's URLs, a local model's among them, are relative to it.
-const SITE_ROOT = new URL('../', import.meta.url);
-const MANIFEST_URL = new URL('vendor/manifest.json', SITE_ROOT).href;
 
 export class PageModels {
   constructor(host, { manifestURL = MANIFEST_URL } = {}) {

@@ -6,7 +6,7 @@ from pyscript import window
 
 from ui.app import emit, on, state
 from ui.dom import by_id, keep, make
-from ui.status import render_status, set_status, show_storage_warning
+from ui.status import failure_text, render_status, set_status, show_storage_warning
 
 # Give up waiting when the worker says nothing for this long during boot.
 SILENCE_LIMIT_MS = 60_000
@@ -118,9 +118,8 @@ def on_boot_phase(data, received_ms):
         details = data.get("details") or {}
         problem = details.get("storage_error")
         if problem:
-            show_storage_warning("Saving is not available (%s: %s); this conversation will "
-                                 "not be kept after you close the page."
-                                 % (problem.get("name", "Error"), problem.get("message", "")))
+            show_storage_warning("Saving is not available (%s); this conversation will "
+                                 "not be kept after you close the page." % failure_text(problem))
         state["boot_details"] = details   # for parts that start later (tools panel)
         # The parts take in what the worker said (which model answers, first) before
         # anything is rendered as ready: nothing decides on a model not known yet.

@@ -59,6 +59,19 @@ def part(node, selector):
     return node.querySelector(selector)
 
 
+def clicked_in_row(event, row_attribute):
+    """For a click on a list: the control with a ``data-action`` that was clicked and
+    the ``row_attribute`` of the list row (``li``) it sits in; (None, None) for a click
+    anywhere else."""
+    target = event.target.closest("[data-action]")
+    if missing(target):
+        return None, None
+    row = target.closest("li[%s]" % row_attribute)
+    if missing(row):
+        return None, None
+    return target, row.getAttribute(row_attribute)
+
+
 def listen(target, name, function):
     proxy = create_proxy(function)
     _proxies.append(proxy)

@@ -2,49 +2,67 @@
 # and the LLM host (web/llm_host.js) that index.html started beside it.
 #
 # Every request gets exactly one reply ({type: 'reply', id, ok, value|error}); the
-# callback receives (ok, value_or_error). Events and boot phases are handed on.
+# callback receives (ok, value_or_error). The waiting requests are held by the page's
+# one reply table, web/replies.js (docs/protocols.md has the messages). Events and boot
+# phases are handed on.
 from pyscript import window
+from pyscript.js_modules import replies
 
 from ui.app import emit, state
 from ui.dom import from_js, keep, missing, to_js
 
 # What the worker sends the page's LLM host (web/llm_host.js), which answers it itself.
 LLM_MESSAGES = ("llm", "llm-result", "llm-event")
+# ...and the page tools host (web/page_tools.js).
+PAGE_TOOLS_MESSAGES = ("page-tools",)
 
-_pending = {}            # request id -> callback(ok, value_or_error)
-_counter = [0]
+# The error of a reply stays a plain object (a dict here, as the callbacks expect). No
+# timeout: the worker answers every request (AgentHost), and a turn has its own deadlines.
+_replies = replies.Replies.new(to_js({"prefix": "ui"}))
+_replies.toError = lambda error: error
 
 
 def request(kind, callback=None, **fields):
-    _counter[0] += 1
-    request_id = "ui%d" % _counter[0]
-    message = {"type": kind, "id": request_id}
+    """Ask the agent worker; ``callback(ok, value_or_error)`` gets its reply."""
+    message = {"type": kind}
     message.update(fields)
-    _pending[request_id] = callback
-    state["worker"].postMessage(to_js(message))
-    return request_id
+
+    def send(request_id):
+        message["id"] = request_id
+        state["worker"].postMessage(to_js(message))
+
+    def answered(value):
+        if callback is not None:
+            callback(True, from_js(value))
+
+    def failed(error):
+        if callback is not None:
+            callback(False, _error(error))
+
+    _replies.request(send).then(answered, failed)
 
 
-def _on_reply(data):
-    callback = _pending.pop(data.get("id"), None)
-    if callback is None:
-        return
-    if data.get("ok"):
-        callback(True, data.get("value"))
-    else:
-        callback(False, data.get("error") or {"name": "Error", "message": "unknown error"})
+def _error(error):
+    """A reply's error as a dict ({name, message, ...}), whatever was thrown."""
+    data = from_js(error)
+    if not isinstance(data, dict) or not data.get("message"):
+        data = {"name": str(getattr(error, "name", None) or "Error"),
+                "message": str(getattr(error, "message", None) or "unknown error")}
+    return data
 
 
 def _on_message(event):
-    if getattr(event.data, "type", None) in LLM_MESSAGES:
-        return   # the LLM host's business (left unconverted: they carry whole prompts)
+    kind = getattr(event.data, "type", None)
+    if kind in LLM_MESSAGES or kind in PAGE_TOOLS_MESSAGES:
+        return   # the hosts' business (left unconverted: they carry whole prompts)
+    if kind == "reply":
+        _replies.settle(event.data)   # its value is converted for its callback alone
+        return
     data = from_js(event.data)
     if not isinstance(data, dict):
         return
     kind = data.get("type")
-    if kind == "reply":
-        _on_reply(data)
-    elif kind == "event":
+    if kind == "event":
         emit("agent_event", data.get("event") or {})
     elif kind == "boot":
         # The event's own time stamp: early events are handled later than they came.

@@ -10,7 +10,7 @@ from ui.app import can_send, emit, state
 from ui.dom import by_id, clear, clip, make, missing, part
 from ui.memory import compacted_ids
 from ui.scrolling import hide_jump, scroll_to_latest
-from ui import trace
+from ui import page_quotes, trace
 
 messages_el = by_id("messages")
 announcer = by_id("answer-announcer")
@@ -57,6 +57,8 @@ def set_answer(message, text, rich=True, streaming=False):
         try:
             (markdown.preview if streaming else markdown.render)(text, node)
             node.classList.add("markdown")
+            if not streaming:
+                page_quotes.mark(node)
             return
         except Exception as error:   # never lose an answer to a rendering bug
             window.console.warn("[page] Markdown rendering failed:", str(error))

@@ -4,11 +4,11 @@
 # and Forget for each. Forget asks first; Edit is an inline field (Enter saves, Escape
 # cancels). A private chat says here that it neither reads nor adds to the profile.
 from ui.app import on, running, state
-from ui.dom import by_id, clear, listen, make, missing, plural
+from ui.dom import by_id, clear, clicked_in_row, listen, make, plural
 from ui.link import request
 from ui.memory import refresh_memory
 from ui.memory_log import when
-from ui.status import show_storage_warning
+from ui.status import failure_text, show_storage_warning
 
 profile_panel = by_id("profile-panel")
 profile_facts = by_id("profile-facts")
@@ -156,8 +156,7 @@ def refresh_profile(*args):
                 set_mode(None)   # the fact left meanwhile (another tab, a memory pass)
             render_profile()
         elif not ok:
-            show_storage_warning("Could not read the profile (%s: %s)." % (
-                value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not read the profile (%s)." % failure_text(value))
     request("profile", done)
 
 
@@ -169,8 +168,7 @@ def after_change(what):
     def done(ok, value):
         set_mode(None)
         if not ok:
-            show_storage_warning("Could not %s the fact (%s: %s)." % (
-                what, value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not %s the fact (%s)." % (what, failure_text(value)))
         refresh_profile()
         refresh_memory()   # the shown chat's own copy, or what its prompt carries, changed
     return done
@@ -191,13 +189,9 @@ def save_edit():
 
 
 def on_click(event):
-    target = event.target.closest("[data-action]")
-    if missing(target):
+    target, fact_id = clicked_in_row(event, "data-fact-id")
+    if target is None:
         return
-    item = target.closest("li[data-fact-id]")
-    if missing(item):
-        return
-    fact_id = item.getAttribute("data-fact-id")
     action = target.getAttribute("data-action")
     if action == "edit" and not running():
         set_mode("edit", fact_id)

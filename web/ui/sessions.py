@@ -9,10 +9,11 @@
 from pyscript import document, window
 
 from ui.app import emit, on, running, state
-from ui.dom import by_id, clear, listen, make, missing, plural
+from ui.dom import by_id, clear, clicked_in_row, listen, make, missing, plural
 from ui.link import request
 from ui.memory import render_memory
-from ui.status import render_status, show_storage_warning, storage_problem, update_controls
+from ui.status import (failure_text, render_status, show_storage_warning, storage_problem,
+                       update_controls)
 from ui import chat, messages, transfer
 
 SESSION_KEY = "py-agent.session"   # localStorage: the session shown last
@@ -297,8 +298,7 @@ def commit_rename():
             if current is not None and current.get("title") == title:
                 current["title"] = old
             render_sessions()
-            show_storage_warning("Could not rename the session (%s: %s)." % (
-                value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not rename the session (%s)." % failure_text(value))
             return
         refresh_sessions()
     request("rename_session", done, session_id=session_id, title=title)
@@ -317,8 +317,7 @@ def delete_session(session_id):
     def done(ok, value):
         if not ok:
             render_sessions()
-            show_storage_warning("Could not delete the session (%s: %s)." % (
-                value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not delete the session (%s)." % failure_text(value))
             focus_control(session_id, "delete")
             return
         state["sessions"] = [row for row in state["sessions"]
@@ -357,8 +356,8 @@ def toggle_private(session_id):
             elif find_row(session_id) is not None:
                 find_row(session_id)["private"] = not private
             render_sessions()
-            show_storage_warning("Could not change whether the session is private (%s: %s)." % (
-                value.get("name", "Error"), value.get("message", "")))
+            show_storage_warning("Could not change whether the session is private (%s)."
+                                 % failure_text(value))
             return
         refresh_sessions()
     request("set_private", done, session_id=session_id, private=private)
@@ -375,13 +374,9 @@ def show_imported(session_id, title, turns):
 
 
 def on_list_click(event):
-    target = event.target.closest("[data-action]")
-    if missing(target):
+    target, session_id = clicked_in_row(event, "data-row")
+    if target is None:
         return
-    row = target.closest("li[data-row]")
-    if missing(row):
-        return
-    session_id = row.getAttribute("data-row")
     action = target.getAttribute("data-action")
     if action == "open":
         if not running() and session_id != state["session"]:

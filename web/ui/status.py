@@ -174,11 +174,15 @@ def clear_saved_warning():
         storage_warning.setAttribute("data-until-saved", "false")
 
 
+def failure_text(error):
+    """An error the worker replied with, as the page words it: "Name: message"."""
+    return "%s: %s" % (error.get("name", "Error"), error.get("message", ""))
+
+
 def storage_problem(what, error):
     """A failed read of saved data: a warning, not a failure (the chat still works)."""
     if isinstance(error, dict) and error.get("name") != "UnknownSessionError":
-        show_storage_warning("%s (%s: %s)." % (what, error.get("name", "Error"),
-                                               error.get("message", "")))
+        show_storage_warning("%s (%s)." % (what, failure_text(error)))
 
 
 def on_storage_event(event):

@@ -23,17 +23,32 @@ def show_tool_errors(errors):
     tool_errors.hidden = not errors
 
 
+GROUP_TITLES = {"page": "From this page"}
+
+
 def render_tools(tools):
     clear(tools_list)
+    group = None
     for tool in tools:
         name = tool.get("name", "")
+        server = tool.get("server") or ""
+        if server != group:   # a tool server's (or the page's) tools, under its name
+            group = server
+            if server:
+                make("li", "tool-group", GROUP_TITLES.get(server, server),
+                     attrs={"data-testid": "tool-group", "data-server": server},
+                     parent=tools_list)
         item = make("li", "tool", attrs={"data-testid": "tool", "data-tool-name": name,
-                                         "data-pinned": "true" if tool.get("pinned") else "false"},
+                                         "data-pinned": "true" if tool.get("pinned") else "false",
+                                         "data-server": server,
+                                         "data-confirm": "true" if tool.get("confirm") else "false"},
                     parent=tools_list)
         head = make("div", "tool-head", parent=item)
         make("code", "tool-signature", tool.get("signature") or name + "()", parent=head)
         if tool.get("pinned"):
             make("span", "tool-badge", "always offered", parent=head)
+        if tool.get("confirm"):
+            make("span", "tool-badge asks", "asks first", parent=head)
         make("p", "tool-description", tool.get("description") or "", parent=item)
     tools_count.textContent = "(%d)" % len(tools)
     panel.setAttribute("data-state", "ready")
@@ -41,7 +56,8 @@ def render_tools(tools):
 
 
 def load_tools(details=None):
-    show_tool_errors((details or {}).get("tool_errors") or [])
+    if details is not None:
+        show_tool_errors(details.get("tool_errors") or [])
 
     def done(ok, value):
         if ok and isinstance(value, list):
@@ -64,6 +80,9 @@ def mark_offered(names):
 
 
 def on_agent_event(event):
+    if event.get("type") == "tools_changed":   # a page tool or a tool server's tools
+        load_tools()
+        return
     if event.get("type") != "tools_retrieved" or turn_of(event) is None:
         return
     data = event.get("data") or {}

@@ -63,6 +63,25 @@ def trace_step(message, index, kind="pending"):
     return node
 
 
+APPROVAL_TEXT = {"once": "You allowed this call.",
+                 "chat": "You allowed this tool for this chat.",
+                 "deny": "Not run: you denied this call."}
+
+
+def set_approval(step, decision, why=""):
+    """A consequential call's approval, in its step: allowed once, for the chat, or denied."""
+    step.setAttribute("data-approval", decision)
+    text = APPROVAL_TEXT.get(decision, decision)
+    if why == "allowed for this chat earlier":
+        text = "Allowed for this chat earlier."
+    elif why and decision == "deny":
+        text = "Not run: %s." % why
+    note = part(step, ".approval")
+    if missing(note):
+        note = make("p", "approval", attrs={"data-testid": "step-approval"}, parent=step)
+    note.textContent = text
+
+
 def set_part(step, selector, text):
     node = part(step, selector)
     node.textContent = text

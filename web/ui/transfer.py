@@ -6,6 +6,7 @@ from pyscript import document, window
 from ui.app import emit, on, running, state
 from ui.dom import by_id, keep, listen, missing, plural, to_js
 from ui.link import request
+from ui.status import failure_text
 
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
 
@@ -59,8 +60,7 @@ def on_export(event):
     def done(ok, value):
         update()
         if not ok:
-            say("Could not export this session (%s: %s)." % (
-                value.get("name", "Error"), value.get("message", "")), "error")
+            say("Could not export this session (%s)." % failure_text(value), "error")
             return
         download(value.get("filename") or "%s.jsonl" % session_id, value.get("text") or "")
         say("Exported %s as %s." % (plural(int(value.get("turns") or 0), "turn"),
@@ -80,7 +80,7 @@ def _file_read(text):
             if value.get("name") == "SessionImportError":
                 why = value.get("message") or "not a py-agent session file"
             else:
-                why = "%s: %s" % (value.get("name", "Error"), value.get("message", ""))
+                why = failure_text(value)
             say("Could not import %s: %s. Nothing was changed." % (name, why), "error")
             return
         session_id = value.get("session_id")

@@ -11,7 +11,7 @@ from ui.app import state, turn_of
 from ui.dom import keep, missing, now_ms, part, seconds
 from ui.messages import set_answer, show_error, show_unfinished, UNFINISHED
 from ui.scrolling import after_change, at_latest
-from ui.status import render_status
+from ui.status import failure_text, render_status
 from ui.streamed_reply import StreamedReply
 from ui import recalled, trace
 
@@ -64,9 +64,8 @@ class RunningTurn:
         if not ok:
             trace.mark_failed(message, [])
             self.finish_answer("", rich=False)
-            show_error(message, "Something went wrong: %s: %s" % (
-                value.get("name", "Error"), value.get("message", "")),
-                value.get("traceback") or value.get("message", ""))
+            show_error(message, "Something went wrong: %s" % failure_text(value),
+                       value.get("traceback") or value.get("message", ""))
             return "The request failed"
         status_ = value.get("status") or "answered"
         steps = value.get("steps") or []
@@ -146,6 +145,14 @@ class RunningTurn:
                 self.finish_answer(data["text"], rich=answer_status == "answered")
             self.phase = "Saving…"
             render_status()
+        elif kind == "approval_requested":
+            step = trace.trace_step(message, data.get("index", self.step))
+            step.setAttribute("data-approval", "asking")
+            self.phase = "Waiting for your approval… (step %d)" % self.step
+            render_status()
+        elif kind == "approval":
+            step = trace.trace_step(message, data.get("index", self.step))
+            trace.set_approval(step, data.get("decision") or "", data.get("why") or "")
         elif kind == "turn_saved":
             message.setAttribute("data-saved", "true")
             return False
@@ -162,8 +169,11 @@ class RunningTurn:
         """A streamed delta of a model call. Only the delta is read (the text so far
         would be a copy of the whole reply per chunk), and here it is only fed to the
         StreamedReply: what the page shows of it is drawn by flush_preview, at most every
-        PREVIEW_MS, so that a fast stream of tiny chunks never keeps the page busy."""
-        if self.final or str(getattr(detail, "purpose", "")) != "step":
+        PREVIEW_MS, so that a fast stream of tiny chunks never keeps the page busy.
+        Only this turn's chat's steps count: a delta is tagged with the chat its model
+        session serves (conversationId), and another chat may stream at the same time."""
+        if self.final or str(getattr(detail, "purpose", "")) != "step" or \
+                str(getattr(detail, "conversationId", "")) != self.session:
             return
         reply = self._reply
         offset = int(detail.offset)

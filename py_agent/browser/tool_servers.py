@@ -1,0 +1,197 @@
+"""The page's tool servers (MCP), from the agent worker, with the official TypeScript SDK.
+
+``worker/mcp_client.js`` speaks the wire (it imports the SDK bundle the manifest names:
+``mcp.client``); each server is a :class:`~py_agent.mcp.ToolServer` whose tools join the
+tool set as source ``mcp:<url>``. Servers come from ``serve.py --mcp`` (the manifest's
+``mcp_servers``) and from the user (the Tools panel, which remembers them in this
+browser and asks again at each start).
+
+Requests from the page (each gets one ``{type: 'reply', id, ok, value|error}``):
+``tool_servers`` (every server described), ``connect_tool_server`` (``url``, ``token``,
+``trusted``: replies once the first attempt is over, whatever its outcome, with the
+server described), ``disconnect_tool_server`` (``url``). Every change of a server's
+state or tools is posted as ``{type: 'event', event: {type: 'tool_servers', session_id:
+null, data: {servers: [...]}}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any, Callable
+
+from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-not-found]
+
+from ..mcp import ToolServer, ToolServerError
+from ..tools.toolset import ToolSet
+from ._js import to_py
+
+log = logging.getLogger("py_agent.browser")
+
+CLIENT_MODULE = "./mcp_client.js"   # beside the worker script
+REQUESTS = ("tool_servers", "connect_tool_server", "disconnect_tool_server")
+
+
+def _object_from_entries() -> Any:
+    import js  # type: ignore[import-not-found]
+    return js.Object.fromEntries
+
+
+def _server_error(exc: BaseException) -> ToolServerError:
+    """A JavaScript failure of mcp_client.js as a ToolServerError (its kind and message)."""
+    error = getattr(exc, "js_error", exc)
+    kind = getattr(error, "kind", None)
+    message = getattr(error, "message", None) or str(exc)
+    return ToolServerError(str(kind) if isinstance(kind, str) else "failed", str(message))
+
+
+class BrowserConnection:
+    """A :class:`~py_agent.mcp.server.Connection` over worker/mcp_client.js."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, handle: Any, proxies: list[Any]) -> None:
+        self.handle = handle
+        self.proxies = proxies
+        self.info = to_py(handle.info) or {}
+
+    @property
+    def skipped(self) -> list[str]:
+        return [str(s) for s in (to_py(self.handle.skipped) or [])]
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        try:
+            return to_py(await self.handle.listTools()) or []
+        except JsException as exc:
+            raise _server_error(exc) from None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        call_id = f"mcp{next(self._ids)}"
+        try:
+            return to_py(await self.handle.callTool(
+                name, to_js(arguments, dict_converter=_object_from_entries()), call_id,
+                int(timeout_s * 1000)))
+        except asyncio.CancelledError:   # Stop, or the tool runner's deadline
+            self.handle.cancel(call_id)
+            raise
+        except JsException as exc:
+            raise _server_error(exc) from None
+
+    async def close(self) -> None:
+        try:
+            await self.handle.close()
+        finally:
+            for proxy in self.proxies:
+                proxy.destroy()
+            self.proxies = []
+
+
+class ToolServers:
+    """The page's tool servers; their tools kept in ``toolset``, their states told to
+    the page through ``post``."""
+
+    def __init__(self, boot: Any, toolset: ToolSet, post: Callable[[dict[str, Any]], None],
+                 client_url: str | None) -> None:
+        self.boot = boot
+        self.toolset = toolset
+        self.post = post
+        self.client_url = client_url
+        self.servers: dict[str, ToolServer] = {}
+        self._module: Any = None
+        self._tasks: set[asyncio.Task] = set()
+
+    def start(self, entries: list[dict[str, Any]]) -> None:
+        """Connect the manifest's servers in the background (boot does not wait)."""
+        for entry in entries or []:
+            url = entry.get("url") if isinstance(entry, dict) else None
+            if isinstance(url, str):
+                self._spawn(self.connect(url, str(entry.get("token") or ""),
+                                         bool(entry.get("trusted"))))
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _connection(self, server: ToolServer, token: str) -> BrowserConnection:
+        if self.client_url is None:
+            raise ToolServerError("missing-sdk", "This site was prepared without the MCP "
+                                                 "client: run serve.py again.")
+        if self._module is None:
+            self._module = await self.boot.importModule(CLIENT_MODULE)
+        changed = create_proxy(lambda *_: server.tools_changed())
+        closed = create_proxy(lambda *_: server.gone())
+        options = to_js({"token": token, "timeoutMs": int(server.timeout_s * 1000),
+                         "onToolsChanged": changed, "onClosed": closed},
+                        dict_converter=_object_from_entries())
+        try:
+            handle = await self._module.connect(self.boot.siteURL(self.client_url),
+                                                server.url, options)
+        except JsException as exc:
+            changed.destroy()
+            closed.destroy()
+            raise _server_error(exc) from None
+        return BrowserConnection(handle, [changed, closed])
+
+    async def connect(self, url: str, token: str = "", trusted: bool = False) -> dict[str, Any]:
+        """Connect (again) to ``url``; the server described once the attempt is over."""
+        url = url.strip()
+        old = self.servers.pop(url, None)
+        if old is not None:
+            await old.close()
+        server = ToolServer(url, lambda s: self._connection(s, token), trusted=trusted,
+                            on_change=self._changed)
+        self.servers[url] = server
+        await server.start()
+        return server.describe()
+
+    async def disconnect(self, url: str) -> bool:
+        server = self.servers.pop(url, None)
+        if server is None:
+            return False
+        await server.close()
+        self.toolset.remove_source(f"mcp:{url}")
+        self._announce()
+        return True
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [server.describe() for server in self.servers.values()]
+
+    def _changed(self, server: ToolServer) -> None:
+        if self.servers.get(server.url) is server:
+            self.toolset.set_source(f"mcp:{server.url}", server.tools)
+        self._announce()
+
+    def _announce(self) -> None:
+        self.post({"type": "event", "event": {"type": "tool_servers", "session_id": None,
+                                              "data": {"servers": self.describe()}}})
+
+    # ------------------------------------------------------------------ page requests
+
+    def handle(self, message: dict[str, Any]) -> bool:
+        """Serve one of REQUESTS (False for any other message)."""
+        kind = message.get("type")
+        if kind not in REQUESTS:
+            return False
+        self._spawn(self._serve(kind, message))
+        return True
+
+    async def _serve(self, kind: str, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        try:
+            if kind == "tool_servers":
+                value: Any = self.describe()
+            elif kind == "connect_tool_server":
+                url = message.get("url")
+                if not isinstance(url, str) or not url.strip():
+                    raise ValueError("url is required: the tool server's address")
+                value = await self.connect(url, str(message.get("token") or ""),
+                                           bool(message.get("trusted")))
+            else:
+                value = await self.disconnect(str(message.get("url") or ""))
+        except Exception as exc:
+            self.post({"type": "reply", "id": request_id, "ok": False,
+                       "error": {"name": type(exc).__name__, "message": str(exc)}})
+        else:
+            self.post({"type": "reply", "id": request_id, "ok": True, "value": value})

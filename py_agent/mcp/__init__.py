@@ -1,0 +1,65 @@
+"""Tool servers: the Model Context Protocol over Streamable HTTP.
+
+- ``errors``: :class:`ToolServerError`, what went wrong and what to do about it;
+- ``server``: :class:`ToolServer`, one server's state and tools, whatever speaks the wire;
+- ``python_client``: the wire in CPython, with the official ``mcp`` package (an extra:
+  ``pip install 'py-agent[mcp]'``); the page's worker uses the TypeScript SDK instead
+  (``py_agent/browser/tool_servers.py``).
+
+In Python, :func:`load_mcp_tools` is the door: a server's tools as ``Tool`` s any
+:class:`~py_agent.Agent` takes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tools import Tool
+from .errors import ToolServerError
+from .server import DEFAULT_TIMEOUT_S, ToolServer
+
+
+async def connect_mcp(url: str, *, headers: dict[str, str] | None = None,
+                      timeout_s: float = DEFAULT_TIMEOUT_S, trusted: bool = False,
+                      on_change: Any = None) -> ToolServer:
+    """Connect to the tool server at ``url`` and list its tools; the :class:`ToolServer`
+    (its ``state`` says whether that worked, its ``error`` why not). Its ``tools`` follow
+    the server's list; ``on_change(server)`` is called after each change."""
+    from .python_client import python_connection
+
+    async def connect(server: ToolServer):
+        return await python_connection(url, headers=headers, timeout_s=timeout_s,
+                                       on_tools_changed=server.tools_changed,
+                                       on_closed=server.gone)
+
+    return await ToolServer(url, connect, trusted=trusted, timeout_s=timeout_s,
+                            on_change=on_change).start()
+
+
+async def load_mcp_tools(url: str, *, headers: dict[str, str] | None = None,
+                         timeout_s: float = DEFAULT_TIMEOUT_S,
+                         trusted: bool = False) -> list[Tool]:
+    """The tools of the MCP server at ``url`` (Streamable HTTP), ready for an Agent.
+
+    Args:
+        url: the server's endpoint, e.g. ``http://localhost:3001/mcp``.
+        headers: HTTP headers for every request, e.g. ``{"Authorization": "Bearer T"}``.
+        timeout_s: how long connecting, listing and each call may take.
+        trusted: take the server at its word: an unannotated tool does not ask the user
+            before each call (by default only tools annotated read-only are called
+            without asking).
+
+    The connection stays open while the event loop runs. A tool keeps its server's name
+    (an Agent prefixes the server's name to one whose name another tool has); a tool
+    whose schema cannot be used is left out, with a warning logged.
+
+    Raises:
+        ToolServerError: the server cannot be used; its message says why and what to do.
+    """
+    server = await connect_mcp(url, headers=headers, timeout_s=timeout_s, trusted=trusted)
+    if server.state != "connected":
+        raise ToolServerError(server.kind or "failed", server.error)
+    return list(server.tools)
+
+
+__all__ = ["ToolServer", "ToolServerError", "connect_mcp", "load_mcp_tools"]

@@ -1,0 +1,196 @@
+"""Tools that live elsewhere: a tool server's (MCP) or a web page's (WebMCP, page tools).
+
+Each arrives as a description (a name, a description, a JSON Schema of its input and
+annotations) and a way to call it; :func:`remote_tool` makes it the same
+:class:`~py_agent.tools.Tool` as any other through :func:`~py_agent.tools.schema_tool`.
+Where it came from stays in ``metadata`` (``source``: ``"mcp"`` or ``"page"``/``"webmcp"``;
+``server``: the server's or page's name; ``untrusted``: its results are data, never
+instructions); the retriever never reads it, the Tools panel and the trace do.
+
+A remote tool is consequential (:attr:`Tool.confirm`: the user approves each call)
+unless it says it only reads (``readOnlyHint``). A server the user marked trusted is
+taken at its word for unannotated tools: only those it marks destructive ask first.
+
+What a remote tool returns (MCP's ``CallToolResult``: text, structured content, images,
+audio, resources) becomes observation text here (:func:`render_result`); an image is
+described, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any, Awaitable, Callable, Iterable, Mapping
+
+from ..boundary import untrusted_text
+from .definition import Tool
+from .errors import ToolError
+from .schema import schema_tool
+
+# A remote description longer than this is cut: it goes into prompts, and a server
+# could otherwise fill the model's window with it.
+MAX_DESCRIPTION_CHARS = 1_000
+# Remote text is cut here before anything else reads it (the tool runner caps the
+# observation further, to the policy's size).
+MAX_RESULT_CHARS = 200_000
+
+RemoteCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+class RemoteToolError(ToolError):
+    """A remote tool answered with an error result (MCP ``isError``); ``str()`` is what it
+    said, and the tool runner shows it as "<tool> raised an error: ..."."""
+
+    remote_name = "an error"
+
+
+def consequential(annotations: Mapping[str, Any] | None, *, trusted: bool = False) -> bool:
+    """Whether a remote tool must be approved before each call, from its annotations.
+
+    ``readOnlyHint: true``: never. Otherwise always, unless the server is ``trusted``:
+    then only a tool marked ``destructiveHint: true`` asks.
+    """
+    hints = annotations if isinstance(annotations, Mapping) else {}
+    if hints.get("readOnlyHint") is True:
+        return False
+    if trusted:
+        return hints.get("destructiveHint") is True
+    return True
+
+
+def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | None,
+                call: RemoteCall, *, source: str, server: str,
+                annotations: Mapping[str, Any] | None = None, trusted: bool = False,
+                title: str = "", extra: Mapping[str, Any] | None = None) -> Tool:
+    """A :class:`Tool` for a remote tool; ``call(name, arguments)`` runs it there and
+    returns its result (a ``CallToolResult``-shaped dict, a string, or any JSON value).
+
+    Raises :class:`~py_agent.tools.InvalidToolSchemaError` for a name or schema that
+    cannot be used (the loader skips that tool and says why).
+    """
+    text = " ".join(untrusted_text(description or title or "").split())
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[:MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
+    hints = dict(annotations) if isinstance(annotations, Mapping) else {}
+
+    async def run(**arguments: Any) -> str:
+        result = await call(name, arguments)
+        text, failed = render_result(result)
+        if failed:
+            raise RemoteToolError(text)
+        return text
+
+    metadata = {"source": source, "server": server, "remote_name": name, "title": title,
+                "annotations": hints, "untrusted": True, **dict(extra or {})}
+    return schema_tool(name, text or name, input_schema, run, metadata=metadata,
+                       confirm=consequential(hints, trusted=trusted))
+
+
+# ------------------------------------------------------------------ results
+
+def _size(data: Any) -> str:
+    """The decoded size of base64 ``data``, for an image's description."""
+    if not isinstance(data, str):
+        return "unknown size"
+    count = len(data) * 3 // 4 - data[-2:].count("=")
+    return f"{count:,} bytes" if count < 10_000 else f"{count / 1024:,.0f} kB"
+
+
+def _block_text(block: Any) -> str:
+    """One content block of a tool result as text the model can read."""
+    if not isinstance(block, Mapping):
+        return _json(block)
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        mime = str(block.get("mimeType") or kind)
+        return (f"[{'an image' if kind == 'image' else 'audio'} ({mime}, "
+                f"{_size(block.get('data'))}) that this model cannot "
+                f"{'see' if kind == 'image' else 'hear'}]")
+    if kind == "resource_link":
+        label = block.get("title") or block.get("name") or "a resource"
+        return f"[resource: {label} <{block.get('uri', '')}>]"
+    if kind == "resource":
+        resource = block.get("resource") if isinstance(block.get("resource"), Mapping) else {}
+        if isinstance(resource.get("text"), str):
+            return resource["text"]
+        return (f"[a {resource.get('mimeType') or 'binary'} resource <{resource.get('uri', '')}>"
+                " that cannot be shown as text]")
+    return _json(block)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+def render_result(result: Any) -> tuple[str, bool]:
+    """A remote tool's result as observation text, and whether it is an error result.
+
+    An MCP ``CallToolResult`` shows its content blocks in order (text as it is, images and
+    audio described, resources named), then its ``structuredContent`` as JSON when no
+    text carried it. A string is itself; any other value is JSON. Cut at
+    :data:`MAX_RESULT_CHARS`.
+    """
+    failed = False
+    if isinstance(result, Mapping) and isinstance(result.get("content"), list):
+        failed = result.get("isError") is True
+        parts = [_block_text(block) for block in result["content"]]
+        texts = [p for p in parts if p]
+        structured = result.get("structuredContent")
+        if structured is not None and not any(
+                isinstance(b, Mapping) and b.get("type") == "text" and str(b.get("text", "")).strip()
+                for b in result["content"]):
+            texts.append(_json(structured))
+        text = "\n".join(texts) if texts else "(the tool returned no content)"
+    elif isinstance(result, Mapping) and "structuredContent" in result:
+        failed = result.get("isError") is True
+        text = _json(result["structuredContent"])
+    elif isinstance(result, str):
+        text = result
+    elif result is None:
+        text = "(the tool returned nothing)"
+    else:
+        text = _json(result)
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f" … [cut: the tool returned {len(text):,} characters]"
+    return text, failed
+
+
+# ------------------------------------------------------------------ names
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def server_label(name: str) -> str:
+    """A server's name as a tool-name prefix: letters, digits, ``_``, ``.``, ``-``."""
+    label = _UNSAFE.sub("_", str(name)).strip("_.-")
+    return label[:40] or "server"
+
+
+def resolve_clashes(tools: Iterable[Tool]) -> list[Tool]:
+    """The tools with unique names: a tool of a server (``metadata["server"]``) whose name
+    another tool also has gets its server's name as a prefix (``everything_echo``); the
+    agent's own tools keep theirs. Order is kept."""
+    items = list(tools)
+    counts: dict[str, int] = {}
+    for t in items:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    taken = set(counts)
+    out: list[Tool] = []
+    for t in items:
+        server = t.metadata.get("server")
+        if not server or counts[t.name] == 1:
+            out.append(t)
+            continue
+        base = f"{server_label(server)}_{t.name}"[:128]
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base[:120]}_{n}", n + 1
+        taken.add(name)
+        out.append(replace(t, name=name))
+    return out

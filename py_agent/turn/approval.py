@@ -1,0 +1,147 @@
+"""Approval before consequential calls: one gate for every kind of tool.
+
+A tool that deletes, sends or pays declares itself consequential (:attr:`Tool.confirm`:
+``@tool(confirm=True)``, ``schema_tool(confirm=True)``, a tool server's tool not
+annotated read-only). The tool runner asks this gate after the model chose the tool and
+its arguments were checked, before the call: the app's approver (the page's dialog, the
+terminal's y/n/a prompt, an ``approve`` callback in Python) sees an
+:class:`ApprovalRequest` and answers **allow once**, **allow for this chat** (that tool
+is not asked about again in this chat) or **deny**. A denial, no approver, or no answer
+in time becomes an observation the model reads, and the turn goes on. Each question
+and answer is an event (``approval_requested``, ``approval``) the trace shows.
+
+An approver returns (or awaits) ``True`` / ``"once"`` to allow once, ``"chat"`` to
+allow for the chat, and ``False`` / ``"deny"`` (or anything else) to deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Union
+
+from ..boundary import describe
+from ..tools import Tool
+
+ALLOW_ONCE, ALLOW_CHAT, DENY = "once", "chat", "deny"
+# How long a question waits for the user before it counts as a denial.
+DEFAULT_APPROVAL_TIMEOUT_S = 300.0
+
+Answer = Union[bool, str]
+Approver = Callable[["ApprovalRequest"], Union[Answer, Awaitable[Answer]]]
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the user is asked about: the tool, its checked arguments, where it comes from
+    (``server``: a tool server's name, ``"page"``, or ``""`` for the app's own tools) and
+    the chat (``session_id``)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    server: str
+    source: str
+    session_id: str
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "arguments": self.arguments, "server": self.server,
+                "source": self.source, "session_id": self.session_id,
+                "description": self.description}
+
+    def __str__(self) -> str:
+        where = f" ({self.server})" if self.server else ""
+        return f"{self.tool}{where} {json.dumps(self.arguments, ensure_ascii=False)}"
+
+
+def decision(answer: Any) -> str:
+    """An approver's answer as ALLOW_ONCE, ALLOW_CHAT or DENY."""
+    if answer is True or answer == ALLOW_ONCE:
+        return ALLOW_ONCE
+    if answer == ALLOW_CHAT:
+        return ALLOW_CHAT
+    return DENY
+
+
+@dataclass
+class Approvals:
+    """The tools the user allowed for a whole chat, per chat (kept while the agent runs)."""
+
+    allowed: dict[str, set[str]] = field(default_factory=dict)
+
+    def allows(self, session_id: str, tool: str) -> bool:
+        return tool in self.allowed.get(session_id, ())
+
+    def allow(self, session_id: str, tool: str) -> None:
+        self.allowed.setdefault(session_id, set()).add(tool)
+
+    def forget(self, session_id: str) -> None:
+        self.allowed.pop(session_id, None)
+
+
+@dataclass
+class ApprovalGate:
+    """One turn's gate: its chat, the app's approver (None: nobody to ask), and where
+    events go (``emit(type, data)``)."""
+
+    session_id: str
+    approver: Approver | None
+    approvals: Approvals
+    emit: Emit | None = None
+    timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    # Untrusted text (a server's or a page's) entered this turn: what the user allowed
+    # for the chat is asked again, so that such text can at most lead to a question.
+    tainted: bool = False
+
+    async def check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
+        """None if the call may run; otherwise the observation the model reads instead."""
+        if not tool.confirm:
+            return None
+        request = ApprovalRequest(tool=tool.name, arguments=arguments,
+                                  server=str(tool.metadata.get("server") or ""),
+                                  source=str(tool.metadata.get("source") or ""),
+                                  session_id=self.session_id, description=tool.description)
+        if self.approvals.allows(self.session_id, tool.name) and not self.tainted:
+            await self._tell("approval", request, ALLOW_CHAT, "allowed for this chat earlier")
+            return None
+        if self.approver is None:
+            await self._tell("approval", request, DENY, "no one to ask")
+            return (f"{tool.name} was not called: it needs the user's approval, and this app "
+                    "has no way to ask (give the Agent an approve= callback). Tell the user "
+                    "what you would have done instead.")
+        await self._tell("approval_requested", request)
+        try:
+            answer = await asyncio.wait_for(self._ask(request), self.timeout_s)
+        except asyncio.TimeoutError:
+            await self._tell("approval", request, DENY, "no answer in time")
+            return (f"{tool.name} was not called: the user did not answer the approval "
+                    f"question within {self.timeout_s:g} s.")
+        except Exception as exc:   # a broken approver must not run the call
+            await self._tell("approval", request, DENY, f"the approver failed: {describe(exc)}")
+            return f"{tool.name} was not called: asking the user failed ({describe(exc)})."
+        chosen = decision(answer)
+        await self._tell("approval", request, chosen)
+        if chosen == DENY:
+            return (f"The user denied this call of {tool.name}; it did not run. Do not try "
+                    "it again in this turn: answer the user, or ask what they want instead.")
+        if chosen == ALLOW_CHAT:
+            self.approvals.allow(self.session_id, tool.name)
+        return None
+
+    async def _ask(self, request: ApprovalRequest) -> Any:
+        answer = self.approver(request)  # type: ignore[misc]
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+    async def _tell(self, event: str, request: ApprovalRequest, chosen: str = "",
+                    why: str = "") -> None:
+        if self.emit is None:
+            return
+        data = request.to_dict()
+        if event == "approval":
+            data.update(decision=chosen, why=why)
+        await self.emit(event, data)

@@ -1,0 +1,230 @@
+"""The Chrome extension end to end: built by serve.py's own code, loaded unpacked into
+Chromium (a persistent context with --load-extension), its side panel page opened in a
+tab (headless Chromium cannot open the side panel itself) with the fake Prompt API, and
+fixture pages in other tabs (tests/e2e/extension_app.py).
+
+One browser and one booted panel serve the whole file (each boot costs seconds); the
+restart test comes last and starts the browser again on the same profile.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.extension_app import (ARTICLE_SECTIONS, HUGE_NEEDLE, ExtensionBrowser,
+                                     FixtureServer, build_test_extension, marker,
+                                     page_tools_call)
+from tests.e2e.pages import ASSISTANT, BOOT_TIMEOUT_MS, SHOWN_AFTER_BOOT, chat, step_responder, \
+    wait_until
+
+PAGE_TOOLS = ["read_page", "find_in_page", "summarize_page", "page_selection", "page_links",
+              "list_tabs"]
+
+# The scripted model: the user's message picks a page tool; the observation's page text
+# is answered with its sentence that shares most words with the message, in quotes; a
+# part of a page to summarize is summarized as the section words it holds.
+RESPONDER = step_responder(r"""
+    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
+    const asked = window.__asked || '';
+    if (observed) {
+      const data = /<page-data[^>]*>\n([\s\S]*?)\n<\/page-data>/.exec(observed[2]);
+      if (!data) return step({thought: 'no page', finalAnswer: `No page: ${observed[2].slice(0, 300)}`});
+      if (observed[1] === 'summarize_page') return step({thought: 'done', finalAnswer: `Summary: ${data[1]}`});
+      const words = new Set(asked.toLowerCase().match(/[a-z0-9]{3,}/g) || []);
+      let best = '', score = -1;
+      for (const sentence of data[1].split(/(?<=[.!?;])\s+|\n/)) {
+        const s = sentence.replace(/^\[[^\]]*\]$/, '').trim();
+        const n = (s.toLowerCase().match(/[a-z0-9]{3,}/g) || []).filter((w) => words.has(w)).length;
+        if (s.length > 12 && n > score) { best = s; score = n; }
+      }
+      return step({thought: 'found it', finalAnswer: `According to the page, “${best.replace(/[.;]$/, '')}”.`});
+    }
+    const message = text.slice(text.lastIndexOf('User: ') + 6).trim();
+    window.__asked = message;
+    const offered = schema.properties.toolName.enum;
+    const pick = /summar/i.test(message) ? ['summarize_page', {}]
+      : /selected/i.test(message) ? ['page_selection', {}]
+      : /tabs/i.test(message) ? ['list_tabs', {}]
+      : /^find /i.test(message) ? ['find_in_page', {query: message.slice(5)}]
+      : ['read_page', {question: message}];
+    if (!offered.includes(pick[0])) return step({finalAnswer: `NOT OFFERED ${pick[0]}: ${offered}`});
+    return step({thought: 'read the page', toolName: pick[0], toolInput: pick[1]});
+""", setup="""
+  const summarize = (input) => {
+    const text = String(input);
+    const found = [...new Set(text.match(/zeta\\d\\dquill/g) || [])];
+    const previous = /<summary-so-far>\\n([\\s\\S]*?)\\n<\\/summary-so-far>/.exec(text)[1];
+    return `The guide covers ${found.join(', ')}. ` + (previous.startsWith('(nothing') ? '' : previous);
+  };
+  window.__pageSummaries = 0;
+""").replace("""    const schema = ctx.responseConstraint;""", """    const schema = ctx.responseConstraint;
+    if (String(input).includes('<page-part')) { window.__pageSummaries++; return summarize(input); }""")
+
+
+@pytest.fixture(scope="module")
+def extension(tmp_path_factory):
+    return build_test_extension(tmp_path_factory.mktemp("extension") / "py-agent")
+
+
+@pytest.fixture(scope="module")
+def fixtures():
+    server = FixtureServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def browser(playwright, extension, tmp_path_factory):
+    opened = ExtensionBrowser(playwright, extension, tmp_path_factory.mktemp("profile"))
+    opened.start()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def panel(browser, fixtures):
+    browser.open_tab(fixtures.url + "/selection.html")
+    page = browser.open_panel(responderSource=RESPONDER)
+    problems = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
+                                                            timeout=BOOT_TIMEOUT_MS)
+    wait_until(page, SHOWN_AFTER_BOOT, timeout_ms=20_000)
+    page.problems = problems
+    return page
+
+
+def show(browser, panel, url: str):
+    """Open ``url`` in a tab, then come back to the panel (whose page tools read the tab
+    used last)."""
+    tab = browser.open_tab(url)
+    panel.bring_to_front()
+    return tab
+
+
+def prompts(panel) -> list[str]:
+    """Every prompt the fake model was sent, in order."""
+    return panel.evaluate("window.__fakeLM.calls.filter((c) => c.method === 'prompt' || "
+                          "c.method === 'promptStreaming').map((c) => c.input)")
+
+
+def test_the_side_panel_boots_with_the_page_tools_and_no_policy_errors(panel):
+    tools = panel.get_by_test_id("tools-list")
+    for name in PAGE_TOOLS:
+        expect(tools).to_contain_text(name, timeout=20_000)
+    assert [p for p in panel.problems if "Content Security Policy" in p or "Refused" in p] == []
+    manifest = panel.evaluate("chrome.runtime.getManifest()")
+    assert manifest["permissions"] == ["activeTab", "scripting", "sidePanel"]
+    assert "'unsafe-eval'" not in manifest["content_security_policy"]["extension_pages"]
+
+
+def test_a_question_is_answered_from_the_page_and_the_table_reaches_the_prompt(browser, panel,
+                                                                              fixtures):
+    show(browser, panel, fixtures.url + "/laptops.html")
+    answer = chat(panel, "Which developers laptop has 32 GB memory for virtual machines?")
+    assert "Heron Pro 16" in answer
+    observed = [p for p in prompts(panel) if p.startswith("Observation from read_page")]
+    assert observed and "| Heron Pro 16 | 32 GB | 1 TB SSD | 1.9 kg | 1,649 EUR |" in observed[-1]
+    assert "Hidden promo" not in observed[-1] and "Screen-reader note" not in observed[-1]
+
+
+def test_a_quote_in_the_answer_scrolls_the_tab_to_it(browser, panel, fixtures):
+    tab = show(browser, panel, fixtures.url + "/article.html")
+    answer = chat(panel, "How much is the cancellation fee for a booking at the harbour office?")
+    assert "thirty-five euros" in answer
+    quote = panel.locator(ASSISTANT).last.get_by_test_id("page-quote")
+    expect(quote).to_have_count(1)
+    assert tab.evaluate("scrollY") == 0
+    quote.click()
+    expect(quote).to_have_attribute("data-state", "shown")
+    wait_until(tab, "scrollY > 1000")
+    # The passage is in view, and highlighted (the highlight registry is the document's).
+    assert tab.evaluate("""(() => { const p = [...document.querySelectorAll('p')]
+        .find((e) => e.textContent.includes('thirty-five euros')).getBoundingClientRect();
+        return p.top >= 0 && p.bottom <= innerHeight; })()""")
+
+
+def test_hidden_injected_text_never_reaches_a_prompt(browser, panel, fixtures):
+    show(browser, panel, fixtures.url + "/injected.html")
+    answer = chat(panel, "What does this page say about tomatoes and sun?")
+    assert "six to eight hours" in answer
+    chat(panel, "Summarize this page")
+    everything = "\n".join(prompts(panel))
+    assert "Tomatoes need six to eight hours" in everything
+    assert "PWNED" not in everything
+    assert "left out" in everything and "frame(s) on the page were not read" in everything
+
+
+def test_summarizing_a_page_longer_than_the_window_reads_every_chunk(browser, panel, fixtures):
+    show(browser, panel, fixtures.url + "/article.html")
+    before = panel.evaluate("window.__pageSummaries")
+    answer = chat(panel, "Summarize this page please")
+    parts = [p for p in prompts(panel) if "<page-part" in p]
+    assert panel.evaluate("window.__pageSummaries") - before >= 2
+    for section in range(1, ARTICLE_SECTIONS + 1):
+        assert any(marker(section) in p for p in parts), section
+    assert answer.startswith("Summary:") and marker(ARTICLE_SECTIONS) in answer
+
+
+def test_a_5_mb_page_is_read_within_its_cap_and_the_prompt_stays_within_the_window(
+        browser, panel, fixtures):
+    show(browser, panel, fixtures.url + "/huge.html")
+    started = time.monotonic()
+    chat(panel, "What is the lighthouse keeper's cat called?")
+    seconds = time.monotonic() - started
+    observed = [p for p in prompts(panel) if p.startswith("Observation from read_page")][-1]
+    assert "only its first" in observed and "5,0" in observed
+    assert HUGE_NEEDLE not in observed   # past the cap: said, not silently missing
+    window = panel.evaluate("window.__fakeLM.config ? window.__fakeLM.config.contextWindow : 9216")
+    assert len(observed) < 6000 and len(observed) / 4 < window
+    assert seconds < 60
+
+
+def test_the_selection_is_what_the_user_selected(browser, panel, fixtures):
+    tab = show(browser, panel, fixtures.url + "/selection.html")
+    tab.evaluate("""() => { const range = document.createRange();
+        range.selectNodeContents(document.getElementById('deposit'));
+        getSelection().removeAllRanges(); getSelection().addRange(range); }""")
+    answer = chat(panel, "Explain the selected paragraph about the deposit")
+    assert "1,200 EUR" in answer
+    observed = [p for p in prompts(panel) if p.startswith("Observation from page_selection")][-1]
+    assert "twelve months" not in observed   # the selection, not the page
+
+
+def test_pages_the_extension_may_not_read_say_why(browser, panel, fixtures):
+    tab = browser.open_tab("chrome://version")
+    panel.bring_to_front()
+    said = page_tools_call(panel, "readPage")
+    assert said["reason"] == "browser-page" and "may not read" in said["error"]
+    answer = chat(panel, "What is on this browser page?")
+    assert "The page could not be read" in answer and "browser page" in answer
+    tab.close()
+    gone = show(browser, panel, fixtures.url + "/laptops.html")
+    tab_id = page_tools_call(panel, "readPage")["tabId"]
+    gone.close()
+    said = page_tools_call(panel, "readPage", {"tab": tab_id})
+    assert said["reason"] == "closed" and "closed" in said["error"]
+
+
+def test_the_panel_keeps_its_session_across_a_tab_switch_and_a_browser_restart(
+        browser, panel, fixtures):
+    answers = panel.locator(ASSISTANT).count()
+    tab = show(browser, panel, fixtures.url + "/selection.html")
+    tab.bring_to_front()
+    panel.bring_to_front()
+    assert panel.locator(ASSISTANT).count() == answers
+    session = panel.evaluate("localStorage.length")   # the page's own storage works here
+    assert session >= 0
+    browser.close()
+    browser.start()
+    again = browser.open_panel(responderSource=RESPONDER)
+    expect(again.get_by_test_id("status")).to_have_attribute("data-state", "ready",
+                                                             timeout=BOOT_TIMEOUT_MS)
+    wait_until(again, SHOWN_AFTER_BOOT, timeout_ms=20_000)
+    expect(again.locator(ASSISTANT)).to_have_count(answers, timeout=20_000)
+    assert re.search("Heron Pro 16", again.locator(ASSISTANT).first.text_content())
