@@ -26,8 +26,10 @@ from pathlib import Path
 #   style-src 'self'     no inline styles: PyScript styles its error banner through the
 #                        CSSOM (element.style), which CSP does not restrict.
 #   worker-src 'self'    the agent worker is a same-origin module script; blob: for the
-#     blob:              in-page model, whose engine (wllama) starts llama.cpp's worker,
-#                        and its threads, from scripts it holds as Blobs.
+#     blob:              in-page model's threads, which llama.cpp's worker starts from the
+#                        Blob of its code (the worker itself starts from a file:
+#                        web/page_model/llama_worker_file.js; an extension, with no blob:,
+#                        runs the model on one thread).
 #   connect-src 'self'   fetch() of the manifest, stdlib zip, lock file and wheels; plus
 #                        the origin of --model-url's server when the worker reaches it
 #                        directly (not when serve.py proxies it): that origin only.

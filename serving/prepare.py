@@ -100,6 +100,7 @@ def prepare(tools: Iterable[Path] = (), *, snapshot: bool = True) -> dict:
         "micropip": {"version": micropip_version, "wheel": url_of(micropip_wheel)},
         "page_model": {"wllama": f"vendor/{names['wllama']}/index.js",
                        "wasm": f"vendor/{names['wllama']}/wllama.wasm",
+                       "worker": f"vendor/{names['wllama']}/llama_worker.js",
                        "sha256": f"vendor/{names['hash-wasm']}/index.esm.min.js"},
         "mcp": {"client": f"vendor/{names['mcp-client']}/mcp_client.mjs"},
         "page_reader": {"readability": f"vendor/{names['readability']}/Readability.js"},

@@ -37,6 +37,10 @@ class Runtime:
     # package, into key_file: for a package that is ESM with dependencies, which a module
     # worker cannot import as it is (no import maps there).
     bundle: str | None = None
+    # A Node script (a path under the repository) that writes key_file from the copied
+    # package, run as ``node SCRIPT PACKAGE_DIR KEY_FILE``: for a file the package makes
+    # only at run time (wllama's llama.cpp worker, which it starts from a Blob).
+    generate: str | None = None
 
 
 RUNTIMES = [
@@ -54,10 +58,11 @@ RUNTIMES = [
     Runtime("markdown-it", "markdown-it", ("dist/browser/markdown-it.esm.min.mjs",
                                            "dist/browser/markdown-it.esm.min.mjs.map", "LICENSE"),
             "markdown-it.esm.min.mjs"),
-    # The in-page model (web/page_model/): llama.cpp in WebAssembly, and the streaming
-    # SHA-256 that checks a downloaded GGUF.
+    # The in-page model (web/page_model/): llama.cpp in WebAssembly, its worker as a file
+    # (an extension may not start workers from blob:; docs/extension.md), and the
+    # streaming SHA-256 that checks a downloaded GGUF.
     Runtime("@wllama/wllama", "wllama", ("esm/index.js", "esm/wasm/wllama.wasm", "LICENCE"),
-            "wllama.wasm"),
+            "llama_worker.js", generate="serving/llama_worker.mjs"),
     Runtime("hash-wasm", "hash-wasm", ("dist/index.esm.min.js", "LICENSE"), "index.esm.min.js"),
     # The MCP client SDK, for tool servers reached from the agent worker (worker/mcp_client.js):
     # ESM with dependencies (zod, a JSON Schema validator), bundled into one module.
@@ -164,6 +169,9 @@ def copy_runtime(runtime: Runtime, version: str) -> str:
     if runtime.bundle is not None:
         bundle(runtime, staging / runtime.key_file)
         files.append(staging / runtime.key_file)
+    if runtime.generate is not None:
+        generate(runtime, source, staging / runtime.key_file)
+        files.append(staging / runtime.key_file)
     size = sum(p.stat().st_size for p in staging.iterdir())
     if target.exists():
         shutil.rmtree(target)
@@ -181,6 +189,16 @@ def bundle(runtime: Runtime, out: Path) -> None:
                             cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0 or not out.is_file():
         raise PrepareError(f"bundling {runtime.package} with esbuild failed:\n"
+                           f"{(result.stderr or result.stdout).strip()[-2000:]}")
+
+
+def generate(runtime: Runtime, package: Path, out: Path) -> None:
+    """Run ``runtime.generate`` to write ``out`` from the installed ``package``."""
+    node, _ = require_node()
+    result = subprocess.run([node, str(ROOT / runtime.generate), str(package), str(out)],
+                            cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0 or not out.is_file():
+        raise PrepareError(f"making {out.name} from {runtime.package} failed:\n"
                            f"{(result.stderr or result.stdout).strip()[-2000:]}")
 
 

@@ -1,7 +1,8 @@
 """The extension as the tests drive it: built once by ``serve.py``'s own code (with a host
 permission for 127.0.0.1, where the fixture pages are served, since no test can click the
-toolbar button that grants activeTab), loaded into Chromium with ``--load-extension`` in a
-persistent context, and a server of fixture pages.
+toolbar button that grants activeTab; with the tiny GGUF as its in-page model, ``--gguf``;
+and with a model server, ``--model-url``), loaded into Chromium with ``--load-extension``
+in a persistent context, and a server of fixture pages.
 
 Chromium's side panel itself cannot be opened by a headless test: the tests open the
 side panel's page, chrome-extension://ID/sidepanel.html, in a tab of its own. The page
@@ -19,6 +20,8 @@ from pathlib import Path
 from playwright.sync_api import BrowserContext, Page, Playwright
 
 from serving.extension_build import build_extension
+from serving.model_server import model_server_from_args
+from serving.page_models import page_models_from_args
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path
 from tests.e2e.pages import install_fake_lm_scripts
 
@@ -122,9 +125,15 @@ class FixtureServer:
         self.server.server_close()
 
 
-def build_test_extension(folder: Path) -> Path:
-    """The extension as serve.py --extension builds it, allowed to read the fixtures."""
-    return build_extension(folder, sites=[FIXTURE_SITE]).folder
+def build_test_extension(folder: Path, *, gguf: Path | None = None,
+                         model_url: str | None = None) -> Path:
+    """The extension as serve.py --extension builds it, allowed to read the fixtures;
+    ``gguf``: a model file it carries (--gguf), ``model_url``: a model server it
+    reaches (--model-url)."""
+    page_models = page_models_from_args([str(gguf)]) if gguf else None
+    model_server = model_server_from_args(model_url, environ={}) if model_url else None
+    return build_extension(folder, sites=[FIXTURE_SITE], page_models=page_models,
+                           model_server=model_server).folder
 
 
 class ExtensionBrowser:

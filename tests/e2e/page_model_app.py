@@ -40,17 +40,23 @@ HUGE = 40 * 10**9
 NO_PROMPT_API = "delete window.LanguageModel; delete window.ai;"
 
 
+# The test models tests/tiny_gguf.py writes (see the module docstring): name -> options.
+MODELS = {
+    "tiny.gguf": dict(preference={"none": 1.5, '"': 2.3}, others=-3.0),
+    "chatty.gguf": dict(preference={'"': -8.0, "}": -8.0}, name="tiny-chatty-llama"),
+    "bad_template.gguf": dict(chat_template="{{ raise_exception('No conversation, sorry.') }}"),
+}
+
+
+def write_model(folder: Path, name: str) -> Path:
+    """One of the test models (MODELS), written into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_tiny_gguf(folder / name, context_length=WINDOW, **MODELS[name])
+
+
 def write_models(folder: Path) -> dict[str, Path]:
     """The test models (see the module docstring), written once into ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    models = {
-        "tiny.gguf": dict(preference={"none": 1.5, '"': 2.3}, others=-3.0),
-        "chatty.gguf": dict(preference={'"': -8.0, "}": -8.0}, name="tiny-chatty-llama"),
-        "bad_template.gguf": dict(chat_template="{{ raise_exception('No conversation, sorry.') }}"),
-    }
-    paths = {}
-    for name, options in models.items():
-        paths[name] = write_tiny_gguf(folder / name, context_length=WINDOW, **options)
+    paths = {name: write_model(folder, name) for name in MODELS}
     for copy in ("slow.gguf", "truncated.gguf"):
         paths[copy] = Path(shutil.copy(paths["tiny.gguf"], folder / copy))
     return paths

@@ -15,6 +15,7 @@ import pytest
 
 from py_agent import tool
 from py_agent.prompting import step_schema
+from serving.paths import VENDOR, WEB
 from tests.e2e.page_model_site import open_blank, start_model_site
 
 pytestmark = pytest.mark.e2e
@@ -92,6 +93,24 @@ def test_streams_tokens_and_the_grammar_forces_the_step_schema(pm, site):
         step = json.loads(reply)   # the random model writes valid JSON only because it must
         jsonschema.validate(step, STEP_SCHEMA)
     assert 0 < result["usage"] <= result["window"] == 1024
+
+
+def test_llama_cpp_starts_from_the_worker_file_and_one_of_another_wllama_is_refused(pm, site):
+    started = []
+    pm.on("worker", lambda worker: started.append(worker.url))
+    load(pm, site)
+    assert any("/llama_worker.js?run=" in url for url in started), started
+    assert not [url for url in started if url.startswith("blob:")]
+    # The same file with one character of wllama's code changed: not the worker it starts.
+    vendored = WEB / json.loads((VENDOR / "manifest.json").read_text())["page_model"]["worker"]
+    first, rest = vendored.read_text().split("\n", 1)
+    (site.folder / "other_worker.js").write_text(first + "\n" + rest.replace("wModuleInit", "wModuleStart", 1))
+    refused = pm.evaluate("""async ([source, worker]) => {
+      const model = new pm.PageModel({source, threads: 1, urls: {...pm.manifest.page_model, worker}});
+      try { await model.load(); return null; } catch (e) { return pm.err(e); } finally { model.terminate(); }
+    }""", [site.model("tiny.gguf"), "/models/other_worker.js"])
+    assert refused["name"] == "NotSupportedError"
+    assert "different preparations" in refused["message"]
 
 
 def test_the_llm_host_serves_it_as_it_serves_the_prompt_api(pm, site):

@@ -16,6 +16,7 @@
  */
 
 import { GGUFError, modelFacts, readGGUFHeader } from './gguf_header.js';
+import { LlamaWorkerFile } from './llama_worker_file.js';
 
 export const DEFAULT_WINDOW_CAP = 4096;   // tokens; see loadOptions() for why
 const SLOTS = 2;                           // sequences llama.cpp keeps side by side
@@ -102,10 +103,13 @@ function engineError(error, { constrained = false, nativeError = null } = {}) {
 
 export class Engine {
   /**
-   * @param {object} urls {wllama: URL of wllama's ES module, wasm: URL of its .wasm}
+   * @param {object} urls {wllama: URL of wllama's ES module, wasm: URL of its .wasm,
+   *   worker: URL of llama.cpp's worker as a file (llama_worker_file.js says why; without
+   *   it wllama starts the worker from a Blob, which an extension does not allow)}
    */
   constructor(urls) {
     this.urls = urls;
+    this._workerFile = null;   // a promise of the LlamaWorkerFile, fetched once
     this.wllama = null;
     this.info = null;
     this._separator = null;   // a special token's text (see countTokens)
@@ -141,6 +145,11 @@ export class Engine {
     const window = Math.max(64, Math.min(contextWindow ?? Math.min(trained, DEFAULT_WINDOW_CAP), trained));
     const isolated = Boolean(globalThis.crossOriginIsolated);
     const { Wllama } = await import(this.urls.wllama);
+    if (this.urls.worker && !this._workerFile) {
+      this._workerFile = LlamaWorkerFile.fetch(this.urls.worker);
+      this._workerFile.catch(() => { this._workerFile = null; });   // tried again next time
+    }
+    const workerFile = this._workerFile ? await this._workerFile : null;
     let templateProblem = null;   // what llama.cpp said about the chat template, if anything
     const wllama = new Wllama({ default: this.urls.wasm }, {
       logger: quietLogger((text) => {
@@ -154,8 +163,9 @@ export class Engine {
     };
     if (threads != null) params.n_threads = threads;
     else if (!isolated) params.n_threads = 1;
+    const start = () => wllama.loadModel([blob], params);
     try {
-      await wllama.loadModel([blob], params);
+      await (workerFile ? workerFile.during(start) : start());
     } catch (error) {
       await wllama.exit().catch(() => {});
       const message = String(error?.message ?? error);

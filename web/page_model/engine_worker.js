@@ -4,8 +4,9 @@
  * page talks to it through language_model.js; nothing here touches the DOM.
  *
  * Started as a module worker: new Worker('/page_model/engine_worker.js?urls=<json>',
- * {type: 'module'}) where urls = {wllama, wasm, sha256} (the vendored files, from
- * /vendor/manifest.json's page_model entry).
+ * {type: 'module'}) where urls = {wllama, wasm, worker, sha256} (the vendored files,
+ * from /vendor/manifest.json's page_model entry; worker: llama.cpp's worker as a file,
+ * llama_worker_file.js).
  *
  * Protocol (page <-> worker, postMessage; docs/protocols.md has every channel's messages):
  *   call    {type: 'call', id, method, args: [...], requestId?}

@@ -8,6 +8,11 @@
  * a worker on every engine. (OPFS could resume a download by appending, but needs our
  * own bookkeeping of partial files; a download here restarts instead.)
  *
+ * A model among the site's own files where Cache Storage cannot hold it (Cache Storage
+ * keeps http(s) URLs only, and an extension's files are chrome-extension:// ones) is
+ * packaged: it is on disk already, inside the extension, so it is read where it is,
+ * never copied, and cannot be deleted.
+ *
  * A model counts as kept only when its record is there too: the record (url, name, size,
  * SHA-256, when) is written after the body has been checked, so a tab closed between
  * the two leaves a body without a record, which is deleted on the next look.
@@ -24,6 +29,7 @@
  *   await store.get(url)      // the kept Blob, or null
  *   await store.list()        // records of the kept models
  *   await store.delete(url)   // true if something was deleted
+ *   store.packaged(url)       // true for a file of the extension itself (read in place)
  */
 
 import { checkMagic } from './gguf_header.js';
@@ -57,9 +63,36 @@ export class ModelStore {
   _bodies() { return caches.open(this.cacheName); }
   _records() { return caches.open(`${this.cacheName}-records`); }
 
+  /** True when `url` is one of the site's own files that Cache Storage cannot hold (an
+   *  extension's): the model is read in place. */
+  packaged(url) {
+    const key = new URL(this._key(url));
+    return !/^https?:$/.test(key.protocol) && key.origin === globalThis.location?.origin;
+  }
+
+  /** A packaged model's Blob, checked against the size the manifest gives. */
+  async _readPackaged(source) {
+    const url = this._key(source.url);
+    let blob;
+    try {
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      blob = await response.blob();
+    } catch (error) {
+      throw storeError('NotFoundError', `The model ${url} is missing from this extension (${error.message}); ` +
+                       'build the extension again.');
+    }
+    if (source.size && blob.size !== source.size) {
+      throw storeError('DataError', `The model ${url} is ${megabytes(blob.size)}, not the expected ` +
+                       `${megabytes(source.size)}: build the extension again.`);
+    }
+    return blob;
+  }
+
   /** The record of a kept model, or null (and an unfinished leftover is deleted). */
   async record(url) {
     const key = this._key(url);
+    if (this.packaged(key)) return { url: key, name: key.split('/').pop(), size: null, sha256: null, packaged: true };
     const [bodies, records] = await Promise.all([this._bodies(), this._records()]);
     const [body, record] = await Promise.all([bodies.match(key), records.match(key)]);
     if (body && record) {
@@ -72,6 +105,7 @@ export class ModelStore {
 
   /** The kept model's Blob (read from disk as needed), or null. */
   async get(url) {
+    if (this.packaged(url)) return this._readPackaged({ url });
     const record = await this.record(url);
     if (!record) return null;
     const body = await (await this._bodies()).match(this._key(url));
@@ -93,6 +127,7 @@ export class ModelStore {
   /** Delete a kept (or half-kept) model; true if anything was there. */
   async delete(url) {
     const key = this._key(url);
+    if (this.packaged(key)) return false;
     const [bodies, records] = await Promise.all([this._bodies(), this._records()]);
     const [a, b] = await Promise.all([bodies.delete(key), records.delete(key)]);
     return a || b;
@@ -124,6 +159,9 @@ export class ModelStore {
    * onProgress({loaded, total}) during a download; signal cancels it.
    */
   async fetchModel(source, { signal = null, onProgress = null } = {}) {
+    if (this.packaged(source.url)) {
+      return { blob: await this._readPackaged(source), record: await this.record(source.url), downloaded: false };
+    }
     const blob = await this.get(source.url);
     if (blob) {
       const record = await this.record(source.url);

@@ -7,7 +7,7 @@
  * 'page-model', where the agent's worker reaches it (py_agent/browser/page_model.py).
  *
  *   const models = new PageModels(host);
- *   await models.offered()           // [{url, name, size, sha256, kept}]
+ *   await models.offered()           // [{url, name, size, sha256, kept, packaged}]
  *   await models.load(url, (p) => show(p.loaded, p.total))   // download once, check, load
  *   models.cancel()                  // stops a load in flight (AbortError)
  *   models.activate(url)             // the LLM host serves it as 'page-model' from now on
@@ -66,14 +66,18 @@ export class PageModels {
     return source;
   }
 
-  /** The offered models, each with `kept` (its file is in this browser's storage). */
+  /** The offered models, each with `kept` (its file is in this browser's storage) and
+   *  `packaged` (it is a file of the extension itself: nothing to download or delete). */
   async offered() {
     const sources = (await this.manifest()).page_models ?? [];
+    const store = await this.store();
     let kept = [];
     try {
-      kept = (await (await this.store()).list()).map((record) => record.url);
+      kept = (await store.list()).map((record) => record.url);
     } catch { /* storage unusable: nothing is kept */ }
-    return sources.map((source) => ({ ...source, kept: kept.includes(this._key(source.url)) }));
+    return sources.map((source) => ({
+      ...source, kept: kept.includes(this._key(source.url)), packaged: store.packaged(this._key(source.url)),
+    }));
   }
 
   /**

@@ -107,9 +107,12 @@ def _option(value, text, selected, disabled=False):
 
 
 def page_model_label(offered):
-    """"tiny.gguf, in this page (1.0 MB, kept)" or "... (1.0 MB download)"."""
+    """"tiny.gguf, in this page (1.0 MB, kept)" or "... (1.0 MB download)" (or, a file
+    of the extension itself, "... (1.0 MB, built in)")."""
     size = megabytes(offered.get("size")) if offered.get("size") else ""
-    if offered.get("kept"):
+    if offered.get("packaged"):
+        where = size + ", built in" if size else "built in"
+    elif offered.get("kept"):
         where = size + ", kept" if size else "kept"
     else:
         where = size + " download" if size else "downloads once"

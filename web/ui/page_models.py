@@ -82,9 +82,10 @@ def render_offer():
     offer.hidden = not state["page_models"]
     offer_buttons.replaceChildren()
     for model in state["page_models"]:
-        label = "Run %s in this page (%s)" % (model.get("name"), "kept in this browser"
-                                              if model.get("kept") else
-                                              "%s download" % megabytes(model.get("size")))
+        where = ("%s, built into the extension" % megabytes(model.get("size"))
+                 if model.get("packaged") else "kept in this browser" if model.get("kept")
+                 else "%s download" % megabytes(model.get("size")))
+        label = "Run %s in this page (%s)" % (model.get("name"), where)
         button = make("button", text=label, parent=offer_buttons,
                       attrs={"type": "button", "data-testid": "page-model-offer-button",
                              "data-url": model.get("url")})
