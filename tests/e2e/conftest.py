@@ -132,6 +132,62 @@ def app_server():
     server.server_close()
 
 
+# --- one booted chat page for the tests that need only a fresh chat --------------------
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test, for fixtures that act on a failure."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture(scope="session")
+def shared_chat_page(browser, browser_context_args, app_server):
+    """The test process's SharedChatPage (tests/e2e/shared_chat.py): one booted page
+    that the tests needing only a fresh chat take turns on, across files."""
+    from tests.e2e.shared_chat import SharedChatPage
+
+    shared = SharedChatPage(browser, browser_context_args, app_server + "/")
+    yield shared
+    shared.close()
+
+
+@pytest.fixture
+def shared_chat(shared_chat_page, request):
+    """``shared_chat.open(**settings) -> (page, watch)``: the booted chat page in a new
+    chat of this test's own, checked to show nothing of an earlier test. A page found
+    unfit at that check is replaced, and said in a warning (a test that leaves state the
+    page cannot clean should say so: ``shared_chat.discard(why)``)."""
+    import warnings
+
+    reasons = len(shared_chat_page.reasons)
+    yield shared_chat_page
+    for reason in shared_chat_page.reasons[reasons:]:   # found when this test opened it
+        warnings.warn(f"the shared chat page was booted again: {reason}", stacklevel=1)
+    call = getattr(request.node, "report_call", None)
+    shared_chat_page.finish(failed=call is None or call.failed)
+
+
+@pytest.fixture(scope="module")
+def shared_profile(browser, browser_context_args):
+    """The file's SharedProfile (tests/e2e/shared_profile.py)."""
+    from tests.e2e.shared_profile import SharedProfile
+
+    shared = SharedProfile(browser, browser_context_args)
+    yield shared
+    shared.close()
+
+
+@pytest.fixture
+def quick_page(shared_profile, request):
+    """A new page in the file's browser profile, its storage cleared and checked empty
+    first: for tests that load a blank page and need nothing else of a new profile."""
+    yield shared_profile.new_page()
+    call = getattr(request.node, "report_call", None)
+    shared_profile.done(failed=call is None or call.failed)
+
+
 # Tests that run only when -m names their marker (python run_tests.py -- -m thorough):
 # heavier than the default suite's budget (12 minutes on two cores) allows.
 OPT_IN_MARKERS = ("thorough", "page_model_heavy")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -30,9 +31,22 @@ class Watch:
     def __init__(self, page: Page) -> None:
         self.requests: list[str] = []
         self.problems: list[str] = []
-        page.context.on("request", lambda request: self.requests.append(request.url))
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
+        self._page = page
+        page.context.on("request", self._on_request)
+        page.on("pageerror", self._on_page_error)
         page.on("console", self._on_console)
+
+    def stop(self) -> None:
+        """Stop watching (a page that outlives the test goes on without this Watch)."""
+        self._page.context.remove_listener("request", self._on_request)
+        self._page.remove_listener("pageerror", self._on_page_error)
+        self._page.remove_listener("console", self._on_console)
+
+    def _on_request(self, request) -> None:
+        self.requests.append(request.url)
+
+    def _on_page_error(self, error) -> None:
+        self.problems.append(f"pageerror: {error}")
 
     def _on_console(self, message) -> None:
         if message.type == "error":
@@ -44,13 +58,16 @@ FAKE_LM_SCRIPTS = (Path(__file__).with_name("fake_constraints.js"),
 
 
 def install_fake_lm_scripts(page: Page, config: dict, *,
-                            scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> None:
+                            scripts: tuple[Path, ...] = FAKE_LM_SCRIPTS) -> list[Any]:
     """Put the fake LanguageModel, configured with ``config``, on every document ``page``
     opens (frames included): its config, then its scripts, as init scripts. The one way
-    the fake is installed (the ``install_fake_lm`` fixture, the WPT runner)."""
-    page.add_init_script(script=fake_lm_config_script(config))
+    the fake is installed (the ``install_fake_lm`` fixture, the WPT runner, shared pages).
+    Returns the init scripts (Playwright's disposables), for whoever takes the fake off
+    again: ``close()`` each."""
+    installed = [page.add_init_script(script=fake_lm_config_script(config))]
     for script in scripts:
-        page.add_init_script(path=str(script))
+        installed.append(page.add_init_script(path=str(script)))
+    return installed
 
 
 # What real browsers differ in, as fake configurations (install_fake_lm(page, **PROFILE)).
@@ -101,6 +118,17 @@ def boot(page: Page, url: str, *, wait_for_chat: bool = True) -> None:
     """Load the page and wait until the agent is ready and, unless ``wait_for_chat`` is
     False (no model: the guide instead), until the message box takes text."""
     page.goto(url)
+    wait_for_boot(page, wait_for_chat=wait_for_chat)
+
+
+def reload(page: Page) -> None:
+    """Reload the page (as a user does, whatever it was doing) and wait as ``boot``."""
+    page.reload()
+    wait_for_boot(page)
+
+
+def wait_for_boot(page: Page, *, wait_for_chat: bool = True) -> None:
+    """Wait for a page that is loading to be ready (see ``boot``)."""
     expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
                                                             timeout=BOOT_TIMEOUT_MS)
     if wait_for_chat:

@@ -1,8 +1,10 @@
 """The chat page end to end: boot, turns with live traces, memory, sessions, errors.
 
-Each test gets its own browser context (so its own IndexedDB and localStorage) on the
-app as serve.py serves it, with the fake LanguageModel installed before the page loads
-(except where the real headless Chromium, which has no Gemini Nano, is the point).
+The app as serve.py serves it, with the fake LanguageModel installed before the page
+loads (except where the real headless Chromium, which has no Gemini Nano, is the point).
+Tests of a first visit, of what the page reads at boot and of the browser's own state get
+a browser profile of their own (``page``); the others share one booted page, each in a new
+chat checked to show nothing of the tests before (``shared_chat``, tests/e2e/shared_chat.py).
 """
 
 from __future__ import annotations
@@ -127,11 +129,10 @@ def test_boot_then_chat(page: Page, app_server: str, install_fake_lm) -> None:
     assert watch.problems == []
 
 
-def test_tool_call_shows_a_live_trace(page: Page, app_server: str, install_fake_lm) -> None:
+def test_tool_call_shows_a_live_trace(shared_chat) -> None:
     # The first reply is not a step at all, which Chrome's constrained decoding could not
     # produce: the fake lets it through (replyCheck off) to show the corrective step.
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=TOOL_RESPONDER,
-                      replyCheck="off")
+    page, watch = shared_chat.open(responderSource=TOOL_RESPONDER, replyCheck="off")
     send(page, "Please calculate (1200/8)+45")
     message = page.locator(ASSISTANT).last
     steps = message.get_by_test_id("trace-step")
@@ -164,9 +165,8 @@ def test_tool_call_shows_a_live_trace(page: Page, app_server: str, install_fake_
     assert watch.problems == []
 
 
-def test_compaction_persists_and_no_request_leaves_localhost(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=MEMORY_RESPONDER)
+def test_compaction_persists_and_no_request_leaves_localhost(shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open(responderSource=MEMORY_RESPONDER)
     chat(page, "I am vegetarian and I cook for two people most evenings.")
     chat(page, "Suggest a quick dinner idea for tonight, please.")
     chat(page, "And what would be a good dessert after that?")
@@ -210,8 +210,8 @@ def test_compaction_persists_and_no_request_leaves_localhost(
     assert any(url.endswith("/pyodide.asm.wasm") for url in watch.requests)
 
 
-def test_reload_reopens_the_session(page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm)
+def test_reload_reopens_the_session(shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open()
     chat(page, "My name is Ada.")
     chat(page, "I live in Lisbon.")
     session = current_session(page)
@@ -231,8 +231,8 @@ def test_reload_reopens_the_session(page: Page, app_server: str, install_fake_lm
     assert watch.problems == []
 
 
-def test_two_sessions_stay_separate(page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=MEMORY_RESPONDER)
+def test_two_sessions_stay_separate(shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open(responderSource=MEMORY_RESPONDER)
     chat(page, "alpha one: I like mountains.")
     chat(page, "alpha two: and long walks.")
     chat(page, "alpha three: and hot tea.")
@@ -281,9 +281,8 @@ def test_two_sessions_stay_separate(page: Page, app_server: str, install_fake_lm
     assert watch.problems == []
 
 
-def test_stop_ends_a_turn_and_the_chat_goes_on(page: Page, app_server: str,
-                                               install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm)
+def test_stop_ends_a_turn_and_the_chat_goes_on(shared_chat) -> None:
+    page, watch = shared_chat.open()
     page.evaluate("__fakeLM.setLatency(5000)")
     send(page, "Take your time with this one.")
     stop = page.get_by_test_id("stop-button")
@@ -378,8 +377,8 @@ def test_model_downloads_on_first_use(page: Page, app_server: str, install_fake_
     assert watch.problems == []
 
 
-def test_errors_show_on_the_page(page: Page, app_server: str, install_fake_lm) -> None:
-    open_chat(page, app_server, install_fake_lm)
+def test_errors_show_on_the_page(shared_chat) -> None:
+    page, _ = shared_chat.open()
     status = page.get_by_test_id("status")
 
     # A turn the model fails: an error message, and a Retry button on it
@@ -405,6 +404,7 @@ def test_errors_show_on_the_page(page: Page, app_server: str, install_fake_lm) -
     chat(page, "Still there?")
     expect(status).to_have_attribute("data-state", "ready")
     expect(details).to_be_hidden()
+    shared_chat.discard("a worker error's traceback in the page")
 
 
 def test_legacy_sessions_are_migrated(page: Page, app_server: str, install_fake_lm) -> None:

@@ -16,8 +16,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, boot, chat, failed_turn,
-                             open_chat, send, step_responder)
+from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, boot, chat, failed_turn, send,
+                             step_responder)
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,8 @@ def answering(answer_js: str) -> str:
 
 # Records every element added to the page's chat that model or tool text could have
 # made (an element such as img or script, or a link that is not http(s)), and every
-# announcement of the live region.
+# announcement of the live region; the observers stop when a shared page is handed on
+# (window.__e2eTeardown, tests/e2e/shared_chat.py).
 WATCH_DOM = r"""() => {
   window.__bad = [];
   window.__announcements = [];
@@ -50,24 +51,25 @@ WATCH_DOM = r"""() => {
       }
     }
   };
-  new MutationObserver((records) => {
+  const added = new MutationObserver((records) => {
     for (const r of records) r.addedNodes.forEach(risky);
-  }).observe(document.querySelector('.layout'), {childList: true, subtree: true});
+  });
+  added.observe(document.querySelector('.layout'), {childList: true, subtree: true});
   const live = document.querySelector('[data-testid="answer-announcer"]');
-  new MutationObserver(() => window.__announcements.push(live.textContent))
-    .observe(live, {childList: true, subtree: true, characterData: true});
+  const announced = new MutationObserver(() => window.__announcements.push(live.textContent));
+  announced.observe(live, {childList: true, subtree: true, characterData: true});
+  (window.__e2eTeardown = window.__e2eTeardown || []).push(
+    () => { added.disconnect(); announced.disconnect(); });
 }"""
 
 
-def open_streaming_chat(page: Page, app_server: str, install_fake_lm, answer: str,
-                        chunk_delay_ms: int):
+def open_streaming_chat(shared_chat, answer: str, chunk_delay_ms: int):
     """The chat with a model that answers every message with ``answer``, streamed a word
-    every ``chunk_delay_ms``, and WATCH_DOM recording; the Watch."""
-    watch = open_chat(page, app_server, install_fake_lm,
-                      responderSource=answering(json.dumps(answer)))
+    every ``chunk_delay_ms``, and WATCH_DOM recording; the page and its Watch."""
+    page, watch = shared_chat.open(responderSource=answering(json.dumps(answer)))
     page.evaluate(WATCH_DOM)
     page.evaluate("__fakeLM.setChunkDelay(%d)" % chunk_delay_ms)
-    return watch
+    return page, watch
 
 
 # ------------------------------------------------------------------ Markdown
@@ -136,8 +138,8 @@ def check_markdown(answer) -> None:
     assert text.locator("b, script, img, iframe").count() == 0
 
 
-def test_answers_render_as_safe_markdown(page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_streaming_chat(page, app_server, install_fake_lm, MARKDOWN, 25)
+def test_answers_render_as_safe_markdown(shared_chat, app_server: str) -> None:
+    page, watch = open_streaming_chat(shared_chat, MARKDOWN, 25)
     send(page, "Show me **everything** you can format, <i>please</i>")
     answer = page.locator(ASSISTANT).last
     # The streamed preview is rendered as it comes in, already as Markdown.
@@ -164,9 +166,8 @@ PAYLOAD = ('Look: <img src=x onerror="window.__pwned=1"> then '
            '<script>window.__pwned=1</script> and [click](javascript:window.__pwned=1) done.')
 
 
-def test_injected_markup_in_answers_stays_text(page: Page, app_server: str,
-                                               install_fake_lm) -> None:
-    watch = open_streaming_chat(page, app_server, install_fake_lm, PAYLOAD, 250)
+def test_injected_markup_in_answers_stays_text(shared_chat) -> None:
+    page, watch = open_streaming_chat(shared_chat, PAYLOAD, 250)
     send(page, "Say something dangerous")
     answer = page.locator(ASSISTANT).last
     text = answer.locator(".text")
@@ -194,9 +195,8 @@ def test_injected_markup_in_answers_stays_text(page: Page, app_server: str,
 
 # ------------------------------------------------------------------ composer
 
-def test_enter_sends_and_shift_enter_adds_a_line(page: Page, app_server: str,
-                                                 install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm)
+def test_enter_sends_and_shift_enter_adds_a_line(shared_chat) -> None:
+    page, watch = shared_chat.open()
     box = page.get_by_test_id("chat-input")
     box.click()
     box.press_sequentially("first line")
@@ -231,8 +231,8 @@ def test_enter_sends_and_shift_enter_adds_a_line(page: Page, app_server: str,
 
 # ------------------------------------------------------------------ retry
 
-def test_failed_turn_offers_retry(page: Page, app_server: str, install_fake_lm) -> None:
-    open_chat(page, app_server, install_fake_lm)
+def test_failed_turn_offers_retry(shared_chat, app_server: str) -> None:
+    page, _ = shared_chat.open()
     page.evaluate(WATCH_DOM)
     failed = failed_turn(page, "Will this work?")
     retry = failed.get_by_test_id("retry-button")
@@ -339,10 +339,8 @@ def stream_while_scrolled_up(page: Page, expect_pane: bool) -> None:
     assert scroll_state(page)["gap"] <= 48
 
 
-def test_auto_scroll_leaves_a_reader_alone(page: Page, app_server: str,
-                                           install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm,
-                      responderSource=answering(json.dumps(LONG_ANSWER)))
+def test_auto_scroll_leaves_a_reader_alone(shared_chat) -> None:
+    page, watch = shared_chat.open(responderSource=answering(json.dumps(LONG_ANSWER)))
     # A long conversation first.
     for n in range(3):
         chat(page, "Tell me more, part %d" % n)

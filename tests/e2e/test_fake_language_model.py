@@ -16,6 +16,13 @@ from tests.e2e.pages import FAKE_PROFILES
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def page(quick_page):
+    """Each test here takes a new page in a browser profile the file's tests share, its
+    storage cleared and checked empty first (conftest.py, tests/e2e/shared_profile.py)."""
+    return quick_page
+
 # window.__catch(promise) -> null or a plain description of the rejection.
 CATCH = """
 window.__catch = async (promiseOrFn) => {

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, USER, Watch, ask_worker, boot, chat,
-                             open_chat, send, step_responder, wait_until)
+                             open_chat, reload, send, step_responder, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -42,8 +42,8 @@ SLOW_WHEN_ASKED = step_responder(r"""
 
 
 def test_stopped_and_reloaded_turns_keep_the_message_and_the_next_turn_works(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=SLOW_WHEN_ASKED)
+        shared_chat) -> None:
+    page, watch = shared_chat.open(responderSource=SLOW_WHEN_ASKED)
     chat(page, "First, a normal question.")
 
     # A stopped turn.
@@ -60,8 +60,7 @@ def test_stopped_and_reloaded_turns_keep_the_message_and_the_next_turn_works(
     wait_until(page, "__fakeLM.callsOf('promptStreaming').length >= 3")
     session_id = page.evaluate("localStorage.getItem('py-agent.session')")
     page.evaluate("sessionStorage.setItem('reloaded', '1')")
-    page.reload()
-    boot(page, app_server + "/")
+    reload(page)
 
     users = ["First, a normal question.", "Answer this slowly, please.",
              "Now reply slowly, I will reload."]
@@ -108,9 +107,8 @@ SLOW_SUMMARY = r"""(input, ctx) => {
 }"""
 
 
-def test_a_reload_during_a_compaction_leaves_no_half_written_state(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=SLOW_SUMMARY)
+def test_a_reload_during_a_compaction_leaves_no_half_written_state(shared_chat) -> None:
+    page, watch = shared_chat.open(responderSource=SLOW_SUMMARY)
     users = [f"Note number {i}: the parcel goes to the blue house." for i in range(4)]
     for text in users:
         chat(page, text)
@@ -118,8 +116,7 @@ def test_a_reload_during_a_compaction_leaves_no_half_written_state(
     page.get_by_test_id("compact-button").click()
     wait_until(page, "window.__summaryStarted === true", TURN_TIMEOUT_MS)
     page.evaluate("sessionStorage.setItem('reloaded', '1')")
-    page.reload()
-    boot(page, app_server + "/")
+    reload(page)
 
     memory = ask_worker(page, "memory", session_id=session_id)
     assert memory["summary"] == "" and memory["compactions"] == 0
@@ -163,12 +160,11 @@ LONG_ANSWERS = r"""(() => {
 
 
 def test_two_tabs_alternating_on_one_session_lose_and_duplicate_nothing(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    tab_a = page
-    watch = open_chat(tab_a, app_server, install_fake_lm, responderSource=LONG_ANSWERS)
+        shared_chat, app_server: str, install_fake_lm) -> None:
+    tab_a, watch = shared_chat.open(responderSource=LONG_ANSWERS)
     chat(tab_a, "Message A0 from the first tab.")
     session_id = tab_a.evaluate("localStorage.getItem('py-agent.session')")
-    tab_b = page.context.new_page()
+    tab_b = tab_a.context.new_page()
     install_fake_lm(tab_b, responderSource=LONG_ANSWERS)
     boot(tab_b, app_server + "/")   # reopens the session shown last: the same one
     expect(tab_b.locator(ASSISTANT)).to_have_count(1)
@@ -205,8 +201,7 @@ def test_two_tabs_alternating_on_one_session_lose_and_duplicate_nothing(
         assert len(raw) == len(set(raw)) and not compacted & set(raw)
         assert compacted | set(raw) == {t["id"] for t in turns}, "a turn is in no memory"
     assert memory["compactions"] >= 1  # the memory really was rewritten meanwhile
-    tab_a.reload()
-    boot(tab_a, app_server + "/")
+    reload(tab_a)
     assert tab_a.locator(USER + " .text").all_text_contents() == users
     assert watch.problems == []
 

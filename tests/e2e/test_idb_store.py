@@ -1,7 +1,7 @@
 """worker/idb_store.js: py-agent's IndexedDB store, driven in headless Chromium.
 
-Each test gets a fresh browser context (pytest-playwright's ``page``), so IndexedDB starts
-empty. The module is imported on a blank page of the static server; one test runs it in a
+Each test gets a new page whose origins' storage was cleared and found empty first
+(``quick_page``), so IndexedDB starts empty. The module is imported on a blank page of the static server; one test runs it in a
 real module Worker. Data goes in and out as JSON strings built and parsed by the Python
 dataclasses (py_agent.state), so the tests also pin the shapes both sides agree on.
 """
@@ -18,6 +18,13 @@ from py_agent.rpc import storage_error
 from py_agent.state import CompressionRecord, Fact, SessionState, StepRecord, Turn
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def page(quick_page):
+    """Each test here takes a new page in a browser profile the file's tests share, its
+    storage cleared and checked empty first (conftest.py, tests/e2e/shared_profile.py)."""
+    return quick_page
 
 HELPERS = """async () => {
   const M = await import('/worker/idb_store.js');

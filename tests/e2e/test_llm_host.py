@@ -11,6 +11,13 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def page(quick_page):
+    """Each test here takes a new page in a browser profile the file's tests share, its
+    storage cleared and checked empty first (conftest.py, tests/e2e/shared_profile.py)."""
+    return quick_page
+
 WORKER_SOURCE = r"""
 let nextId = 1;
 const pending = new Map();

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, chat, open_chat
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, chat
 
 pytestmark = pytest.mark.e2e
 
@@ -75,9 +75,8 @@ MEAT_AND_FISH = ("chicken", "beef", "pork", "bacon", "ham", "lamb", "fish", "sal
                  "tuna", "shrimp", "prawn", "anchov")
 
 
-def test_turn_one_preference_reaches_turn_thirty_as_a_key_fact(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+def test_turn_one_preference_reaches_turn_thirty_as_a_key_fact(shared_chat) -> None:
+    page, _ = shared_chat.open(responderSource=RESPONDER)
     chat(page, PREFERENCE)
     for topic in TOPICS:   # turns 2..29
         chat(page, f"Tell me about {topic}, in a few sentences, for a curious friend.")

@@ -19,6 +19,13 @@ from tests.e2e.long_answers import long_answer, nested_list
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def page(quick_page):
+    """Each test here takes a new page in a browser profile the file's tests share, its
+    storage cleared and checked empty first (conftest.py, tests/e2e/shared_profile.py)."""
+    return quick_page
+
 # Sections of the spec about what the chat renders; raw HTML and images are set apart
 # per example (see commonmark.py).
 CONSTRUCTS = ["Tabs", "Backslash escapes", "Entity and numeric character references",

@@ -18,7 +18,7 @@ from py_agent.model import Purpose
 from py_agent.replay import replay
 from py_agent.testing import FunctionModel
 from py_agent.transfer import parse_session
-from tests.e2e.pages import boot, chat, compact, open_chat
+from tests.e2e.pages import boot, chat, compact
 
 pytestmark = pytest.mark.e2e
 
@@ -58,8 +58,8 @@ def open_box(page: Page, testid: str) -> None:
 
 
 def test_replaced_and_forgotten_facts_are_shown_with_their_reason(
-        page: Page, app_server: str, install_fake_lm, tmp_path: Path) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+        shared_chat, app_server: str, tmp_path: Path) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     facts = page.get_by_test_id("memory-facts").locator("li")
     changes = page.get_by_test_id("fact-changes").locator("li")
     for text in ["Please remember: my locker code is 4471.", "Thanks!", "What time is it?"]:
@@ -124,8 +124,8 @@ def test_replaced_and_forgotten_facts_are_shown_with_their_reason(
 
 
 def test_memory_that_runs_without_the_summarizer_says_so_until_it_works_again(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+        shared_chat) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     panel, degraded = page.get_by_test_id("memory-panel"), page.get_by_test_id("memory-degraded")
     status = page.get_by_test_id("status")
     page.evaluate("window.__badSummary = true")

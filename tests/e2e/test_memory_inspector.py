@@ -14,8 +14,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, MESSAGES, TURN_TIMEOUT_MS, boot, chat, compact,
-                             current_session, open_chat, row, session_ids, stored_sessions,
-                             texts, wait_until)
+                             current_session, row, session_ids, stored_sessions, texts,
+                             wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -86,9 +86,8 @@ def number(text: int) -> str:
 
 # ------------------------------------------------------------------------------ tests
 
-def test_compaction_groups_facts_and_logs_history_with_focus(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+def test_compaction_groups_facts_and_logs_history_with_focus(shared_chat) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     for text in MESSAGES_1_TO_5:
         chat(page, text)
     facts = page.get_by_test_id("memory-facts")
@@ -166,9 +165,8 @@ def test_compaction_groups_facts_and_logs_history_with_focus(
     assert watch.problems == []
 
 
-def test_token_meter_adds_up_and_follows_the_turns(page: Page, app_server: str,
-                                                   install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+def test_token_meter_adds_up_and_follows_the_turns(shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     token_meter = page.get_by_test_id("token-meter")
     expect(token_meter).to_have_attribute("data-state", "empty")   # a new session: no turns
 
@@ -224,9 +222,8 @@ def test_token_meter_adds_up_and_follows_the_turns(page: Page, app_server: str,
     assert watch.problems == []
 
 
-def test_export_delete_import_brings_the_session_back(page: Page, app_server: str,
-                                                      install_fake_lm, tmp_path: Path) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+def test_export_delete_import_brings_the_session_back(shared_chat, tmp_path: Path) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     for text in MESSAGES_1_TO_5[:3]:
         chat(page, text)
     compact(page, FOCUS)

@@ -14,8 +14,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, answer_to, chat, open_chat, send,
-                             wait_until)
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, answer_to, chat, send, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -31,8 +30,8 @@ def failed_answer(page: Page, text: str):
 
 
 def test_a_session_destroyed_while_it_answers_reads_as_a_model_that_went_away(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    open_chat(page, app_server, install_fake_lm)
+        shared_chat) -> None:
+    page, _ = shared_chat.open()
     page.evaluate("__fakeLM.setLatency(4000)")
     send(page, "Tell me something slowly.")
     session = wait_until(page, "__fakeLM.callsOf('promptStreaming').at(-1)?.sessionId",
@@ -48,9 +47,8 @@ def test_a_session_destroyed_while_it_answers_reads_as_a_model_that_went_away(
     assert chat(page, "Still there?") == "You said: Still there?"
 
 
-def test_a_quota_error_recovers_once_then_reads_as_too_long(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    open_chat(page, app_server, install_fake_lm)
+def test_a_quota_error_recovers_once_then_reads_as_too_long(shared_chat) -> None:
+    page, _ = shared_chat.open()
     quota = "{method: 'promptStreaming', requested: 9400, quota: 9216}"
     page.evaluate(f"__fakeLM.failNext('QuotaExceededError', {quota})")
     assert chat(page, "First try") == "You said: First try"   # a fresh clone answered
@@ -60,9 +58,8 @@ def test_a_quota_error_recovers_once_then_reads_as_too_long(
     expect(answer.locator(".text")).to_contain_text(TOO_LONG)
 
 
-def test_a_stopped_stream_ends_the_turn_as_stopped(page: Page, app_server: str,
-                                                   install_fake_lm) -> None:
-    open_chat(page, app_server, install_fake_lm, chunkDelayMs=400)
+def test_a_stopped_stream_ends_the_turn_as_stopped(shared_chat) -> None:
+    page, _ = shared_chat.open(chunkDelayMs=400)
     send(page, "one two three four five six seven eight nine ten")
     wait_until(page, "__fakeLM.callsOf('promptStreaming').length > 0", timeout_ms=TURN_TIMEOUT_MS)
     page.get_by_test_id("stop-button").click()

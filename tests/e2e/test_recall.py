@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, SESSION_ROWS, TURN_TIMEOUT_MS, answer_to, ask_worker,
-                             boot, chat, current_session, open_chat, row, send, wait_until)
+                             boot, chat, current_session, open_chat, row, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -132,8 +132,8 @@ def new_session(page: Page) -> str:
 
 
 def test_the_index_survives_a_reload_and_follows_export_deletion_and_import(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+        shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     chat(page, "We're planning a long weekend in Rome.")
     chat(page, DETAIL)
     for topic in TOPICS[:6]:
@@ -175,9 +175,9 @@ def test_the_index_survives_a_reload_and_follows_export_deletion_and_import(
     assert watch.problems == []
 
 
-def test_a_turn_said_in_another_tab_is_recalled(page: Page, app_server: str,
+def test_a_turn_said_in_another_tab_is_recalled(shared_chat, app_server: str,
                                                  install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     chat(page, "Hello from the second tab.")   # so that this tab shows its own session
     asker = current_session(page)
     other = page.context.new_page()

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (ASSISTANT, MESSAGES, SESSION_ROWS, TURN_TIMEOUT_MS, USER,
-                             boot, chat, current_session, open_chat, row, send, session_ids,
+                             boot, chat, current_session, row, send, session_ids,
                              stored_sessions, texts, watch_from_parsing)
 
 pytestmark = pytest.mark.e2e
@@ -20,14 +20,15 @@ pytestmark = pytest.mark.e2e
 USER_TEXT = USER + " .text"
 
 
-def no_dialogs(page: Page) -> list[str]:
-    """Collects any window.alert/confirm/prompt the page opens (there must be none)."""
+def no_dialogs(listen) -> list[str]:
+    """Collects any window.alert/confirm/prompt the page opens (there must be none);
+    ``listen(event, handler)`` is the shared page's ``on``."""
     seen: list[str] = []
 
     def on_dialog(dialog) -> None:
         seen.append(f"{dialog.type}: {dialog.message}")
         dialog.dismiss()
-    page.on("dialog", on_dialog)
+    listen("dialog", on_dialog)
     return seen
 
 
@@ -49,9 +50,8 @@ def new_session(page: Page) -> str:
 
 # ------------------------------------------------------------------------------ tests
 
-def test_title_shows_at_once_and_rename_persists(page: Page, app_server: str,
-                                                 install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm)
+def test_title_shows_at_once_and_rename_persists(shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open()
     session = current_session(page)
     expect(row(page, session)).to_contain_text("New session")
     # Nothing saved yet: nothing to rename or delete.
@@ -112,9 +112,9 @@ def test_title_shows_at_once_and_rename_persists(page: Page, app_server: str,
 
 
 def test_delete_asks_inline_then_removes_from_list_and_storage(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm)
-    dialogs = no_dialogs(page)
+        shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open()
+    dialogs = no_dialogs(shared_chat.on)
     chat(page, "first session message")
     first = current_session(page)
     second = new_session(page)
@@ -179,9 +179,8 @@ def test_delete_asks_inline_then_removes_from_list_and_storage(
     assert watch.problems == []
 
 
-def test_keyboard_switching_and_the_last_session_reopens(page: Page, app_server: str,
-                                                         install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm)
+def test_keyboard_switching_and_the_last_session_reopens(shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open()
     chat(page, "alpha: the first conversation")
     alpha = current_session(page)
     beta = new_session(page)
@@ -203,7 +202,7 @@ def test_keyboard_switching_and_the_last_session_reopens(page: Page, app_server:
 
     # A reload reopens the session shown last (alpha), not the newest (beta); the
     # messages list says it is loading from its parsing until it shows that transcript.
-    page.add_init_script(script=WATCH_MESSAGES)
+    shared_chat.add_init_script(WATCH_MESSAGES)
     boot(page, app_server + "/")
     assert current_session(page) == alpha
     assert page.locator(USER_TEXT).all_text_contents() == ["alpha: the first conversation"]

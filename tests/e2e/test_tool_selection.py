@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, chat, open_chat, step_responder
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, chat, step_responder
 
 pytestmark = pytest.mark.e2e
 
@@ -34,9 +34,8 @@ CALCULATOR_RESPONDER = step_responder(r"""
     return step({thought: 'Use the calculator.', toolName: 'calculate', toolInput: {expression}});""")
 
 
-def test_the_calculator_is_offered_and_answers_17_times_23(page: Page, app_server: str,
-                                                         install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=CALCULATOR_RESPONDER)
+def test_the_calculator_is_offered_and_answers_17_times_23(shared_chat) -> None:
+    page, watch = shared_chat.open(responderSource=CALCULATOR_RESPONDER)
     answer = chat(page, "What is 17 times 23? Use the calculator.")
     assert answer == "391"
     message = page.locator(ASSISTANT).last

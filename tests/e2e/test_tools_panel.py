@@ -8,18 +8,24 @@ is what the worker itself answers to a `tools` request.
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, ask_worker, boot, send
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, ask_worker, send
 
 pytestmark = pytest.mark.e2e
 
+# Notes the tools the worker says it offered; stops when a shared page is handed on
+# (window.__e2eTeardown, tests/e2e/shared_chat.py).
 WATCH_OFFERED = r"""() => {
   window.__offered = null;
-  window.pyAgentWorker.worker.addEventListener('message', (event) => {
+  const worker = window.pyAgentWorker.worker;
+  const listen = (event) => {
     const e = event.data && event.data.type === 'event' && event.data.event;
     if (e && e.type === 'tools_retrieved') window.__offered = e.data.tools.map((t) => t.name);
-  });
+  };
+  worker.addEventListener('message', listen);
+  (window.__e2eTeardown = window.__e2eTeardown || []).push(
+    () => worker.removeEventListener('message', listen));
 }"""
 
 PANEL_ITEMS = r"""items => items.map(li => ({
@@ -30,10 +36,8 @@ PANEL_ITEMS = r"""items => items.map(li => ({
 }))"""
 
 
-def test_tools_panel_lists_every_tool_the_worker_has(page: Page, app_server: str,
-                                                     install_fake_lm) -> None:
-    install_fake_lm(page)
-    boot(page, app_server + "/", wait_for_chat=False)
+def test_tools_panel_lists_every_tool_the_worker_has(shared_chat) -> None:
+    page, _ = shared_chat.open()
     panel = page.get_by_test_id("tools-panel")
     expect(panel).to_have_attribute("data-state", "ready")
 

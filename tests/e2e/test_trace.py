@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from tests.e2e.pages import (ASSISTANT, TURN_TIMEOUT_MS, boot, open_chat, send, step_responder,
-                             wait_until)
+from tests.e2e.pages import ASSISTANT, TURN_TIMEOUT_MS, boot, send, step_responder, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -69,12 +68,10 @@ def check_corrective_steps(steps) -> None:
         "You already called calculate")
 
 
-def test_trace_shows_scores_and_corrections(page: Page, app_server: str,
-                                            install_fake_lm) -> None:
+def test_trace_shows_scores_and_corrections(shared_chat, app_server: str) -> None:
     # Replies that are not steps, or name a tool not offered: Chrome's constrained
     # decoding could not produce them, so the fake lets them through (replyCheck off).
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=CORRECTIVE_RESPONDER,
-                      replyCheck="off")
+    page, watch = shared_chat.open(responderSource=CORRECTIVE_RESPONDER, replyCheck="off")
     send(page, "Please calculate 6*7 for me")
     message = page.locator(ASSISTANT).last
     steps = message.get_by_test_id("trace-step")
@@ -122,12 +119,10 @@ def test_trace_shows_scores_and_corrections(page: Page, app_server: str,
     assert watch.problems == []
 
 
-def test_markup_in_tool_output_stays_text(page: Page, app_server: str,
-                                          install_fake_lm) -> None:
+def test_markup_in_tool_output_stays_text(shared_chat, app_server: str) -> None:
     # A tool name outside the schema's enum: only a backend without constrained decoding
     # sends that (replyCheck off).
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=INJECTING_RESPONDER,
-                      replyCheck="off")
+    page, watch = shared_chat.open(responderSource=INJECTING_RESPONDER, replyCheck="off")
     send(page, "Please calculate this expression for me")
     message = page.locator(ASSISTANT).last
     expect(message).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.pages import (TURN_TIMEOUT_MS, boot, chat, compact, current_session, open_chat,
-                             row, wait_until)
+from tests.e2e.pages import TURN_TIMEOUT_MS, boot, chat, compact, current_session, row, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -62,8 +61,8 @@ def profile_facts(page: Page):
 
 
 def test_a_preference_reaches_a_new_chat_and_forget_removes_it(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+        shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     first = current_session(page)
     for text in ["I'm vegetarian, please remember that.", "Hello again.", "What time is it?"]:
         chat(page, text)
@@ -115,8 +114,8 @@ def test_a_preference_reaches_a_new_chat_and_forget_removes_it(
 
 
 def test_a_private_chat_gives_nothing_to_the_profile_and_says_so(
-        page: Page, app_server: str, install_fake_lm) -> None:
-    watch = open_chat(page, app_server, install_fake_lm, responderSource=RESPONDER)
+        shared_chat, app_server: str) -> None:
+    page, watch = shared_chat.open(responderSource=RESPONDER)
     secret = current_session(page)
     lock = row(page, secret).get_by_test_id("private-session")
     lock.click()   # before its first message
