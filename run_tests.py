@@ -88,8 +88,9 @@ def main() -> int:
     ensure_venv()
     if not args.unit:
         ensure_chromium()
-        say("preparing the browser runtime (python serve.py --prepare-only)")
-        run([str(PYTHON), str(ROOT / "serve.py"), "--prepare-only"], cwd=ROOT)
+    # The unit tests need it too: the reference MCP server comes with the npm packages.
+    say("preparing the browser runtime (python serve.py --prepare-only)")
+    run([str(PYTHON), str(ROOT / "serve.py"), "--prepare-only"], cwd=ROOT)
     # Test paths among the extra arguments replace the default targets.
     chosen = [a for a in args.pytest_args if a.startswith("tests")]
     options = [a for a in args.pytest_args if not a.startswith("tests")]
