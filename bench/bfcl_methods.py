@@ -200,10 +200,11 @@ def post_chat(url: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT_S
         raise RuntimeError(f"the server answered {exc.code}: {detail}") from None
 
 
-class NativeToolsMethod:
-    """Chat completions with ``tools``, as BFCL's OpenAI-completions FC handler."""
+class _BaselineMethod:
+    """A baseline that talks to the server directly: a server or decoding error ends the
+    case (as a failure with the error kept), never the run."""
 
-    name = "native_tools"
+    name = ""
 
     def __init__(self, url: str, model: str, sampling: Sampling) -> None:
         self.url, self.model, self.sampling = url, model, sampling
@@ -217,6 +218,15 @@ class NativeToolsMethod:
             transcript.error = str(exc)
         transcript.seconds = time.perf_counter() - started
         return transcript
+
+    def _run(self, case: Case, transcript: Transcript) -> None:
+        raise NotImplementedError
+
+
+class NativeToolsMethod(_BaselineMethod):
+    """Chat completions with ``tools``, as BFCL's OpenAI-completions FC handler."""
+
+    name = "native_tools"
 
     def _run(self, case: Case, transcript: Transcript) -> None:
         b = bfcl()
@@ -261,23 +271,10 @@ class NativeToolsMethod:
                                      "content": result})
 
 
-class PromptingMethod:
+class PromptingMethod(_BaselineMethod):
     """BFCL's default system prompt; the model writes the calls as Python."""
 
     name = "prompting"
-
-    def __init__(self, url: str, model: str, sampling: Sampling) -> None:
-        self.url, self.model, self.sampling = url, model, sampling
-
-    def run(self, case: Case) -> Transcript:
-        transcript = Transcript(run_name=new_run_name(self.name))
-        started = time.perf_counter()
-        try:
-            self._run(case, transcript)
-        except (OSError, RuntimeError, ValueError) as exc:
-            transcript.error = str(exc)
-        transcript.seconds = time.perf_counter() - started
-        return transcript
 
     def _run(self, case: Case, transcript: Transcript) -> None:
         b = bfcl()

@@ -84,7 +84,8 @@ def step_schema(tools: Iterable[Tool | str] | Mapping[str, Tool]) -> dict[str, A
 
     ``toolName`` may only be an offered tool or none, and ``anyOf`` has one branch per
     offered tool binding its name to its ``toolInput`` schema (typed, from the function's
-    hints), so constrained decoding writes arguments the tool accepts. A tool with no
+    hints), so constrained decoding writes arguments the tool accepts; a tool's branch
+    leaves ``finalAnswer`` empty and the ``none`` branch ``toolInput``. A tool with no
     parameters, or one string parameter, may also take a plain string; plain names
     (strings) constrain only ``toolName``.
     """
@@ -103,10 +104,13 @@ def step_schema(tools: Iterable[Tool | str] | Mapping[str, Tool]) -> dict[str, A
     }
     if any(isinstance(t, str) for t in items):
         return schema
-    branches = [{"properties": {"toolName": {"const": t.name}, "toolInput": _input_schema(t)}}
+    # A tool's step has no answer yet and a final step no arguments: each held to "", so
+    # that a small model cannot fill the other field until the reply's token limit.
+    branches = [{"properties": {"toolName": {"const": t.name}, "toolInput": _input_schema(t),
+                                "finalAnswer": {"const": ""}}}
                 for t in dict((t.name, t) for t in items).values() if t.name != NONE_TOOL]
     branches.append({"properties": {"toolName": {"const": NONE_TOOL},
-                                    "toolInput": {"type": "string"}}})
+                                    "toolInput": {"const": ""}}})
     schema["anyOf"] = branches
     return schema
 

@@ -2,7 +2,9 @@
 
 One clone of the prefilled base session per turn: the first prompt carries
 memory, tools and the message; each later prompt only the new observation.
-Every unusable reply becomes a corrective observation, never an exception.
+Every unusable reply becomes a corrective observation, never an exception; a model
+that keeps giving the same step (a call it made already, an unusable reply it wrote
+before) is told once, and ends the turn the second time.
 Each step asks for the richest response constraint the model accepts and steps
 down when one is refused (:mod:`py_agent.constraints`); the level is in the trace.
 Every model call has a deadline (:class:`StepPolicy`) besides the stop button;
@@ -35,6 +37,11 @@ from .approval import ApprovalGate
 from .tool_runner import SyncRunner, run_tool
 
 T = TypeVar("T")
+
+# How many times a turn may be stuck (the same call again, or an unusable reply it wrote
+# before) before it ends: at temperature 0 a model asked again writes the same reply, so
+# every further step costs a whole reply and gains nothing.
+STUCK_LIMIT = 2
 
 
 async def model_call(awaitable: Awaitable[T], policy: StepPolicy, abort: asyncio.Event | None,
@@ -104,6 +111,10 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
                        tools_offered=[(s.tool.name, s.score) for s in turn.offered])
     seen: dict[str, str] = {}
     recovered = False
+    # The model is stuck when it makes a call it already made or writes an unusable reply
+    # it wrote before; told once, it may recover; the second time the turn ends.
+    unusable: set[str] = set()
+    stuck = 0
 
     async def emit(event_type: str, /, **data: Any) -> None:
         await ctx.emit(AgentEvent(event_type, turn.session_id, data))  # type: ignore[arg-type]
@@ -138,6 +149,14 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
                 result.answer = step.observation
                 step.observation = ""
                 break
+            if step.kind == "repeat" or (step.kind == "corrective" and raw in unusable):
+                stuck += 1
+            if step.kind == "corrective":
+                unusable.add(raw)
+            if stuck >= STUCK_LIMIT:
+                result.status = "incomplete"
+                result.answer = _stuck(result.steps)
+                break
         else:
             result.status = "incomplete"
             result.answer = _gave_up(result.steps, ctx.max_steps)
@@ -171,6 +190,17 @@ async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index:
 
     return await ctx.constraints.ask(Purpose.STEP, lambda level: step_constraint(level, by_name),
                                      call, announce)
+
+
+def _stuck(steps: list[StepTrace]) -> str:
+    """The answer of a turn that ended because the model kept giving the same step."""
+    last = next((s.observation for s in reversed(steps) if s.kind == "tool" and s.ok), "")
+    if last:
+        return ("I stopped because I kept repeating the same step. The last result I got "
+                f"was: {shorten(last, 300)}")
+    problem = steps[-1].observation.removeprefix("Your last reply was not a usable step: ")
+    return ("I stopped: the model's replies could not be used and it kept giving the same "
+            f"one ({shorten(problem.rstrip('.'), 200)}). Please try again or rephrase.")
 
 
 def _gave_up(steps: list[StepTrace], max_steps: int) -> str:

@@ -111,13 +111,36 @@ def test_repeated_action_restates_the_earlier_result_without_running_again(make_
 
 
 def test_iteration_cap_ends_with_a_clear_message(make_agent):
-    agent, model, _ = make_agent(lambda call: "nonsense", max_steps=4)
+    replies = iter(range(100))
+    agent, model, _ = make_agent(lambda call: f"nonsense {next(replies)}", max_steps=4)
     result = run(agent.run("loop forever", session_id="s"))
     assert result.status == "incomplete" and len(result.steps) == 4
     assert "could not finish this within 4 steps" in result.answer
     assert len(model.calls_for(Purpose.STEP)) == 4
     state = run(agent.memory_state("s"))
     assert state.recent_turns[0].status == "incomplete"  # the turn is kept, not lost
+
+
+def test_a_model_stuck_on_the_same_call_ends_the_turn_the_second_time(make_agent):
+    CALLS.clear()
+    call = step_json(tool="convert_units", tool_input={"value": 1, "from_unit": "oz", "to_unit": "g"})
+    agent, model, _ = make_agent(lambda c: call, tools=[convert_units], max_steps=7)
+    result = run(agent.run("1 oz in g, mass conversion", session_id="s"))
+    assert CALLS == ["1.0 oz g"]
+    assert [s.kind for s in result.steps] == ["tool", "repeat", "repeat"]
+    assert result.status == "incomplete" and len(model.calls_for(Purpose.STEP)) == 3
+    assert "kept repeating the same step" in result.answer and "28.35 g" in result.answer
+
+
+def test_the_same_unusable_reply_twice_again_ends_the_turn(make_agent):
+    agent, model, _ = make_agent(lambda call: '{"thought": "cut', max_steps=7)
+    result = run(agent.run("hello there", session_id="s"))
+    assert [s.kind for s in result.steps] == ["corrective"] * 3
+    assert result.status == "incomplete" and len(model.calls_for(Purpose.STEP)) == 3
+    assert "could not be used and it kept giving the same one (the reply was not valid " \
+        "JSON)" in result.answer
+    state = run(agent.memory_state("s"))
+    assert state.recent_turns[0].status == "incomplete"
 
 
 def test_tool_errors_timeouts_and_retries_become_observations(make_agent):

@@ -47,6 +47,10 @@ def test_each_offered_tool_is_bound_to_its_own_arguments():
     assert not valid(schema, step("calculate", {"value": 3, "from_unit": "oz", "to_unit": "g"}))
     assert not valid(schema, step("roll_dice", "2d6"))
     assert not valid(schema, step("none", {"x": 1}, "hi"))
+    # A tool's step carries no answer, and a final answer no arguments: a small model
+    # held to the schema cannot fill the other field until its reply is cut off.
+    assert not valid(schema, step("calculate", {"expression": "17*23"}, "391"))
+    assert not valid(schema, step("none", "None", "Rome."))
 
 
 def test_enums_from_literal_hints_reach_the_schema():
