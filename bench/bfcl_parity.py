@@ -37,9 +37,9 @@ from bench.llama_server import LlamaServer  # noqa: E402
 from py_agent.model import (ModelCallError, ModelUnavailableError, Purpose,  # noqa: E402
                             QuotaExceededError)
 
-LOAD = """async ([source, threads, window]) => {
+LOAD = """async ([source, threads, contextWindow]) => {
   const {PageModel} = await import('/page_model/language_model.js');
-  window.model = await PageModel.fromManifest({source, threads, contextWindow: window});
+  window.model = await PageModel.fromManifest({source, threads, contextWindow});
   window.sessions = new Map();
   window.nextSession = 1;
   await model.load();
