@@ -103,11 +103,14 @@ def test_the_server_answers_with_a_tool_streams_compacts_and_is_remembered_after
     assert len(by_request) == 2 and all(len(texts) > 3 for texts in by_request.values())
     for texts in by_request.values():   # each step's reply grows piece by piece
         assert all(a == b[:len(a)] and len(a) < len(b) for a, b in zip(texts, texts[1:]))
-    # ...and the page showed the first step's thought growing as it came.
+    # ...and the page showed the first step's thought growing as it came: part of it
+    # before the whole (one part at least: the thought spans about four chunks, and a page
+    # whose main thread is busy may join the middle ones into one redraw).
     shown = page.evaluate("window.__shown")
     assert "This needs arithmetic." in shown, shown
     first = shown[:shown.index("This needs arithmetic.")]
-    assert len(first) >= 2 and all("This needs arithmetic.".startswith(t) for t in first), shown
+    assert first and all("This needs arithmetic.".startswith(t) and t != "This needs arithmetic."
+                         for t in first), shown
     bodies = model_server.chat_requests()
     assert bodies and all(b["model"] == "fake-model" and b["stream"] for b in bodies)
 
