@@ -110,8 +110,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"comma-separated, of: {', '.join(METHODS)}")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--log", type=Path, help="write every case's replies here (JSON Lines)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="engine threads (--gguf; 1: on a busy two-core machine a second thread stalls more than it helps)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="engine threads (--gguf; default: every core. On a busy machine "
+                             "pass 1: a thread waiting for a busy core stalls the others)")
     parser.add_argument("--context", type=int, default=8192, help="engine context (--gguf)")
     parser.add_argument("--max-tokens", type=int, default=256,
                         help="the longest reply any method may get")
