@@ -14,32 +14,26 @@ thread waiting for a busy core stalls the others, which is what the comparison i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bfcl import load  # noqa: E402
 from bench.bfcl_data import load_cases, openai_tools  # noqa: E402
+from bench.bfcl_methods import post_chat  # noqa: E402
 from bench.llama_server import LlamaServer  # noqa: E402
-
-REQUEST_TIMEOUT_S = 600.0
 
 
 def ask(url: str, case, max_tokens: int) -> dict:
     """One native-tools request; the server's timings."""
     body = {"model": "m", "messages": case.turns[0], "tools": openai_tools(case.functions),
             "max_tokens": max_tokens, "temperature": 0, "seed": 0}
-    request = urllib.request.Request(f"{url}/v1/chat/completions",
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as reply:
-        return json.loads(reply.read())["timings"]
+    return post_chat(f"{url}/v1", body)["timings"]
 
 
 def measure(gguf: Path, cases: list, threads: int, slots: int, max_tokens: int) -> dict:
@@ -75,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
     cases = load_cases(args.category, "tune", args.cases)
-    print(f"{len(cases)} {args.category} cases, load average before "
-          f"{[round(x, 2) for x in os.getloadavg()]}")
+    print(f"{len(cases)} {args.category} cases, load average before {load()}")
     rows = [measure(args.gguf.resolve(), cases, threads, slots, args.max_tokens)
             for threads, slots in ((1, 1), (cores, 1), (cores, 2))]
     base = rows[0]["seconds"]
@@ -86,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['threads']} | {r['slots']} | {r['seconds']:.1f} | "
               f"{base / r['seconds']:.2f} | {min(r['prompt_tps']):.0f}–{max(r['prompt_tps']):.0f}"
               f" | {min(r['gen_tps']):.0f}–{max(r['gen_tps']):.0f} |")
-    print(f"load average after {[round(x, 2) for x in os.getloadavg()]}")
+    print(f"load average after {load()}")
     return 0
 
 
