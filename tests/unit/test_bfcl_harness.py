@@ -99,3 +99,12 @@ def test_the_command_writes_the_documented_report(tmp_path):
     assert report["overall"] == {name: 1.0 for name in METHODS}
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(lines) == 4 * len(METHODS) and all(line["passed"] for line in lines)
+
+
+def test_the_engine_uses_every_core_unless_told(monkeypatch, tmp_path):
+    monkeypatch.setattr(bfcl_cli.os, "cpu_count", lambda: 6)
+    gguf = str(tmp_path / "m.gguf")
+    assert bfcl_cli.parse_args(["--gguf", gguf]).threads == 6
+    assert bfcl_cli.parse_args(["--gguf", gguf, "--threads", "1"]).threads == 1
+    monkeypatch.setattr(bfcl_cli.os, "cpu_count", lambda: None)
+    assert bfcl_cli.parse_args(["--gguf", gguf]).threads == 1
