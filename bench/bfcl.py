@@ -128,6 +128,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--methods takes {', '.join(METHODS)}")
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be at least 1")
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
     return args
 
 

@@ -108,3 +108,9 @@ def test_the_engine_uses_every_core_unless_told(monkeypatch, tmp_path):
     assert bfcl_cli.parse_args(["--gguf", gguf, "--threads", "1"]).threads == 1
     monkeypatch.setattr(bfcl_cli.os, "cpu_count", lambda: None)
     assert bfcl_cli.parse_args(["--gguf", gguf]).threads == 1
+
+
+def test_a_thread_count_below_one_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bfcl_cli.parse_args(["--gguf", str(tmp_path / "m.gguf"), "--threads", "0"])
+    assert stop.value.code == 2 and "--threads must be at least 1" in capsys.readouterr().err
