@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from ..replies import reply
 from ..turn.approval import DENY, ApprovalRequest
 
 REQUEST = "approve"
@@ -44,5 +45,5 @@ class PageApprovals:
         waiting = future is not None and not future.done()
         if waiting:
             future.set_result(str(message.get("decision") or DENY))
-        self.post({"type": "reply", "id": message.get("id"), "ok": True, "value": waiting})
+        self.post(reply(message.get("id"), waiting))
         return True

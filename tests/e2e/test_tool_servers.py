@@ -113,6 +113,25 @@ def test_a_message_is_answered_through_the_reference_servers_tools(app: Page, se
         "weather -> " + data("weather", "py-agent-test-server", "Sunny and 21 C in Lisbon.")
 
 
+def test_a_message_sent_the_moment_the_page_is_ready_is_offered_the_servers_tools(
+        webmcp_browser: Browser, mcp_app: str) -> None:
+    """The page says ready before the tool servers are listed (start-up does not wait for
+    them), but a turn does: it waits for a source still connecting, a few seconds. Ten
+    fresh page loads, each asked at once for a tool of a --mcp server."""
+    context = webmcp_browser.new_context()
+    try:
+        for attempt in range(10):
+            page = context.new_page()
+            install_fake_lm_scripts(page, {"responderSource": tool_call_responder(RULES, OBEY)})
+            boot(page, mcp_app + "/")
+            answer = chat(page, f"What is the sum of {attempt} and 23?")
+            assert answer.startswith("get-sum -> "), (attempt, answer)
+            assert f"The sum of {attempt} and 23 is {attempt + 23}." in answer
+            page.close()
+    finally:
+        context.close()
+
+
 def test_connecting_from_the_tools_panel_and_what_goes_wrong(app: Page, servers) -> None:
     everything, ours = servers
     def connect(url: str, token: str = "") -> None:
@@ -330,7 +349,7 @@ def test_webmcp_tools_of_the_page_are_offered_and_the_agents_tools_can_be_regist
     tool = app.locator('[data-tool-name="page_weather"]')
     expect(tool).to_have_attribute("data-server", "page", timeout=TURN_TIMEOUT_MS)
     expect(tool).to_have_attribute("data-confirm", "false")
-    assert {"name": "page_weather", "source": "webmcp"}.items() <= next(
+    assert {"name": "page_weather", "source": "page"}.items() <= next(
         t for t in ask_worker(app, "tools") if t["name"] == "page_weather").items()
     assert chat(app, "What does the page say about the weather in Rome?") == \
         "page_weather -> " + data("page_weather", "page", "The page says: sunny in Rome")
