@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
@@ -39,7 +40,8 @@ ApprovalEmit = Callable[[str, dict[str, Any]], Awaitable[None]]
 class ApprovalRequest:
     """What the user is asked about: the tool, its checked arguments, where it comes from
     (``server``: a tool server's name, ``"page"``, or ``""`` for the app's own tools) and
-    the chat (``session_id``)."""
+    the chat (``session_id``). ``id`` names this one question, made when it is asked: an
+    app that shows several questions at once answers each by its id."""
 
     tool: str
     arguments: dict[str, Any]
@@ -47,11 +49,12 @@ class ApprovalRequest:
     source: str
     session_id: str
     description: str = ""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "arguments": self.arguments, "server": self.server,
                 "source": self.source, "session_id": self.session_id,
-                "description": self.description}
+                "description": self.description, "id": self.id}
 
     def __str__(self) -> str:
         where = f" ({self.server})" if self.server else ""

@@ -183,6 +183,7 @@ def test_every_message_on_the_agent_workers_port_is_listed():
                     | found("py_agent/browser/backends.py", not_nested)
                     | found("py_agent/browser/main.py", not_nested)
                     | found("py_agent/browser/page_tools.py", not_nested)
+                    | found("py_agent/browser/approvals.py", not_nested)
                     | found("worker/agent_worker.js", r"post\(\{type: '([\w-]+)'", not_nested)
                     | found("worker/boot_snapshot.js", r"post\(\{type: '([\w-]+)'"))
     worker_handles = routed("llm", "page-tools")
@@ -208,9 +209,9 @@ def test_every_message_on_the_agent_workers_port_is_listed():
 def test_agent_events_are_listed():
     in_code = set(typing.get_args(EventType)) | {
         name for path in ("py_agent/browser/backends.py", "py_agent/browser/main.py",
-                          "py_agent/browser/tool_servers.py")
+                          "py_agent/browser/tool_servers.py", "py_agent/browser/approvals.py")
         for name in found(path, r'"event": \{"type": "(\w+)"')}
-    assert "model" in in_code and "turn_started" in in_code
+    assert {"model", "turn_started", "approval_withdrawn"} <= in_code
     assert catalogue()[(PAGE_AGENT, "Agent events")] == in_code
 
 
