@@ -105,8 +105,10 @@ class ApprovalGate:
         The question and the answer go to ``tell(type, data)``."""
         if not tool.confirm:
             return None
+        # A server (or the page) is named; the app's own tools come from nowhere else.
         request = ApprovalRequest(tool=tool.name, arguments=arguments,
-                                  server=tool.origin.server, source=tool.origin.kind.value,
+                                  server=tool.origin.server if tool.origin.untrusted else "",
+                                  source=tool.origin.kind.value,
                                   session_id=self.session_id, description=tool.description)
         if self.approvals.allows(self.session_id, tool.name) and not self.tainted:
             await _tell(tell, "approval", request, ALLOW_CHAT, "allowed for this chat earlier")
