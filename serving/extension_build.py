@@ -35,11 +35,11 @@ from typing import Iterable
 from .app_files import (build_into, check_output, copy_app, copy_file, prepared_manifest,
                         visible_files)
 from .common import PrepareError, say
-from .headers import CSP
+from .headers import content_security_policy
 from .model_server import ModelServer
 from .page_models import PageModels
 from .paths import ROOT
-from .static_build import check_model_server, with_model_server
+from .static_build import check_model_server, connect_sources
 from .wheel import project_metadata
 
 EXTENSION = ROOT / "extension"
@@ -51,12 +51,6 @@ PERMISSIONS = ["activeTab", "scripting", "sidePanel"]
 ICON_SIZES = (16, 32, 48, 128)
 # Prompt API for extensions since Chrome 138 (web pages since 148).
 MINIMUM_CHROME = "138"
-# Extension pages cannot be framed by web pages anyway (they are not web-accessible);
-# 'frame-ancestors' would only risk the side panel's own host.
-EXTENSION_DROPS = ("frame-ancestors",)
-# Manifest V3 refuses to load an extension whose pages' policy names blob: among the
-# worker sources (measured in Chromium 156: the extension does not load at all).
-EXTENSION_WORKER_SRC = "worker-src 'self'"
 
 _INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc\s*=)([^>]*)>(.*?)</script\s*>",
                             re.IGNORECASE | re.DOTALL)
@@ -78,11 +72,10 @@ class ExtensionReport:
 def extension_policy(model_server: ModelServer | None = None,
                      page_models: PageModels | None = None) -> str:
     """The extension pages' Content-Security-Policy: the page's (no eval, WebAssembly
-    only), the model server's origin in ``connect-src`` when there is one."""
-    policy = with_model_server(CSP, model_server, page_models)
-    directives = [EXTENSION_WORKER_SRC if d.startswith("worker-src ") else d
-                  for d in policy.split("; ") if d.split(" ")[0] not in EXTENSION_DROPS]
-    return "; ".join(directives)
+    only) in the manifest's form, the model server's origin in ``connect-src`` when
+    there is one."""
+    return content_security_policy(connect=connect_sources(model_server, page_models)) \
+        .extension()
 
 
 def side_panel_page(index_html: str) -> tuple[str, dict[str, str]]:

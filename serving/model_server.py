@@ -65,9 +65,9 @@ class ModelServer:
         return {"url": url, "shown_url": self.base_url, "model": self.model,
                 "context_window": self.context_window, "proxied": self.proxy}
 
-    def connect_sources(self) -> str:
+    def connect_sources(self) -> list[str]:
         """Extra ``connect-src`` sources: the server's origin, unless proxied."""
-        return "" if self.proxy else " " + self.origin
+        return [] if self.proxy else [self.origin]
 
     def upstream(self, path: str) -> str | None:
         """The server URL for a page request to ``/model/...``, or None if it is not one."""

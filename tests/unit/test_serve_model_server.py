@@ -62,10 +62,10 @@ def free_port() -> int:
 
 def test_arguments_pick_direct_or_proxy_and_never_show_the_key():
     direct = model_server_from_args("http://localhost:11434/v1", "gemma3:4b", environ={})
-    assert not direct.proxy and direct.connect_sources() == " http://localhost:11434"
+    assert not direct.proxy and direct.connect_sources() == ["http://localhost:11434"]
     assert direct.manifest_entry()["url"] == "http://localhost:11434/v1"
     keyed = model_server_from_args("https://api.example.test", environ={"OPENAI_API_KEY": KEY})
-    assert keyed.proxy and keyed.connect_sources() == ""
+    assert keyed.proxy and keyed.connect_sources() == []
     entry = keyed.manifest_entry()
     assert entry["url"] == "/model/v1" and entry["proxied"] and KEY not in json.dumps(entry)
     assert KEY not in repr(keyed)
