@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[serve] error: {error}", file=sys.stderr)
         return 1
     from serving.http_server import make_server
-    from serving.model_server import check_model_server, model_server_from_args
+    from serving.model_server import model_server_from_args, probe_model_server
     from serving.page_models import page_models_from_args
     from serving.paths import CACHE
     from serving.prepare import prepare
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     served = f"{site} in front of web/" if site else "web/"
     say(f"serving {served} (and worker/ at /worker/) on {server.url}/")
-    for note in check_model_server(model_server, server.url) if model_server else ():
+    for note in probe_model_server(model_server, server.url) if model_server else ():
         say(note)
     say(f"open {server.url}/ in Chrome; Ctrl-C stops")
     try:

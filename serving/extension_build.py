@@ -40,7 +40,7 @@ from .headers import content_security_policy
 from .model_server import ModelServer
 from .page_models import PageModels
 from .paths import ROOT
-from .static_build import check_model_server, connect_sources
+from .static_build import connect_sources, refuse_model_proxy
 from .tool_servers import ToolServers
 from .wheel import project_metadata
 
@@ -219,7 +219,7 @@ def build_extension(folder: Path, *, tools: Iterable[Path] = (),
     started = time.monotonic()
     folder = folder.resolve()
     sites = check_sites(sites)
-    check_model_server(model_server)
+    refuse_model_proxy(model_server)
     check_output(folder, "--extension", MARKER)
     manifest = prepared_manifest(tools, model_server, page_models, tool_servers)
     if "boot_snapshot" not in manifest:

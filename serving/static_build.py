@@ -194,7 +194,9 @@ def root_references(text: str) -> list[str]:
     return sorted(set(_ROOT_REFERENCE.findall(text)))
 
 
-def check_model_server(model_server: ModelServer | None) -> None:
+def refuse_model_proxy(model_server: ModelServer | None) -> None:
+    """:class:`PrepareError` if ``model_server`` needs serve.py's proxy (``--model-proxy``,
+    an API key, an IPv6 address), which a build (static site or extension) cannot carry."""
     if model_server is None or not model_server.proxy:
         return
     if model_server.api_key:
@@ -259,7 +261,7 @@ def build_site(folder: Path, *, tools: Iterable[Path] = (), site: Path | None = 
     started = time.monotonic()
     folder = folder.resolve()
     tools = list(tools)
-    check_model_server(model_server)
+    refuse_model_proxy(model_server)
     check_output(folder)
     if site is not None:
         check_site(site)
