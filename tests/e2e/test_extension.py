@@ -32,7 +32,7 @@ from tests.e2e.page_model_app import write_model
 from tests.e2e.pages import ASSISTANT, BOOT_TIMEOUT_MS, SHOWN_AFTER_BOOT, TURN_TIMEOUT_MS, \
     answer_to, chat, send, step_responder, wait_until
 from tests.fake_openai_server import ChatRequest, FakeServer, agent_responder
-from tests.tool_server_processes import python_server
+from tests.tool_server_processes import free_port, python_server
 
 PAGE_TOOLS = ["read_page", "find_in_page", "summarize_page", "page_selection", "page_links",
               "list_tabs"]
@@ -107,20 +107,16 @@ def model_server():
 
 
 @pytest.fixture(scope="module")
-def tool_server():
-    """tests/mcp_servers.py; the extension connects to its path that sends no CORS
-    headers (the host permission lets the panel in)."""
-    server = python_server()
-    yield server
-    server.stop()
+def tool_server_port() -> int:
+    return free_port()
 
 
 @pytest.fixture(scope="module")
-def extension(tmp_path_factory, model_server, tool_server):
+def extension(tmp_path_factory, model_server, tool_server_port):
     folder = tmp_path_factory.mktemp("extension")
-    return build_test_extension(folder / "py-agent", gguf=write_model(folder, "tiny.gguf"),
-                                model_url=model_server.url,
-                                mcp_urls=[tool_server.url + "/nocors/mcp"])
+    return build_test_extension(
+        folder / "py-agent", gguf=write_model(folder, "tiny.gguf"), model_url=model_server.url,
+        mcp_urls=[f"http://127.0.0.1:{tool_server_port}/nocors/mcp"])
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +135,19 @@ def browser(playwright, extension, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def panel(browser, fixtures):
+def tool_server(browser, tool_server_port):
+    """tests/mcp_servers.py, on the port built into the extension, started once the
+    extension's id is known: like any server made with the mcp package on localhost, it
+    refuses another origin than localhost's (403) unless told to accept it. The extension
+    connects to its path that sends no CORS headers (the host permission lets it in)."""
+    server = python_server(tool_server_port,
+                           allow_origins=[f"chrome-extension://{browser.extension_id}"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def panel(browser, fixtures, tool_server):
     browser.open_tab(fixtures.url + "/selection.html")
     page = browser.open_panel(responderSource=RESPONDER)
     problems = []
