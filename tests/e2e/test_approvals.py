@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.pages import (MESSAGES, TURN_TIMEOUT_MS, answer_to, chat, current_session, row,
-                             send, tool_call_responder)
+                             send, start_worker_request, tool_call_responder)
 
 pytestmark = pytest.mark.e2e
 
@@ -29,19 +29,7 @@ RAN = "delete_note -> There are no notes to delete."   # it ran: there are none
 def run_elsewhere(page: Page, session_id: str, text: str, name: str) -> None:
     """Start a turn of chat ``session_id`` as another client of the agent worker would;
     its reply (the turn's result) is kept as the promise ``window[name]``."""
-    page.evaluate("""([sessionId, text, name]) => {
-      const worker = window.pyAgentWorker.worker, id = 'e2e-run-' + Math.random();
-      window[name] = new Promise((resolve, reject) => {
-        const listen = (event) => {
-          const data = event.data;
-          if (!data || data.type !== 'reply' || data.id !== id) return;
-          worker.removeEventListener('message', listen);
-          data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
-        };
-        worker.addEventListener('message', listen);
-      });
-      worker.postMessage({type: 'run', id, session_id: sessionId, text});
-    }""", [session_id, text, name])
+    start_worker_request(page, name, "run", session_id=session_id, text=text)
 
 
 def two_chats(page: Page) -> tuple[str, str]:
