@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "CORS; always so when PY_AGENT_API_KEY or OPENAI_API_KEY is set")
     parser.add_argument("--mcp", action="append", default=[], metavar="URL",
                         help="a tool server (MCP over Streamable HTTP, e.g. "
-                             "http://localhost:3001/mcp) the page connects to; repeatable")
+                             "http://localhost:3001/mcp) the page connects to; repeatable "
+                             "(with serve.py's server or --extension, not --build)")
     parser.add_argument("--gguf", action="append", default=[], metavar="PATH_OR_URL",
                         help="a GGUF model the page offers to run itself (llama.cpp in "
                              "WebAssembly; the browser downloads it once and keeps it): a "
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[serve] error: {error}", file=sys.stderr)
         return 1
     from serving.http_server import make_server
-    from serving.model_server import check_model_server, model_server_from_args
+    from serving.model_server import model_server_from_args, probe_model_server
     from serving.page_models import page_models_from_args
     from serving.paths import CACHE
     from serving.prepare import prepare
@@ -136,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         page_models = page_models_from_args(args.gguf, hash_cache=CACHE / "gguf-sha256.json")
         tool_servers = tool_servers_from_args(args.mcp)
         if args.mcp and args.build:
-            raise PrepareError("--mcp goes with serve.py's own server (a static build's page "
-                               "is not given tool servers yet)")
+            raise PrepareError("--mcp goes with serve.py's own server or --extension (a "
+                               "static build's page is not given tool servers yet)")
         for note in page_models.notes:
             say(note)
         if args.build:
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                          args.cross_origin_isolation, page_models)
         if args.extension:
             return extension(Path(args.extension), tools, model_server, page_models,
-                             args.extension_site)
+                             args.extension_site, tool_servers)
         prepare(tools)
     except PrepareError as error:
         print(f"[serve] error: {error}", file=sys.stderr)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     served = f"{site} in front of web/" if site else "web/"
     say(f"serving {served} (and worker/ at /worker/) on {server.url}/")
-    for note in check_model_server(model_server, server.url) if model_server else ():
+    for note in probe_model_server(model_server, server.url) if model_server else ():
         say(note)
     say(f"open {server.url}/ in Chrome; Ctrl-C stops")
     try:
@@ -197,16 +198,19 @@ def build(folder: Path, tools: list[Path], site: Path | None, model_server, isol
 
 
 def extension(folder: Path, tools: list[Path], model_server, page_models,
-              sites: list[str]) -> int:
+              sites: list[str], tool_servers=None) -> int:
     """--extension: write the extension and its zip, and say how to load it."""
     from serving.common import say
     from serving.extension_build import build_extension
 
     report = build_extension(folder, tools=tools, model_server=model_server,
-                             page_models=page_models, sites=sites)
+                             page_models=page_models, sites=sites, tool_servers=tool_servers)
     say(f"built {report.folder}: {report.files} files, {report.bytes / 1e6:.1f} MB, and "
         f"{report.zip} ({report.zip_bytes / 1e6:.1f} MB, for the Chrome Web Store) in "
         f"{report.seconds:.1f} s")
+    if tool_servers is not None and tool_servers.urls:
+        say(f"the panel connects to {', '.join(tool_servers.urls)} at start (a host permission "
+            "each, so they need not allow CORS)")
     say(f"try it: open chrome://extensions, turn on Developer mode, Load unpacked -> "
         f"{report.folder}; then click py-agent's button on any page")
     return 0

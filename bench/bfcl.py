@@ -38,7 +38,8 @@ from bench.bfcl_data import (CATEGORIES, DEFAULT_CATEGORIES, MULTI_TURN_CATEGORI
                              BfclUnavailableError, Case, load_cases)
 from bench.bfcl_methods import METHODS, Sampling, Transcript  # noqa: E402
 from bench.bfcl_score import Verdict, score, wilson  # noqa: E402
-from bench.llama_server import LLAMA_CPP_PYTHON, EngineError, LlamaServer  # noqa: E402
+from bench.llama_server import (LLAMA_CPP_PYTHON, WITHOUT_AMX, EngineError,  # noqa: E402
+                                LlamaServer, build_variant)
 
 DEFAULT_LIMIT = 50
 MULTI_TURN_LIMIT = 20
@@ -170,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
             server = LlamaServer(args.gguf.resolve(), threads=args.threads,
                                  context=args.context).start()
             url, model = server.url + "/v1", args.gguf.stem
+            cpu = "CPU without AMX" if build_variant() == WITHOUT_AMX else "CPU"
             engine = (f"llama.cpp llama-server (from llama-cpp-python {LLAMA_CPP_PYTHON}'s "
-                      f"sources), CPU, {args.threads} threads, context {args.context}")
+                      f"sources), {cpu}, {args.threads} threads, context {args.context}")
         else:
             url, model, engine = args.model_url, args.model, f"server at {args.model_url}"
         report = run(args, url, model, engine)

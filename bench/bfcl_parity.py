@@ -8,11 +8,13 @@ do the two engines give the same outcomes?
 The agent runs here, in CPython, twice per case: once with its OpenAI-compatible backend
 on llama.cpp's server (``bench/llama_server.py``), once with a backend whose sessions live
 in headless Chromium, in the page's own engine (``web/page_model/``: wllama, llama.cpp in
-WebAssembly). Same GGUF, same chat template (the GGUF's own, or llama.cpp's default when
-it has none: the page cannot be given another), same JSON schema turned into a grammar,
-greedy sampling, the same cap on a reply's tokens. The cases are the report half's first
-by BFCL's hash, taken in turn from each category. For each case the script lists whether
-each side passed, whether the outcomes match, and whether the calls made were the same.
+WebAssembly), reached as the page's worker reaches it: ``py_agent.rpc``'s ``BridgeModel``
+to the page's LLM host (``web/llm_host.js``). Same GGUF, same chat template (the GGUF's
+own, or llama.cpp's default when it has none: the page cannot be given another), same
+JSON schema turned into a grammar, greedy sampling, the same cap on a reply's tokens. The
+cases are the report half's first by BFCL's hash, taken in turn from each category. For
+each case the script lists whether each side passed, whether the outcomes match, and
+whether the calls made were the same.
 """
 
 from __future__ import annotations
@@ -34,100 +36,42 @@ from bench.bfcl_data import DEFAULT_CATEGORIES, Case, load_cases  # noqa: E402
 from bench.bfcl_methods import PyAgentMethod, Sampling  # noqa: E402
 from bench.bfcl_score import score  # noqa: E402
 from bench.llama_server import LlamaServer  # noqa: E402
-from py_agent.model import (ModelCallError, ModelUnavailableError, Purpose,  # noqa: E402
-                            QuotaExceededError)
+from py_agent.rpc import BridgeModel, Transport  # noqa: E402
 
-LOAD = """async ([source, threads, contextWindow]) => {
+# The page's own end of the bridge: the in-page model served by the page's LLM host
+# (web/llm_host.js), as the page serves it to the agent's worker. Every session is greedy
+# with the bench's cap on a reply, for every purpose, as on the server's side (the host
+# itself asks only Chrome's API for 'most-predictable', and never caps a reply).
+LOAD = """async ([source, threads, contextWindow, maxTokens]) => {
   const {PageModel} = await import('/page_model/language_model.js');
-  window.model = await PageModel.fromManifest({source, threads, contextWindow});
-  window.sessions = new Map();
-  window.nextSession = 1;
+  const {LLMHost} = await import('/llm_host.js');
+  const model = await PageModel.fromManifest({source, threads, contextWindow});
   await model.load();
+  const api = {
+    availability: (options) => model.availability(options),
+    create: (options) => model.create({...options, samplingMode: 'most-predictable', maxTokens}),
+    get info() { return model.info; },
+  };
+  window.host = new LLMHost({api});
+  window.nextCall = 1;
   return model.info;
 }"""
 
-# Every call answers {ok, value} or {ok: false, name, message, requested, quota}.
-CALL = """async ([op, id, args]) => {
-  try {
-    const keep = (s) => { const n = window.nextSession++; sessions.set(n, s);
-                          return {id: n, window: s.contextWindow, usage: s.contextUsage}; };
-    let value;
-    if (op === 'create') value = keep(await model.create(args));
-    else if (op === 'clone') value = keep(await sessions.get(id).clone());
-    else if (op === 'prompt') {
-      const s = sessions.get(id);
-      const options = args.schema ? {responseConstraint: args.schema, omitResponseConstraintInput: true} : {};
-      value = {text: await s.prompt(args.text, options), usage: s.contextUsage};
-    } else if (op === 'append') { const s = sessions.get(id); await s.append(args.text); value = {usage: s.contextUsage}; }
-    else if (op === 'measure') value = await sessions.get(id).measureContextUsage(args.text);
-    else if (op === 'destroy') { sessions.get(id)?.destroy(); sessions.delete(id); value = null; }
-    return {ok: true, value};
-  } catch (e) {
-    return {ok: false, name: e.name, message: e.message, requested: e.requested ?? null, quota: e.quota ?? null};
-  }
+# One request of py_agent.rpc's transport protocol, answered by the LLM host:
+# {ok, value} or {ok: false, error: {name, message, ...}}.
+CALL = """async ([method, args]) => {
+  const reply = await host.handle({id: `parity-${window.nextCall++}`, method, args});
+  return reply.ok ? {ok: true, value: reply.value} : {ok: false, error: reply.error};
 }"""
 
 
-class PageSession:
-    """A Prompt API session of the page's model, driven from CPython."""
+def page_transport(page) -> Transport:
+    """py_agent.rpc's transport to the LLM host in ``page`` (a Playwright page)."""
 
-    def __init__(self, model: "PageModelBackend", info: dict) -> None:
-        self.model, self.id = model, info["id"]
-        self._window, self._usage = info["window"], info["usage"]
+    async def transport(method: str, args: list[Any]) -> dict[str, Any]:
+        return await page.evaluate(CALL, [method, args])
 
-    @property
-    def context_window(self) -> int:
-        return self._window
-
-    @property
-    def context_usage(self) -> int:
-        return self._usage
-
-    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
-                     purpose: Purpose = Purpose.STEP) -> str:
-        value = await self.model.call("prompt", self.id, {
-            "text": text, "schema": response_constraint})
-        self._usage = value["usage"]
-        return value["text"]
-
-    async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
-        self._usage = (await self.model.call("append", self.id, {"text": text}))["usage"]
-
-    async def measure(self, text: str) -> int | None:
-        return await self.model.call("measure", self.id, {"text": text})
-
-    async def clone(self) -> "PageSession":
-        return PageSession(self.model, await self.model.call("clone", self.id, {}))
-
-    async def destroy(self) -> None:
-        await self.model.call("destroy", self.id, {})
-
-
-class PageModelBackend:
-    """A :class:`~py_agent.model.LanguageModel` whose sessions live in the page's engine."""
-
-    def __init__(self, page, max_tokens: int) -> None:
-        self.page, self.max_tokens = page, max_tokens
-
-    async def availability(self) -> str:
-        return "available"
-
-    async def create(self, *, initial_prompts: list, purpose: Purpose = Purpose.STEP
-                     ) -> PageSession:
-        return PageSession(self, await self.call("create", None, {
-            "initialPrompts": initial_prompts, "samplingMode": "most-predictable",
-            "maxTokens": self.max_tokens}))
-
-    async def call(self, op: str, session: int | None, args: dict) -> Any:
-        answer = await self.page.evaluate(CALL, [op, session, args])
-        if answer["ok"]:
-            return answer["value"]
-        if answer["name"] == "QuotaExceededError":
-            raise QuotaExceededError(answer["message"], requested=answer["requested"],
-                                     quota=answer["quota"])
-        if answer["name"] in ("InvalidStateError", "NotSupportedError"):
-            raise ModelUnavailableError(f"{answer['name']}: {answer['message']}")
-        raise ModelCallError(f"{answer['name']}: {answer['message']}")
+    return transport
 
 
 def parity_cases(count: int) -> list[Case]:
@@ -166,10 +110,12 @@ async def run_page_side(cases: list[Case], gguf: Path, threads: int, window: int
                     await page.goto(server.url + "/bench/blank.html")
                     source = {"url": f"/models/{gguf.name}", "size": gguf.stat().st_size,
                               "name": gguf.name}
-                    info = await page.evaluate(LOAD, [source, threads, window])
+                    info = await page.evaluate(LOAD, [source, threads, window,
+                                                      sampling.max_tokens])
                     print(f"page engine: {info.get('engine')}, {info.get('threads')} "
                           f"thread(s), window {info.get('contextWindow')}", flush=True)
-                    backend = PageModelBackend(page, sampling.max_tokens)
+                    # The agent reaches the page's model as the page's worker does.
+                    backend = BridgeModel(page_transport(page))
                     method = PyAgentMethod("", "", sampling, model_backend=backend)
                     for case in cases:
                         transcript = await method.run_async(case)

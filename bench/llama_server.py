@@ -16,14 +16,28 @@ target is built (CMake, Release, CPU, static), into
 ``~/.cache/py-agent/llama-server/<version>/``, once. The build takes 10-30 minutes on
 two cores; every later run finds the binary and starts at once.
 
+A fresh build is smoke-tested once: started on a tiny Q8_0 model (``tests/tiny_gguf.py``)
+and asked for a few tokens, so that a binary that cannot run here fails at build time
+with a reason, not at a benchmark's first request. The build targets this CPU
+(``-march=native``). Some hosts report AMX in ``/proc/cpuinfo`` but do not let a process
+use it; a native build then compiles llama.cpp's AMX kernels in and the server dies of
+SIGSEGV at its first decode. When the smoke test crashes on a CPU that reports AMX, the
+build is redone without AMX: ``GGML_NATIVE=OFF`` with the CPU's other instruction sets
+named one by one (llama.cpp's ``GGML_AMX_*`` options count only then: with
+``GGML_NATIVE=ON`` they are ignored and ``-march=native`` decides), and says so. The
+outcome is kept beside the binary (``llama-server.checked.json``), so the smoke test runs
+once per build.
+
     python bench/llama_server.py --build-only      # build now (quiet; idempotent)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -34,11 +48,34 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the smoke test's model: tests/tiny_gguf.py
+
 LLAMA_CPP_PYTHON = "0.3.36"
 CACHE = Path(os.environ.get("PY_AGENT_CACHE", Path.home() / ".cache" / "py-agent"))
 BUILD_TIMEOUT_S = 3 * 3600
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
+SMOKE_DECODE_TIMEOUT_S = 120.0
+
+# The instruction sets a build targets: "native" is -march=native (every set the CPU
+# reports); "no-amx" names the CPU's sets one by one and leaves AMX out.
+NATIVE = "native"
+WITHOUT_AMX = "no-amx"
+AMX_FLAGS = ("amx_tile", "amx_int8", "amx_bf16")
+# With GGML_NATIVE=OFF, ggml/src/ggml-cpu/CMakeLists.txt turns each of these options into
+# its -m flags; each is on when /proc/cpuinfo reports every flag it needs. (SSE 4.2, AVX,
+# AVX2, BMI2, FMA and F16C default to on there; they are named so that a CPU without one
+# gets a binary that runs.)
+GGML_X86_OPTIONS = {
+    "GGML_SSE42": ("sse4_2",), "GGML_AVX": ("avx",), "GGML_AVX2": ("avx2",),
+    "GGML_BMI2": ("bmi2",), "GGML_FMA": ("fma",), "GGML_F16C": ("f16c",),
+    "GGML_AVX_VNNI": ("avx_vnni",),
+    "GGML_AVX512": ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"),
+    "GGML_AVX512_VBMI": ("avx512vbmi",), "GGML_AVX512_VNNI": ("avx512_vnni",),
+    "GGML_AVX512_BF16": ("avx512_bf16",),
+}
 
 # The model's turns in Gemma's format, with tools rendered the way llama.cpp's tool-call
 # analysis recognises (a JSON object inside <tool_call> tags, as Hermes-style templates
@@ -96,21 +133,202 @@ def server_binary(cache: Path = CACHE) -> Path:
     return cache / "llama-server" / LLAMA_CPP_PYTHON / "llama-server"
 
 
+def check_record(binary: Path) -> Path:
+    """Where the smoke test's outcome for ``binary`` is kept."""
+    return binary.with_name(binary.name + ".checked.json")
+
+
+def build_variant(cache: Path = CACHE) -> str | None:
+    """How the cached binary was built (:data:`NATIVE` or :data:`WITHOUT_AMX`), once it
+    passed its smoke test; None before."""
+    try:
+        return json.loads(check_record(server_binary(cache)).read_text())["variant"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's features as Linux reports them (``flags`` in /proc/cpuinfo)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
+def cmake_options(variant: str, flags: set[str]) -> list[str]:
+    """The instruction-set options of a build: -march=native, or the CPU's sets without
+    AMX (llama.cpp compiles its AMX kernels in whenever the compiler targets AMX)."""
+    if variant == NATIVE:
+        return ["-DGGML_NATIVE=ON"]
+    named = [f"-D{option}={'ON' if all(f in flags for f in needs) else 'OFF'}"
+             for option, needs in GGML_X86_OPTIONS.items()]
+    return ["-DGGML_NATIVE=OFF", *named,
+            "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
+
+
+@dataclass
+class SmokeTest:
+    """What the smoke test saw: ``returncode`` None if the server answered and was still
+    running, else how it ended (negative: killed by that signal)."""
+
+    returncode: int | None
+    log: str = ""
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.returncode is None and not self.error
+
+    @property
+    def crashed(self) -> bool:
+        return self.returncode is not None and self.returncode < 0
+
+    def describe(self) -> str:
+        if self.returncode is not None:
+            return how_it_ended(self.returncode)
+        return self.error or "passed"
+
+
+def how_it_ended(returncode: int) -> str:
+    """A process's exit code in words: "crashed (SIGSEGV, exit -11)", "exited with 1"."""
+    if returncode >= 0:
+        return f"exited with {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"crashed ({name}, exit {returncode})"
+
+
+def smoke_test(binary: Path) -> SmokeTest:
+    """Start ``binary`` on a tiny Q8_0 model and decode a few tokens: a prompt of several
+    tokens (the batched kernels), then one at a time (the single-row ones)."""
+    from tests.tiny_gguf import write_tiny_gguf
+
+    with tempfile.TemporaryDirectory(prefix="llama-smoke-") as scratch:
+        gguf = write_tiny_gguf(Path(scratch) / "tiny-q8_0.gguf", quantized=True)
+        server = LlamaServer(gguf, threads=min(2, os.cpu_count() or 1), context=256,
+                             template=None, binary=binary)
+        try:
+            try:
+                server.start()
+            except EngineError as exc:
+                code = server.process.returncode if server.process else None
+                return SmokeTest(code, server.last_log, "" if code is not None else str(exc))
+            request = urllib.request.Request(
+                f"{server.url}/completion", method="POST",
+                headers={"Content-Type": "application/json"},
+                data=json.dumps({"prompt": "what is the weather like in the city today",
+                                 "n_predict": 4, "temperature": 0}).encode())
+            try:
+                with urllib.request.urlopen(request, timeout=SMOKE_DECODE_TIMEOUT_S) as reply:
+                    json.loads(reply.read())
+                error = ""
+            except (OSError, ValueError) as exc:
+                error = f"no answer to a 4-token completion: {exc}"
+            try:
+                code = server.process.wait(timeout=1) if error else server.process.poll()
+            except subprocess.TimeoutExpired:
+                code = None
+            log = server.read_log()
+            return SmokeTest(code, log, error if code is None else "")
+        finally:
+            server.stop()
+
+
 def ensure_built(cache: Path = CACHE, *, quiet: bool = True) -> Path:
-    """The ``llama-server`` binary, built first if it is not in the cache yet."""
+    """The ``llama-server`` binary, built and smoke-tested first if the cache does not
+    hold one that passed its smoke test yet (a binary cached before the smoke test
+    existed is tested once, and rebuilt only if it fails)."""
     binary = server_binary(cache)
-    if binary.exists():
+    record = check_record(binary)
+    if binary.exists() and build_variant(cache) is not None:
         return binary
-    missing = [tool for tool in ("cmake", "c++", "cc") if shutil.which(tool) is None]
-    if missing:
-        raise EngineError(f"building llama.cpp's server needs {', '.join(missing)} (a C/C++ "
-                          "compiler and CMake): on Debian, apt-get install build-essential "
-                          "cmake; or start a server yourself and pass --model-url/--model")
     say = (lambda _: None) if quiet else (lambda m: print(f"[llama-server] {m}", flush=True))
-    print(f"building llama.cpp's server from llama-cpp-python {LLAMA_CPP_PYTHON} (once; "
-          f"10-30 minutes on two cores) into {binary.parent}", file=sys.stderr, flush=True)
+    flags = cpu_flags()
     with tempfile.TemporaryDirectory(prefix="llama-build-") as scratch:
         work = Path(scratch)
+        variant = NATIVE
+        if binary.exists():
+            candidate = binary  # built before builds were smoke-tested
+        else:
+            print(f"building llama.cpp's server from llama-cpp-python {LLAMA_CPP_PYTHON} "
+                  f"(once; 10-30 minutes on two cores) into {binary.parent}",
+                  file=sys.stderr, flush=True)
+            candidate = compile_server(work, variant, flags, say)
+        say("smoke test: a tiny model, a few tokens")
+        try:
+            result = smoke_test(candidate)
+        except ImportError as exc:  # gguf and numpy: the test extra, in .venv
+            print(f"llama-server is not smoke-tested yet ({exc}: run with the tests' "
+                  "virtualenv, .venv/bin/python, to test it)", file=sys.stderr, flush=True)
+            install(candidate, binary)
+            return binary
+        if not result.passed:
+            variant = after_failed_smoke_test(result, flags)
+            candidate = compile_server(work, variant, flags, say)
+            result = smoke_test(candidate)
+            if not result.passed:
+                raise EngineError(
+                    f"llama-server built without AMX still fails its smoke test: "
+                    f"{result.describe()}.\n{result.log[-3000:]}\nStart a server yourself "
+                    "and pass --model-url/--model.")
+            print("llama-server built without AMX passed its smoke test; the benchmark uses "
+                  "it (this CPU's other instruction sets are all in)", file=sys.stderr,
+                  flush=True)
+        install(candidate, binary)
+        record.write_text(json.dumps({"variant": variant, "smoke_test": "passed",
+                                      "options": cmake_options(variant, flags)}) + "\n")
+    return binary
+
+
+def install(built: Path, binary: Path) -> None:
+    """Copy a new build into the cache, whole or not at all, forgetting the old one's
+    smoke test."""
+    if built == binary:
+        return
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    check_record(binary).unlink(missing_ok=True)
+    partial = binary.with_suffix(".partial")
+    shutil.copy2(built, partial)
+    partial.replace(binary)
+
+
+def after_failed_smoke_test(result: SmokeTest, flags: set[str]) -> str:
+    """The variant to build after ``result``: without AMX when the server crashed on a
+    CPU that reports AMX (said on stderr); otherwise an :class:`EngineError` that says
+    what happened."""
+    amx = [flag for flag in AMX_FLAGS if flag in flags]
+    if result.crashed and amx:
+        print(f"llama-server {result.describe()} at its first decode on a tiny model. This "
+              f"CPU reports AMX ({', '.join(amx)}), which some hosts report but do not let "
+              "a process use, and llama.cpp's AMX kernels are built in; rebuilding without "
+              "AMX (GGML_NATIVE=OFF, this CPU's other instruction sets by name; once, "
+              "10-30 minutes on two cores)", file=sys.stderr, flush=True)
+        return WITHOUT_AMX
+    why = ("; this CPU reports no AMX, so a build without it would not help"
+           if result.crashed else "")
+    raise EngineError(f"llama-server failed its smoke test on a tiny model: "
+                      f"{result.describe()}{why}.\n{result.log[-3000:]}\n"
+                      "Start a server yourself and pass --model-url/--model.")
+
+
+def compile_server(work: Path, variant: str, flags: set[str], say) -> Path:
+    """Build ``llama-server`` in ``work`` with ``variant``'s instruction sets; the sdist is
+    fetched and unpacked on the first call, and a second call reconfigures the same build
+    folder, so that only what the options change is compiled again."""
+    missing = [tool for tool in ("cmake", "c++", "cc") if shutil.which(tool) is None]
+    if missing:
+        raise EngineError(f"building llama.cpp's server needs {', '.join(missing)} (a "
+                          "C/C++ compiler and CMake): on Debian, apt-get install "
+                          "build-essential cmake; or start a server yourself and pass "
+                          "--model-url/--model")
+    source = next(work.glob("llama_cpp_python-*/vendor/llama.cpp"), None)
+    if source is None:
         _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
               "--disable-pip-version-check", "-d", str(work),
               f"llama-cpp-python=={LLAMA_CPP_PYTHON}"], "downloading the sdist", work)
@@ -119,25 +337,22 @@ def ensure_built(cache: Path = CACHE, *, quiet: bool = True) -> Path:
         with tarfile.open(sdist) as archive:
             archive.extractall(work, filter="data")
         source = next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
-        build = work / "build"
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        _run(["cmake", "-S", str(source), "-B", str(build), *generator,
-              "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
-              "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-              "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_CURL=OFF",
-              "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
-              "-DGGML_NATIVE=ON"], "configuring (cmake)", work)
-        jobs = str(os.cpu_count() or 2)
-        _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs],
-             "compiling llama-server", work)
-        built = next(build.rglob("llama-server"), None)
-        if built is None or not os.access(built, os.X_OK):
-            raise EngineError(f"the build finished without a llama-server binary in {build}")
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        partial = binary.with_suffix(".partial")
-        shutil.copy2(built, partial)
-        partial.replace(binary)  # the cache holds a whole binary or none
-    return binary
+    build = work / "build"
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    say(f"configuring: {' '.join(cmake_options(variant, flags))}")
+    _run(["cmake", "-S", str(source), "-B", str(build), *generator,
+          "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
+          "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+          "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_CURL=OFF",
+          "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+          *cmake_options(variant, flags)], "configuring (cmake)", work)
+    jobs = str(os.cpu_count() or 2)
+    _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs],
+         "compiling llama-server", work)
+    built = next(build.rglob("llama-server"), None)
+    if built is None or not os.access(built, os.X_OK):
+        raise EngineError(f"the build finished without a llama-server binary in {build}")
+    return built
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:
@@ -169,6 +384,7 @@ class LlamaServer:
     port: int = 0
     process: subprocess.Popen | None = None
     log_path: Path | None = None
+    last_log: str = ""  # the log of a server that exited while starting
     _scratch: tempfile.TemporaryDirectory | None = None
 
     @property
@@ -200,9 +416,10 @@ class LlamaServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                tail = self.log_path.read_text(errors="replace")[-3000:]
+                self.last_log = self.read_log()
                 self.stop()
-                raise EngineError(f"llama-server exited with {self.process.returncode}:\n{tail}")
+                raise EngineError(f"llama-server {how_it_ended(self.process.returncode)} "
+                                  f"while starting:\n{self.last_log[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2) as reply:
                     if reply.status == 200:
@@ -212,6 +429,13 @@ class LlamaServer:
             time.sleep(0.25)
         self.stop()
         raise EngineError(f"llama-server did not become ready within {START_TIMEOUT_S:g} s")
+
+    def read_log(self) -> str:
+        """What the server has written so far ("" once it is stopped)."""
+        try:
+            return self.log_path.read_text(errors="replace") if self.log_path else ""
+        except OSError:
+            return ""
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

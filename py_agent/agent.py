@@ -44,14 +44,14 @@ from .sessions import SessionTable
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import InMemoryStore, Store, UnknownSessionError
 from .tokens import TokenCounter
-from .tools import Tool
-from .tools.remote import resolve_clashes
+from .tools import StaticSource, Tool, Toolbox
+from .tools.origin import BUILTIN
 from .transfer import SessionBundle, parse_session
-from .turn.compact_tool import COMPACT_TOOL, compact_tool
+from .turn.compact_tool import compact_tool
 from .turn.context import TurnContext
 from .turn.approval import Approver
 from .turn.policies import StepPolicy, ToolPolicy
-from .turn.recall_tool import RECALL_TOOL, recall_tool
+from .turn.recall_tool import recall_tool
 from .turn.runner import TurnRunner, TurnSettings
 from .turn.tool_runner import SyncRunner
 
@@ -63,7 +63,10 @@ class Agent:
         model: a :class:`~py_agent.model.LanguageModel` (the browser bridge, or
             :class:`~py_agent.testing.FunctionModel` in tests).
         store: where sessions persist; an :class:`InMemoryStore` by default.
-        tools: the registry; the retriever offers the top ``top_k`` per message.
+        tools: a :class:`~py_agent.tools.Toolbox` (tools from several sources that change
+            on their own: tool servers, a page's, tool modules), or the app's own tools;
+            the retriever offers the top ``top_k`` per message. The agent adds its
+            built-in tools to the toolbox as source ``builtin``.
         memory: thresholds for compaction; see :class:`MemoryPolicy`.
         tool_policy: timeout, retries and output cap for tool calls.
         step_policy: the deadline of each model call in a turn; see :class:`StepPolicy`.
@@ -89,7 +92,7 @@ class Agent:
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
-                 tools: Iterable[Tool] = (), memory: MemoryPolicy | None = None, *,
+                 tools: Toolbox | Iterable[Tool] = (), memory: MemoryPolicy | None = None, *,
                  tool_policy: ToolPolicy | None = None, max_steps: int = 7, top_k: int = 3,
                  on_event: EventHandler | None = None, compact_tool_enabled: bool = True,
                  system_instruction: str = SYSTEM_INSTRUCTION,
@@ -104,10 +107,13 @@ class Agent:
         # The policy asked for; the one in use (self.policy) may be scaled to the window.
         self.requested_policy = memory or MemoryPolicy()
         self.on_event = on_event
-        self._builtins = (compact_tool_enabled, recall)
-        registry = self._registry(tools)
-        self.tools = registry
-        self.retriever = ToolRetriever(registry, top_k=top_k)
+        # A toolbox handed in is the app's (the page's models take turns with one); one
+        # made here from the app's tools is the agent's, closed with it.
+        self._own_toolbox = not isinstance(tools, Toolbox)
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        builtins = [*([compact_tool()] if compact_tool_enabled else []),
+                    *([recall_tool()] if recall else [])]
+        self.toolbox.add(StaticSource("builtin", builtins, BUILTIN))
         self.system_instruction = system_instruction
         self.accountant = MemoryAccountant(self.requested_policy, TokenCounter())
         self.model_calls: Counter[str] = Counter()
@@ -115,7 +121,7 @@ class Agent:
         self.archive_recall = (ArchiveRecall(self.store, self.sessions, clock=clock)
                                if recall else None)
         planner = PrefixPlanner(self.requested_policy, self.accountant.counter,
-                                system_instruction, registry, top_k)
+                                system_instruction, lambda: self.toolbox.snapshot().tools, top_k)
         self.bases = BaseSessions(model, planner, base_prompts(), self._emit)
         self.memory = MemoryEngine(self.sessions, self.bases, self.accountant, self._emit,
                                    calls=self.model_calls, memory_sessions=memory_sessions)
@@ -123,33 +129,24 @@ class Agent:
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
                                      max_steps, sync_tool_runner, approver=approve)
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
-                                self.retriever, self.settings, self._emit, self.model_calls,
-                                recall=self.archive_recall)
+                                self.toolbox, self.settings, self._emit, self.model_calls,
+                                recall=self.archive_recall, top_k=top_k)
 
     async def _emit(self, event: AgentEvent) -> None:
         await deliver([self.on_event], event)
 
-    def _registry(self, tools: Iterable[Tool]) -> list[Tool]:
-        """``tools`` with unique names (a tool server's tool whose name is taken gets its
-        server's name as a prefix), and the built-in tools this agent offers."""
-        registry = resolve_clashes(tools)
-        compact, recall = self._builtins
-        if compact and not any(t.name == COMPACT_TOOL for t in registry):
-            registry.append(compact_tool())
-        if recall and not any(t.name == RECALL_TOOL for t in registry):
-            registry.append(recall_tool())
-        return registry
-
-    def set_tools(self, tools: Iterable[Tool]) -> None:
-        """Use ``tools`` from the next turn on (a tool server's list changed, a page tool
-        came or went); a running turn keeps the tools it was offered."""
-        registry = self._registry(tools)
-        retriever = ToolRetriever(registry, top_k=self.retriever.top_k)
-        self.tools, self.retriever = registry, retriever
-        self.turns.retriever = retriever
-        self.bases.planner.tools = list(registry)
-
     # ------------------------------------------------------------ the parts' state
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The agent's tools now, names resolved (see :class:`~py_agent.tools.Toolbox`);
+        a running turn keeps the tools it was offered."""
+        return self.toolbox.tools
+
+    @property
+    def retriever(self) -> ToolRetriever:
+        """The tool retriever over the tools now (rebuilt only when they change)."""
+        return self.turns.retriever()
 
     @property
     def model(self) -> LanguageModel:
@@ -208,6 +205,15 @@ class Agent:
             raise ValueError("prompt must be a non-empty string")
         turn = TurnContext(session_id, clean_text(prompt).strip(), abort, approver=approve)
         return await self.turns.run(turn, on_event=on_event)
+
+    async def call_tool(self, name: str, tool_input: object = None, *,
+                        session_id: str = "default",
+                        on_event: EventHandler | None = None) -> str:
+        """Run tool ``name`` with ``tool_input`` outside a turn (for another agent, such
+        as the browser's through WebMCP), guarded as in a turn: a consequential tool asks
+        the approver first, as a question of chat ``session_id``. The observation text;
+        ValueError for a tool the agent does not have."""
+        return await self.turns.call_tool(name, tool_input, session_id, on_event=on_event)
 
     async def stream(self, prompt: str, session_id: str = "default", *,
                      abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:
@@ -370,3 +376,5 @@ class Agent:
         if self.archive_recall is not None:
             await self.archive_recall.close()  # and saves the recall blobs that lag
         await self.bases.close()
+        if self._own_toolbox:
+            await self.toolbox.close()

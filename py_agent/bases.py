@@ -30,6 +30,9 @@ from .prefix import PrefixPlan, PrefixPlanner
 
 # The window assumed before any model session exists: Gemini Nano's.
 DEFAULT_CONTEXT_WINDOW = GEMINI_NANO_WINDOW
+# Base sessions kept for instructions of tools' own (a page summarizer's); the oldest
+# goes when another is needed.
+MAX_TOOL_BASES = 4
 
 
 class BaseSessions:
@@ -50,6 +53,7 @@ class BaseSessions:
         self.prefixes = dict(prefixes)
         self.emit = emit
         self._sessions: dict[Purpose, ModelSession] = {}
+        self._tool_bases: dict[tuple[Purpose, str], ModelSession] = {}
         self._lock = asyncio.Lock()
         self.ladder = ConstraintLadder()
 
@@ -58,6 +62,7 @@ class BaseSessions:
         (the old ones are dropped, not destroyed: they belong to the old model)."""
         self.model = model
         self._sessions.clear()
+        self._tool_bases.clear()
 
     def constraints(self) -> ModelConstraints:
         """The response constraints the model in use accepted so far (see
@@ -77,6 +82,19 @@ class BaseSessions:
 
     async def clone(self, purpose: Purpose) -> ModelSession:
         return await (await self.get(purpose)).clone()
+
+    async def for_instructions(self, purpose: Purpose, instructions: str) -> ModelSession:
+        """A base session that read ``instructions`` (a tool's own, such as the page
+        summarizer's), made once and kept like the agent's own; clone it to use it."""
+        key = (purpose, instructions)
+        async with self._lock:
+            if key not in self._tool_bases:
+                if len(self._tool_bases) >= MAX_TOOL_BASES:
+                    oldest = next(iter(self._tool_bases))
+                    await destroy_quietly(self._tool_bases.pop(oldest), "a tool's base session")
+                self._tool_bases[key] = await create_guarded(
+                    self.model, [{"role": "system", "content": instructions}], purpose)
+            return self._tool_bases[key]
 
     def existing(self, purpose: Purpose) -> ModelSession | None:
         """The base session for ``purpose`` if one was made; never creates one (creating
@@ -126,6 +144,7 @@ class BaseSessions:
 
     async def close(self) -> None:
         """Destroy every base session (each bounded; a failure only leaks it)."""
-        for session in self._sessions.values():
+        for session in [*self._sessions.values(), *self._tool_bases.values()]:
             await destroy_quietly(session, "a base session")
         self._sessions.clear()
+        self._tool_bases.clear()

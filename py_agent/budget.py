@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
-from .prompting import MemoryView, render_facts, render_turn
+from .memory_view import MemoryView, render_facts, render_turn
 from .state import FACT_CATEGORIES, Fact, SessionState, Turn
 from .tokens import TokenCounter
 

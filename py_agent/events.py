@@ -20,7 +20,8 @@ EventType = Literal[
     "thought",             # {index, text}
     "action",              # {index, tool, input}
     "observation",         # {index, tool, text, ok, kind, duration_ms}
-    "approval_requested",  # {index, tool, arguments, server, source, session_id, description}
+    "approval_requested",  # {id, index, tool, arguments, server, source, session_id,
+                           #  description}: id is the question's own (ApprovalRequest.id)
     "approval",            # the same and {decision: once|chat|deny, why}
     "answer",              # {turn_id, text, status}
     "turn_saved",          # {turn_id}

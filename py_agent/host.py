@@ -17,10 +17,10 @@ from typing import Any, Awaitable, Callable
 from .agent import Agent
 from .events import AgentEvent, log
 from .profile import UnknownProfileFactError
+from .replies import error_of, reply
 from .store import UnknownSessionError
+from .tools import Tool
 from .transfer import SessionImportError, export_filename, parse_session
-from .turn.approval import ApprovalGate
-from .turn.tool_runner import run_tool
 
 Post = Callable[[dict[str, Any]], None]
 
@@ -64,24 +64,15 @@ class AgentHost:
                 raise ValueError(f"unknown request type {kind!r}")
             value = await handler(message)
         except (UnknownSessionError, UnknownProfileFactError) as exc:
-            self._reply(request_id, ok=False, error={"name": type(exc).__name__,
-                                                     "message": str(exc)})
+            self.post(reply(request_id, error=exc))
         except SessionImportError as exc:  # the user's file, not a bug: no traceback
-            self._reply(request_id, ok=False, error={"name": "SessionImportError",
-                                                     "message": str(exc), "line": exc.line})
+            self.post(reply(request_id, error=error_of(exc, line=exc.line)))
         except Exception as exc:
             log.exception("request %s failed", kind)
-            self._reply(request_id, ok=False, error={
-                "name": type(exc).__name__, "message": str(exc),
-                "traceback": traceback.format_exc(limit=8)})
+            self.post(reply(request_id, error=error_of(
+                exc, traceback=traceback.format_exc(limit=8))))
         else:
-            self._reply(request_id, ok=True, value=value)
-
-    def _reply(self, request_id: Any, *, ok: bool, value: Any = None,
-               error: dict[str, Any] | None = None) -> None:
-        reply: dict[str, Any] = {"type": "reply", "id": request_id, "ok": ok}
-        reply["value" if ok else "error"] = value if ok else error
-        self.post(reply)
+            self.post(reply(request_id, value))
 
     @staticmethod
     def _session(message: dict[str, Any]) -> str:
@@ -183,32 +174,14 @@ class AgentHost:
         return private
 
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"name": t.name, "description": t.description, "signature": t.signature(),
-                 "pinned": t.pinned, "confirm": t.confirm,
-                 "source": t.metadata.get("source") or ("builtin" if t.metadata.get("builtin")
-                                                        else "module"),
-                 "server": t.metadata.get("server") or "",
-                 "url": t.metadata.get("url") or "",
-                 "input_schema": t.input_schema()} for t in self.agent.tools]
+        return describe_tools(self.agent.tools)
 
     async def _call_tool(self, message: dict[str, Any]) -> str:
         """Run one of the agent's tools for another agent (the browser's, through WebMCP:
-        web/page_tools.js), guarded as in a turn: a consequential one asks the user first,
-        as a question of chat ``session_id``. The observation text."""
-        name = required_text(message, "name")
-        chosen = next((t for t in self.agent.tools if t.name == name), None)
-        if chosen is None:
-            raise ValueError(f"the agent has no tool named {name!r}")
-        session_id = message.get("session_id") or "webmcp"
-
-        async def tell(kind: str, data: dict[str, Any]) -> None:
-            self._forward(AgentEvent(kind, str(session_id), data))  # type: ignore[arg-type]
-
-        gate = ApprovalGate(str(session_id), self.agent.settings.approver,
-                            self.agent.settings.approvals, emit=tell)
-        outcome = await run_tool(chosen, message.get("input") or {}, self.agent.tool_policy,
-                                 self.agent.sync_tool_runner, gate=gate)
-        return outcome.observation
+        web/page_tools.js), guarded as in a turn (see :meth:`Agent.call_tool`)."""
+        return await self.agent.call_tool(required_text(message, "name"),
+                                          message.get("input") or {},
+                                          session_id=str(message.get("session_id") or "webmcp"))
 
     async def _export(self, message: dict[str, Any]) -> dict[str, Any]:
         session_id = self._session(message)
@@ -224,6 +197,15 @@ class AgentHost:
         # Agent.import_bundle checks the wanted id (a non-empty string, if given).
         session_id = await self.agent.import_bundle(bundle, message.get("session_id") or None)
         return {"session_id": session_id, "title": bundle.state.title, "turns": len(bundle.turns)}
+
+
+def describe_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+    """The tools as the Tools panel shows them, where each comes from read from its
+    origin (``source`` is its kind: own, module, builtin, mcp, page, tab)."""
+    return [{"name": t.name, "description": t.description, "signature": t.signature(),
+             "pinned": t.pinned, "confirm": t.confirm, "source": t.origin.kind.value,
+             "server": t.origin.server, "url": t.origin.url,
+             "input_schema": t.input_schema()} for t in tools]
 
 
 def required_text(message: dict[str, Any], key: str) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Callable, Literal, Sequence
 
 from ._model_guard import create_guarded
 from .budget import MemoryPolicy, MemoryPolicyError
@@ -143,17 +143,19 @@ class PrefixPlanner:
     (``current``), plus a cached estimate for before any model session exists."""
 
     def __init__(self, policy: MemoryPolicy, counter: TokenCounter, system_instruction: str,
-                 tools: Iterable[Tool], top_k: int) -> None:
+                 tools: Callable[[], Sequence[Tool]], top_k: int) -> None:
+        """``tools()`` gives the agent's tools now (they change while it runs)."""
         self.policy, self.counter = policy, counter
-        self.system_instruction, self.tools, self.top_k = system_instruction, list(tools), top_k
+        self.system_instruction, self.tools, self.top_k = system_instruction, tools, top_k
         self.current: PrefixPlan | None = None
         self._estimate: tuple[tuple[int, float], PrefixPlan] | None = None
 
     def tools_tokens(self) -> int:
         """The longest tool list a turn could be offered (``top_k`` tools, the pinned ones)."""
         cost = lambda t: self.counter.count(f"- {t.signature()}: {t.description}") + 1  # noqa
-        costs = sorted((cost(t) for t in self.tools if not t.pinned), reverse=True)
-        return (sum(costs[:self.top_k]) + sum(cost(t) for t in self.tools if t.pinned)
+        tools = self.tools()
+        costs = sorted((cost(t) for t in tools if not t.pinned), reverse=True)
+        return (sum(costs[:self.top_k]) + sum(cost(t) for t in tools if t.pinned)
                 + self.counter.count("Tools for this request:\n- none: answer without a tool"))
 
     def plan(self, window: int, measured: dict[PrefixLevel, int] | None = None) -> PrefixPlan:

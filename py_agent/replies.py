@@ -121,4 +121,20 @@ class Replies:
         self.fail_all(self._closed)
 
 
-__all__ = ["ChannelClosedError", "PendingReply", "Replies"]
+def reply(request_id: Any, value: Any = None, *,
+          error: BaseException | dict[str, Any] | None = None) -> Reply:
+    """The one reply a request gets, on every channel the worker serves:
+    ``{type: 'reply', id, ok: true, value}`` or ``{type: 'reply', id, ok: false, error}``,
+    the error always ``{name, message, ...}`` (see :func:`error_of`)."""
+    if error is None:
+        return {"type": "reply", "id": request_id, "ok": True, "value": value}
+    return {"type": "reply", "id": request_id, "ok": False,
+            "error": error if isinstance(error, dict) else error_of(error)}
+
+
+def error_of(exc: BaseException, **extra: Any) -> dict[str, Any]:
+    """An exception as a reply's error: ``{name, message}`` and any ``extra`` fields."""
+    return {"name": type(exc).__name__, "message": str(exc), **extra}
+
+
+__all__ = ["ChannelClosedError", "PendingReply", "Replies", "error_of", "reply"]

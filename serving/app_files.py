@@ -27,6 +27,7 @@ from .page_models import PageModels
 from .paths import VENDOR, WEB, WORKER
 from .prepare import prepare
 from .runtimes import vendor_dir_names
+from .tool_servers import ToolServers
 
 # Runtimes only a home that needs them gets (the page reader's Readability is the
 # extension's: a web page cannot read another tab).
@@ -60,12 +61,13 @@ def manifest_files(manifest: dict) -> set[str]:
 
 
 def prepared_manifest(tools: Iterable[Path], model_server: ModelServer | None,
-                      page_models: PageModels | None) -> dict:
+                      page_models: PageModels | None,
+                      tool_servers: ToolServers | None = None) -> dict:
     """Prepare web/vendor/ and return the manifest a build ships (with its tool modules
     and a boot snapshot made for them)."""
     tools = list(tools)
     return SiteManifest(prepare(tools), tools, model_server=model_server,
-                        page_models=page_models)(wait=True)
+                        page_models=page_models, tool_servers=tool_servers)(wait=True)
 
 
 def copy_app(staging: Path, manifest: dict, page_models: PageModels | None = None, *,

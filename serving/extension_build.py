@@ -11,7 +11,8 @@ of the agent and its UI), plus:
   the page tools of the side panel, and the page reader injected into the tab the user
   reads, with Readability (``vendor/readability-*``);
 - ``manifest.json``: the permissions (``activeTab``, ``scripting``, ``sidePanel``; host
-  permissions only for the sites and model server the build names) and
+  permissions only for the sites, the model server and the tool servers the build
+  names) and
   the extension pages' Content-Security-Policy: the page's own, where JavaScript eval is
   impossible and only WebAssembly may be compiled (``'wasm-unsafe-eval'``, the one
   loosening Manifest V3 allows);
@@ -35,11 +36,12 @@ from typing import Iterable
 from .app_files import (build_into, check_output, copy_app, copy_file, prepared_manifest,
                         visible_files)
 from .common import PrepareError, say
-from .headers import CSP
+from .headers import content_security_policy
 from .model_server import ModelServer
 from .page_models import PageModels
 from .paths import ROOT
-from .static_build import check_model_server, with_model_server
+from .static_build import connect_sources, refuse_model_proxy
+from .tool_servers import ToolServers
 from .wheel import project_metadata
 
 EXTENSION = ROOT / "extension"
@@ -51,12 +53,6 @@ PERMISSIONS = ["activeTab", "scripting", "sidePanel"]
 ICON_SIZES = (16, 32, 48, 128)
 # Prompt API for extensions since Chrome 138 (web pages since 148).
 MINIMUM_CHROME = "138"
-# Extension pages cannot be framed by web pages anyway (they are not web-accessible);
-# 'frame-ancestors' would only risk the side panel's own host.
-EXTENSION_DROPS = ("frame-ancestors",)
-# Manifest V3 refuses to load an extension whose pages' policy names blob: among the
-# worker sources (measured in Chromium 156: the extension does not load at all).
-EXTENSION_WORKER_SRC = "worker-src 'self'"
 
 _INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc\s*=)([^>]*)>(.*?)</script\s*>",
                             re.IGNORECASE | re.DOTALL)
@@ -76,13 +72,27 @@ class ExtensionReport:
 
 
 def extension_policy(model_server: ModelServer | None = None,
-                     page_models: PageModels | None = None) -> str:
+                     page_models: PageModels | None = None,
+                     tool_servers: ToolServers | None = None) -> str:
     """The extension pages' Content-Security-Policy: the page's (no eval, WebAssembly
-    only), the model server's origin in ``connect-src`` when there is one."""
-    policy = with_model_server(CSP, model_server, page_models)
-    directives = [EXTENSION_WORKER_SRC if d.startswith("worker-src ") else d
-                  for d in policy.split("; ") if d.split(" ")[0] not in EXTENSION_DROPS]
-    return "; ".join(directives)
+    only) in the manifest's form, with the model server's, the ``--gguf`` URLs' and the
+    ``--mcp`` servers' origins in ``connect-src``."""
+    connect = [*connect_sources(model_server, page_models),
+               *(tool_servers.connect_sources() if tool_servers else ())]
+    return content_security_policy(connect=connect).extension()
+
+
+def host_permissions(sites: Iterable[str], model_server: ModelServer | None = None,
+                     tool_servers: ToolServers | None = None) -> list[str]:
+    """The sites the user named (``--extension-site``), and the servers the panel reaches
+    without CORS headers from them: the model server, each tool server."""
+    hosts = list(sites)
+    servers = ([model_server.origin] if model_server else []) + \
+        (tool_servers.origins() if tool_servers else [])
+    for origin in servers:
+        if origin + "/*" not in hosts:
+            hosts.append(origin + "/*")
+    return hosts
 
 
 def side_panel_page(index_html: str) -> tuple[str, dict[str, str]]:
@@ -165,7 +175,8 @@ def icon_png(size: int) -> bytes:
 
 
 def write_extension(staging: Path, manifest: dict, model_server: ModelServer | None,
-                    page_models: PageModels | None, sites: list[str]) -> None:
+                    page_models: PageModels | None, sites: list[str],
+                    tool_servers: ToolServers | None = None) -> None:
     """Write the unpacked extension into the empty folder ``staging``."""
     copy_app(staging, manifest, page_models, runtimes=("readability",))
     for path in visible_files(EXTENSION):
@@ -179,9 +190,10 @@ def write_extension(staging: Path, manifest: dict, model_server: ModelServer | N
     for size in ICON_SIZES:
         (staging / "icons").mkdir(exist_ok=True)
         (staging / "icons" / f"icon-{size}.png").write_bytes(icon_png(size))
-    # The model server the user named is reached without CORS (a host permission).
-    hosts = list(sites) + ([model_server.origin + "/*"] if model_server else [])
-    policy = extension_policy(model_server, page_models)
+    # The model server and tool servers the user named are reached without CORS (a host
+    # permission each).
+    hosts = host_permissions(sites, model_server, tool_servers)
+    policy = extension_policy(model_server, page_models, tool_servers)
     (staging / "manifest.json").write_text(
         json.dumps(extension_manifest(policy, hosts), indent=2) + "\n", encoding="utf-8")
     (staging / MARKER).write_text(json.dumps({"built_at": int(time.time())}) + "\n")
@@ -200,19 +212,20 @@ def write_zip(folder: Path, target: Path) -> None:
 def build_extension(folder: Path, *, tools: Iterable[Path] = (),
                     model_server: ModelServer | None = None,
                     page_models: PageModels | None = None,
-                    sites: Iterable[str] = ()) -> ExtensionReport:
+                    sites: Iterable[str] = (),
+                    tool_servers: ToolServers | None = None) -> ExtensionReport:
     """Prepare, then write the unpacked extension into ``folder`` and its zip beside it
     (``folder`` + ``.zip``)."""
     started = time.monotonic()
     folder = folder.resolve()
     sites = check_sites(sites)
-    check_model_server(model_server)
+    refuse_model_proxy(model_server)
     check_output(folder, "--extension", MARKER)
-    manifest = prepared_manifest(tools, model_server, page_models)
+    manifest = prepared_manifest(tools, model_server, page_models, tool_servers)
     if "boot_snapshot" not in manifest:
         say("warning: no boot snapshot in this build (see above); the panel makes its own")
     build_into(folder, lambda staging: write_extension(staging, manifest, model_server,
-                                                       page_models, sites))
+                                                       page_models, sites, tool_servers))
     packed = folder.with_name(folder.name + ".zip")
     write_zip(folder, packed)
     files = list(visible_files(folder))

@@ -7,7 +7,9 @@ import base64
 import functools
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Mapping
 
 # Content-Security-Policy. Everything must come from this origin. A CSP applies to the
 # document or worker whose response carries it, so the page and the agent worker each get
@@ -19,8 +21,8 @@ from pathlib import Path
 #                        its own workers with Function(); index.html clears its one
 #                        default worker hook (the page runs no PyScript worker), so
 #                        nothing is compiled from a string.
-#   'sha256-…'           the page only: index.html's small inline scripts (one starts the
-#                        worker before PyScript is up, saving ~0.5 s of boot). The server
+#   'sha256-…'           a page only: index.html's small inline scripts (one starts the
+#                        worker before PyScript is up, saving ~0.5 s of boot). Each home
 #                        hashes the inline scripts of each HTML file it serves, so exactly
 #                        those and no others may run.
 #   style-src 'self'     no inline styles: PyScript styles its error banner through the
@@ -32,33 +34,104 @@ from pathlib import Path
 #                        runs the model on one thread).
 #   connect-src 'self'   fetch() of the manifest, stdlib zip, lock file and wheels; plus
 #                        the origin of --model-url's server when the worker reaches it
-#                        directly (not when serve.py proxies it): that origin only.
+#                        directly (not when serve.py proxies it), of the --gguf URLs, and
+#                        of the --mcp tool servers: those origins only.
 #   img-src 'self' data: the page's empty data: icon (so no request for /favicon.ico).
 # Everything else is closed: no plugins, no <base>, no framing, forms post only here.
-_CSP_COMMON = [
-    "worker-src 'self' blob:",
-    "connect-src 'self'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-]
-# For HTML documents (the page); {hashes} are those of the document's inline scripts.
-CSP_PAGE = "; ".join([
-    "default-src 'self'",
-    "script-src 'self' 'wasm-unsafe-eval'{hashes}",
-    "style-src 'self'",
-    *_CSP_COMMON,
-])
-# For everything else, which matters for the agent worker's script.
-CSP = "; ".join([
-    "default-src 'self'",
-    "script-src 'self' 'wasm-unsafe-eval'",
-    "style-src 'self'",
-    *_CSP_COMMON,
-])
+# Each home (serving/http_server.py, serving/static_build.py, serving/extension_build.py)
+# calls content_security_policy() with its page's hashes and its extra origins.
+
+# The policy as data: each directive and its sources, in the order they are written.
+DIRECTIVES: dict[str, tuple[str, ...]] = {
+    "default-src": ("'self'",),
+    "script-src": ("'self'", "'wasm-unsafe-eval'"),
+    "style-src": ("'self'",),
+    "worker-src": ("'self'", "blob:"),
+    "connect-src": ("'self'",),
+    "img-src": ("'self'", "data:"),
+    "font-src": ("'self'",),
+    "object-src": ("'none'",),
+    "base-uri": ("'none'",),
+    "form-action": ("'self'",),
+    "frame-ancestors": ("'none'",),
+}
+# Directives a <meta> policy cannot carry (browsers ignore them there, with a warning).
+META_IGNORED = ("frame-ancestors", "report-uri", "report-to", "sandbox")
+# An extension's pages: web pages cannot frame them anyway (they are not web-accessible),
+# so 'frame-ancestors' would only risk the side panel's own host; and Manifest V3
+# refuses to load an extension whose pages' policy names blob: among the worker sources
+# (measured in Chromium 156: the extension does not load at all).
+EXTENSION_DROPS = ("frame-ancestors",)
+EXTENSION_WORKER_SOURCES = ("'self'",)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A Content-Security-Policy as data: its directives and their sources, in order.
+    ``str()`` is the header's text; :meth:`meta` and :meth:`extension` the forms a
+    ``<meta>`` element and an extension's manifest take."""
+
+    directives: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def of(cls, directives: Mapping[str, Iterable[str]]) -> "Policy":
+        return cls(tuple((name, tuple(sources)) for name, sources in directives.items()))
+
+    @classmethod
+    def parse(cls, text: str) -> "Policy":
+        """A policy from its text (``"default-src 'self'; img-src data:"``)."""
+        directives: dict[str, tuple[str, ...]] = {}
+        for part in text.split(";"):
+            if not part.strip():
+                continue
+            name, *sources = part.split()
+            if name.lower() not in directives:   # as browsers do: the first one counts
+                directives[name.lower()] = tuple(sources)
+        return cls.of(directives)
+
+    def sources(self, directive: str) -> tuple[str, ...]:
+        return dict(self.directives).get(directive, ())
+
+    def adding(self, directive: str, sources: Iterable[str]) -> "Policy":
+        """This policy with ``sources`` after ``directive``'s own (each once)."""
+        current = dict(self.directives)
+        added = list(current.get(directive, ()))
+        for source in sources:
+            if source not in added:
+                added.append(source)
+        current[directive] = tuple(added)
+        return Policy.of(current)
+
+    def replacing(self, directive: str, sources: Iterable[str]) -> "Policy":
+        return Policy.of({**dict(self.directives), directive: tuple(sources)})
+
+    def without(self, names: Iterable[str]) -> "Policy":
+        names = set(names)
+        return Policy(tuple(d for d in self.directives if d[0] not in names))
+
+    def meta(self) -> str:
+        """The form a ``<meta http-equiv>`` takes: without what it cannot carry."""
+        return str(self.without(META_IGNORED))
+
+    def extension(self) -> str:
+        """The form an extension's manifest takes (``extension_pages``)."""
+        return str(self.without(EXTENSION_DROPS).replacing("worker-src",
+                                                           EXTENSION_WORKER_SOURCES))
+
+    def __str__(self) -> str:
+        return "; ".join(" ".join((name, *sources)) for name, sources in self.directives)
+
+
+def content_security_policy(*, script_hashes: Iterable[str] = (),
+                            connect: Iterable[str] = ()) -> Policy:
+    """The app's policy: :data:`DIRECTIVES`, with the hashes of a page's inline scripts
+    (:func:`inline_script_hashes`) in ``script-src``, and the origins the page or its
+    workers fetch besides its own (a model server, ``--gguf`` URLs, tool servers) in
+    ``connect-src``."""
+    return (Policy.of(DIRECTIVES)
+            .adding("script-src", (f"'{h}'" for h in script_hashes))
+            .adding("connect-src", connect))
+
 
 SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",

@@ -9,8 +9,8 @@ and ``/models/<name>`` for each local ``--gguf`` file (serving/page_models.py).
 ``service_worker.js`` one that retires a static build's (serving/offline/). Every response
 carries the cross-origin isolation headers and a Content-Security-Policy that allows only
 this origin, and the model server's when the worker reaches it directly, and the origins of
-the ``--gguf`` URLs (see ``CSP_PAGE`` and ``CSP`` in serving/headers.py for why each source
-is there).
+the ``--gguf`` URLs and the ``--mcp`` servers (see ``DIRECTIVES`` in serving/headers.py for
+why each source is there).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from . import ui_bundle
-from .headers import (CACHE_IMMUTABLE, CACHE_REVALIDATE, CSP, CSP_PAGE, MIME_TYPES,
-                      SECURITY_HEADERS, inline_script_hashes)
+from .headers import (CACHE_IMMUTABLE, CACHE_REVALIDATE, MIME_TYPES, SECURITY_HEADERS,
+                      content_security_policy, inline_script_hashes)
 from .manifest import SiteManifest, read_manifest
 from .model_server import ModelServer, proxy_request
 from .tool_servers import ToolServers
@@ -132,21 +132,15 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
 
     def content_security_policy(self) -> str:
         local = self.translate_path(self.path)
-        if not local.endswith(".html"):
-            policy = CSP
-        else:
-            hashes = "".join(f" '{h}'" for h in inline_script_hashes(Path(local)))
-            policy = CSP_PAGE.format(hashes=hashes)
-        if self.model_server is not None:   # its origin, when the worker fetches it directly
-            policy = policy.replace("connect-src 'self'",
-                                    "connect-src 'self'" + self.model_server.connect_sources())
-        if self.page_models is not None:    # where the browser downloads the --gguf URLs
-            policy = policy.replace("connect-src 'self'",
-                                    "connect-src 'self'" + self.page_models.connect_sources())
-        if self.tool_servers is not None:   # the --mcp servers the worker reaches
-            policy = policy.replace("connect-src 'self'",
-                                    "connect-src 'self'" + self.tool_servers.connect_sources())
-        return policy
+        hashes = inline_script_hashes(Path(local)) if local.endswith(".html") else ()
+        # The origins the page and its workers fetch besides this one: the --mcp servers,
+        # where the browser downloads the --gguf URLs, and the model server when the
+        # worker fetches it directly (listed in this order since the header first named
+        # them).
+        connect = [*(self.tool_servers.connect_sources() if self.tool_servers else ()),
+                   *(self.page_models.connect_sources() if self.page_models else ()),
+                   *(self.model_server.connect_sources() if self.model_server else ())]
+        return str(content_security_policy(script_hashes=hashes, connect=connect))
 
     def do_GET(self) -> None:  # noqa: N802
         if not self.proxy_model_request():

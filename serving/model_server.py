@@ -65,9 +65,9 @@ class ModelServer:
         return {"url": url, "shown_url": self.base_url, "model": self.model,
                 "context_window": self.context_window, "proxied": self.proxy}
 
-    def connect_sources(self) -> str:
+    def connect_sources(self) -> list[str]:
         """Extra ``connect-src`` sources: the server's origin, unless proxied."""
-        return "" if self.proxy else " " + self.origin
+        return [] if self.proxy else [self.origin]
 
     def upstream(self, path: str) -> str | None:
         """The server URL for a page request to ``/model/...``, or None if it is not one."""
@@ -183,9 +183,9 @@ def _error(handler: Any, status: int, message: str, code: str) -> None:
 
 # ------------------------------------------------------------------ start-up check
 
-def check_model_server(server: ModelServer, page_origin: str) -> list[str]:
-    """Lines for the terminal: how the page reaches the server, is it up, what it serves,
-    will the page be let in."""
+def probe_model_server(server: ModelServer, page_origin: str) -> list[str]:
+    """Ask the server, once at start-up, and say in lines for the terminal: how the page
+    reaches it, is it up, what it serves, will the page be let in (CORS)."""
     how = ("through serve.py at /model/" + (", with the API key from the environment"
                                             if server.api_key else "")
            if server.proxy else "directly from the page (CORS)")

@@ -71,8 +71,8 @@ class PageModels:
         """{path in the site (``models/<name>``): file} of the local models."""
         return {model.url: model.path for model in self.models if model.path is not None}
 
-    def connect_sources(self) -> str:
-        """`` origin ...`` of the remote models, for the CSP's ``connect-src``."""
+    def connect_sources(self) -> list[str]:
+        """The origins of the remote models, for the CSP's ``connect-src``."""
         origins = []
         for model in self.models:
             if model.path is None:
@@ -80,7 +80,7 @@ class PageModels:
                 origin = f"{parts.scheme}://{parts.netloc}"
                 if origin not in origins:
                     origins.append(origin)
-        return "".join(f" {origin}" for origin in origins)
+        return origins
 
 
 def page_models_from_args(values: Iterable[str], *, hash_cache: Path | None = None,

@@ -45,7 +45,8 @@ from py_agent.openai_compat.environment import API_KEY_VARIABLES
 from . import app_files, ui_bundle
 from .app_files import build_into, copy_file, prepared_manifest, visible_files
 from .common import PrepareError, say
-from .headers import CSP, CSP_PAGE, SECURITY_HEADERS, inline_script_hashes
+from .headers import (SECURITY_HEADERS, Policy, content_security_policy,
+                      inline_script_hashes)
 from .model_server import ModelServer
 from .page_models import FOLDER as MODELS_FOLDER, PageModels
 from .paths import ROOT
@@ -65,8 +66,6 @@ RESERVED = {"vendor", "worker", ui_bundle.URL.lstrip("/"), OFFLINE_SCRIPT, SERVI
 # in-page models, which the page keeps itself (only the one the visitor picks).
 NOT_KEPT_SUFFIXES = (".map",)
 NOT_KEPT_FOLDERS = ("vendor/snapshots/", MODELS_FOLDER + "/")
-# Directives a <meta> policy cannot carry (browsers ignore them there, with a warning).
-META_IGNORED = ("frame-ancestors", "report-uri", "report-to", "sandbox")
 ISOLATION_HEADERS = ("Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy",
                      "Cross-Origin-Resource-Policy")
 
@@ -84,26 +83,31 @@ class BuildReport:
 
 # ------------------------------------------------------------------ policies and pages
 
+def connect_sources(model_server: ModelServer | None,
+                    page_models: PageModels | None = None) -> list[str]:
+    """The origins a built page fetches besides its own: the model server's and those of
+    the ``--gguf`` URLs, when there are any."""
+    return [*(model_server.connect_sources() if model_server else ()),
+            *(page_models.connect_sources() if page_models else ())]
+
+
 def page_policy(page: Path, model_server: ModelServer | None = None,
                 page_models: PageModels | None = None) -> str:
     """The Content-Security-Policy of an HTML page: the development server's, with the
     hashes of this page's inline scripts."""
-    hashes = "".join(f" '{h}'" for h in inline_script_hashes(page))
-    return with_model_server(CSP_PAGE.format(hashes=hashes), model_server, page_models)
+    return str(content_security_policy(script_hashes=inline_script_hashes(page),
+                                       connect=connect_sources(model_server, page_models)))
 
 
-def with_model_server(policy: str, model_server: ModelServer | None,
-                      page_models: PageModels | None = None) -> str:
-    """``policy`` whose ``connect-src`` also names the model server and the origins of
-    the ``--gguf`` URLs, when there are any."""
-    sources = (model_server.connect_sources() if model_server else "") + \
-        (page_models.connect_sources() if page_models else "")
-    return policy.replace("connect-src 'self'", "connect-src 'self'" + sources)
+def other_policy(model_server: ModelServer | None = None,
+                 page_models: PageModels | None = None) -> str:
+    """The policy of every other file (what matters: the workers' scripts)."""
+    return str(content_security_policy(connect=connect_sources(model_server, page_models)))
 
 
 def meta_policy(policy: str) -> str:
     """``policy`` without the directives a ``<meta>`` element cannot carry."""
-    return "; ".join(d for d in policy.split("; ") if d.split(" ")[0] not in META_IGNORED)
+    return Policy.parse(policy).meta()
 
 
 class _HeadFinder(html.parser.HTMLParser):
@@ -190,7 +194,9 @@ def root_references(text: str) -> list[str]:
     return sorted(set(_ROOT_REFERENCE.findall(text)))
 
 
-def check_model_server(model_server: ModelServer | None) -> None:
+def refuse_model_proxy(model_server: ModelServer | None) -> None:
+    """:class:`PrepareError` if ``model_server`` needs serve.py's proxy (``--model-proxy``,
+    an API key, an IPv6 address), which a build (static site or extension) cannot carry."""
     if model_server is None or not model_server.proxy:
         return
     if model_server.api_key:
@@ -238,7 +244,7 @@ def write_site(staging: Path, manifest: dict, site: Path | None,
                if isolation or name not in ISOLATION_HEADERS}
     build = {"version": digest.hexdigest()[:16], "files": kept,
              "headers": {"all": headers, "pages": pages,
-                         "other": with_model_server(CSP, model_server, page_models)}}
+                         "other": other_policy(model_server, page_models)}}
     (staging / SERVICE_WORKER).write_text(
         f"const BUILD = {json.dumps(build, indent=1)};\n\n" +
         (OFFLINE / SERVICE_WORKER).read_text(encoding="utf-8"), encoding="utf-8")
@@ -255,7 +261,7 @@ def build_site(folder: Path, *, tools: Iterable[Path] = (), site: Path | None = 
     started = time.monotonic()
     folder = folder.resolve()
     tools = list(tools)
-    check_model_server(model_server)
+    refuse_model_proxy(model_server)
     check_output(folder)
     if site is not None:
         check_site(site)

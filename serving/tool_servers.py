@@ -23,9 +23,9 @@ class ToolServers:
     def origins(self) -> list[str]:
         return sorted({f"{urlsplit(u).scheme}://{urlsplit(u).netloc}" for u in self.urls})
 
-    def connect_sources(self) -> str:
+    def connect_sources(self) -> list[str]:
         """Extra ``connect-src`` sources: each server's origin."""
-        return "".join(" " + origin for origin in self.origins())
+        return self.origins()
 
     def manifest_entries(self) -> list[dict]:
         return [{"url": url} for url in self.urls]

@@ -1,7 +1,12 @@
 """Tool servers for the tests: one real MCP server written with the ``mcp`` package, and
 the misbehaving endpoints a real server never is, on one port.
 
-    python -m tests.mcp_servers [--port N]     # prints "listening on http://127.0.0.1:N"
+    python -m tests.mcp_servers [--port N] [--allow-origin ORIGIN]...
+                                               # prints "listening on http://127.0.0.1:N"
+
+Like any server made with the ``mcp`` package on localhost, the MCP paths refuse a
+request whose ``Origin`` is not a localhost one with 403 (the SDK's DNS-rebinding
+protection); ``--allow-origin`` adds one, e.g. an extension's ``chrome-extension://ID``.
 
 Paths:
     /mcp             the MCP server (Streamable HTTP, either protocol era), with CORS
@@ -35,6 +40,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, ToolAnnotations
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -241,8 +247,15 @@ async def respond(send, status: int, body: bytes, content_type: bytes,
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app():
-    mcp_app = build_mcp_server().streamable_http_app(streamable_http_path="/mcp")
+def build_app(allow_origins: list[str] = ()):
+    # The SDK's defaults for a server on localhost, plus the origins asked for.
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
+                         *allow_origins])
+    mcp_app = build_mcp_server().streamable_http_app(streamable_http_path="/mcp",
+                                                     transport_security=security)
 
     async def app(scope, receive, send):
         if scope["type"] == "lifespan":
@@ -307,11 +320,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="an Origin the MCP paths accept besides localhost's")
     args = parser.parse_args(argv)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
-    config = uvicorn.Config(build_app(), log_level="warning", lifespan="on")
+    config = uvicorn.Config(build_app(args.allow_origin), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
     server.run(sockets=[sock])

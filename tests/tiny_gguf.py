@@ -11,12 +11,17 @@ ends every string within a few tokens and the whole object ends soon after (what
 schema tests need). Everything else (attention, feed-forward, the other output columns)
 is random noise on top, so the exact tokens still depend on the prompt and the seed.
 
+``quantized=True`` stores each layer's matrices in Q8_0 rather than F32: the form llama.cpp's
+quantized kernels (and, on a CPU with AMX, its AMX kernels) run on, with every dimension
+a multiple of 32 so that they take them. ``bench/llama_server.py`` smoke-tests a fresh
+build of llama.cpp's server on it.
+
 The vocabulary is a SentencePiece-style one (llama.cpp's ``llama`` tokenizer): control
 tokens, the 256 byte-fallback tokens, printable ASCII characters and a few hundred English
 words with all their prefixes, so that any text tokenizes. The chat template is Gemma's
 turn format.
 
-    python -m tests.tiny_gguf OUT.gguf [--context-length N]
+    python -m tests.tiny_gguf OUT.gguf [--context-length N] [--quantized]
 """
 
 from __future__ import annotations
@@ -94,14 +99,15 @@ def write_tiny_gguf(path: Path, *, context_length: int = 1024, seed: int = 0,
                     n_embd: int = 64, n_layer: int = 2, n_head: int = 4, n_head_kv: int = 2,
                     n_ff: int = 128, name: str = "tiny-random-llama",
                     preference: dict[str, float] | None = None, others: float = 0.0,
-                    chat_template: str = CHAT_TEMPLATE) -> Path:
+                    chat_template: str = CHAT_TEMPLATE, quantized: bool = False) -> Path:
     """Write the model to ``path`` (about 1 MB) and return it.
 
     ``preference`` changes the fixed preferences (:data:`PREFERENCE`, updated with it; a
     token of the vocabulary each), ``others`` is every other token's (0: only the noise
     decides between them; below 0, where a grammar allows only other tokens the model
     still picks among them, but never one of them where a preferred token is allowed);
-    ``chat_template`` replaces Gemma's turn format.
+    ``chat_template`` replaces Gemma's turn format; ``quantized`` stores the layers'
+    matrices in Q8_0 (the embeddings, the output matrix and the norms stay F32).
     """
     rng = np.random.default_rng(seed)
     tokens, scores, types = vocabulary()
@@ -131,7 +137,8 @@ def write_tiny_gguf(path: Path, *, context_length: int = 1024, seed: int = 0,
     writer.add_head_count_kv(n_head_kv)
     writer.add_rope_dimension_count(head_dim)
     writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if quantized
+                         else gguf.LlamaFileType.ALL_F32)
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
@@ -147,20 +154,27 @@ def write_tiny_gguf(path: Path, *, context_length: int = 1024, seed: int = 0,
     writer.add_add_space_prefix(False)
     writer.add_chat_template(chat_template)
 
+    def add_matrix(name: str, values: np.ndarray) -> None:
+        if quantized:
+            q8_0 = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor(name, gguf.quants.quantize(values, q8_0), raw_dtype=q8_0)
+        else:
+            writer.add_tensor(name, values)
+
     writer.add_tensor("token_embd.weight", embeddings)
     writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
     writer.add_tensor("output.weight", output)
     for layer in range(n_layer):
         prefix = f"blk.{layer}"
         writer.add_tensor(f"{prefix}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{prefix}.attn_q.weight", noise(n_head * head_dim, n_embd))
-        writer.add_tensor(f"{prefix}.attn_k.weight", noise(n_head_kv * head_dim, n_embd))
-        writer.add_tensor(f"{prefix}.attn_v.weight", noise(n_head_kv * head_dim, n_embd))
-        writer.add_tensor(f"{prefix}.attn_output.weight", noise(n_embd, n_head * head_dim))
+        add_matrix(f"{prefix}.attn_q.weight", noise(n_head * head_dim, n_embd))
+        add_matrix(f"{prefix}.attn_k.weight", noise(n_head_kv * head_dim, n_embd))
+        add_matrix(f"{prefix}.attn_v.weight", noise(n_head_kv * head_dim, n_embd))
+        add_matrix(f"{prefix}.attn_output.weight", noise(n_embd, n_head * head_dim))
         writer.add_tensor(f"{prefix}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{prefix}.ffn_gate.weight", noise(n_ff, n_embd))
-        writer.add_tensor(f"{prefix}.ffn_up.weight", noise(n_ff, n_embd))
-        writer.add_tensor(f"{prefix}.ffn_down.weight", noise(n_embd, n_ff))
+        add_matrix(f"{prefix}.ffn_gate.weight", noise(n_ff, n_embd))
+        add_matrix(f"{prefix}.ffn_up.weight", noise(n_ff, n_embd))
+        add_matrix(f"{prefix}.ffn_down.weight", noise(n_embd, n_ff))
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -173,8 +187,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--context-length", type=int, default=1024)
+    parser.add_argument("--quantized", action="store_true",
+                        help="the layers' matrices in Q8_0 rather than F32")
     args = parser.parse_args()
-    write_tiny_gguf(args.out, context_length=args.context_length)
+    write_tiny_gguf(args.out, context_length=args.context_length, quantized=args.quantized)
     print(f"{args.out}: {args.out.stat().st_size} bytes")
 
 

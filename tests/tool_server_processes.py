@@ -76,11 +76,13 @@ def everything_server() -> ServerProcess:
                          "the reference MCP server", env={"PORT": str(port)})
 
 
-def python_server() -> ServerProcess:
-    """tests/mcp_servers.py on a free port."""
-    port = free_port()
-    return ServerProcess([sys.executable, "-m", "tests.mcp_servers", "--port", str(port)],
-                         port, "tests/mcp_servers.py")
+def python_server(port: int | None = None, allow_origins: list[str] = ()) -> ServerProcess:
+    """tests/mcp_servers.py on ``port`` (default: a free one), accepting ``allow_origins``
+    besides localhost's."""
+    port = port or free_port()
+    extra = [arg for origin in allow_origins for arg in ("--allow-origin", origin)]
+    return ServerProcess([sys.executable, "-m", "tests.mcp_servers", "--port", str(port),
+                          *extra], port, "tests/mcp_servers.py")
 
 
 def calls(server: ServerProcess) -> list[dict]:

@@ -31,7 +31,7 @@
  *                  (WebMCP, where the browser has it)
  *   exposeTools    true: register the agent's own tools on document.modelContext, for the
  *                  browser's agents to call (a consequential one asks first: answer its
- *                  approval_requested event with agent.approve(decision, {session}))
+ *                  approval_requested event with agent.approve(decision, {question}))
  *
  * The agent: tools ([{name, description, signature, pinned}]), toolErrors ([{module,
  * message}] for tool modules that failed to load: the agent works without them),
@@ -193,10 +193,13 @@ class Agent {
     }
   }
 
-  /** Answer the agent's question before a consequential call (an `approval_requested`
-   *  event of `session`): 'once', 'chat' or 'deny'. */
-  approve(decision, {session = this.session} = {}) {
-    return this._request('approve', {session_id: session, decision});
+  /** Answer the agent's question before a consequential call: `question` is the `id` of
+   *  its `approval_requested` event's data (or that data itself); `decision` 'once',
+   *  'chat' or 'deny'. Several questions may wait at once, of any chats: each is answered
+   *  on its own. Resolves true if that question was waiting. */
+  approve(decision, {question} = {}) {
+    const id = typeof question === 'object' && question !== null ? question.id : question;
+    return this._request('approve', {question_id: id, decision});
   }
 
   stop({session = this.session} = {}) { return this._request('stop', {session_id: session}); }

@@ -287,7 +287,8 @@ export class PageTools extends EventTarget {
     worker.addEventListener('message', listener);
     const ask = (type, fields) => replies.request((id) => worker.postMessage({type, id, ...fields}),
                                                   {what: `the agent's ${type} request`});
-    const tools = (await ask('tools', {})).filter((t) => t.source !== 'webmcp' && t.source !== 'builtin');
+    // Not the page's own tools (it has them already) nor the agent's built-ins (its memory).
+    const tools = (await ask('tools', {})).filter((t) => t.source !== 'page' && t.source !== 'builtin');
     const unregister = await this.exposeToModelContext(
       tools.map((t) => ({name: t.name, description: t.description, inputSchema: t.input_schema,
                          readOnly: !t.confirm})),

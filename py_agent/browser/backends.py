@@ -33,6 +33,7 @@ from ..host import AgentHost
 from ..memory import MemoryPolicy
 from ..model import LanguageModel
 from ..openai_compat import ServerError
+from ..replies import error_of, reply
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .server_model import ServerModel, ServerSettings
 
@@ -221,7 +222,7 @@ class BackendSwitch:
                 await old.close()
         except Exception as exc:
             if request is not None:
-                self._reply(request_id, False, {"name": type(exc).__name__, "message": str(exc)})
+                self._reply(request_id, False, error_of(exc))
             else:
                 log.exception("rebuilding the agent failed")
         else:
@@ -247,7 +248,7 @@ class BackendSwitch:
             self.handle(message)
 
     def _reply(self, request_id: Any, ok: bool, value: Any) -> None:
-        self.post({"type": "reply", "id": request_id, "ok": ok, ("value" if ok else "error"): value})
+        self.post(reply(request_id, value) if ok else reply(request_id, error=value))
 
     # ----------------------------------------------------------------- status
 

@@ -8,31 +8,34 @@ announces readiness.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
 from ..agent import Agent
+from ..host import describe_tools
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
 from ..openai_compat import StreamChunk
 from ..replies import Replies
 from ..rpc import BridgeModel, RpcStore
+from ..tools import LoadedTools, Toolbox, ToolboxSnapshot
 from ..tools.modules import ToolContext
-from ..tools.toolset import ToolSet
 from ..turn.policies import StepPolicy, ToolPolicy
-from .backends import BackendSwitch
-from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
-from .approvals import PageApprovals
-from .page_tools import PageTools
-from .tool_servers import ToolServers
-from .tab_tools import SOURCE as TAB_SOURCE, TabTools
-from .fetch_transport import FetchTransport
-from .server_model import ServerModel, ServerSettings
 from ..turn.remote_tools import ToolWorkerClient
 from ._js import to_py as _to_py
-from .worker_tool_modules import load_served_tools
+from .approvals import PageApprovals
+from .backends import BackendSwitch
+from .fetch_transport import FetchTransport
+from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
+from .page_tools import PageToolsHost, PageToolSource
+from .routes import APPROVALS, LLM, PAGE_TOOLS, SWITCH, TOOL_SERVERS, Router
+from .server_model import ServerModel, ServerSettings
+from .tab_tools import TabToolSource
+from .tool_servers import ToolServers
 from .tool_worker import tool_worker_spawner
+from .worker_tool_modules import load_served_tools
 
 IDB_MODULE = "./idb_store.js"   # beside the worker script (so at any path of the site)
 
@@ -131,17 +134,25 @@ def deadlines(params: Any) -> dict[str, Any]:
     return chosen
 
 
-async def main(boot: Any) -> None:
-    import js  # type: ignore[import-not-found]
+@dataclass
+class WorkerTools:
+    """The worker's tools and the parts that keep them: the toolbox, the page tools host,
+    the tool servers and the tool worker."""
 
-    link = PageLink(boot)
-    bridge = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
-    transport, storage_problem = await idb_transport_for(boot)
-    # Tools keep their data (the demo's notes and to-dos) in IndexedDB's kv store; without
-    # IndexedDB, in memory (the tools still work, for as long as this worker runs).
-    kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
-    params = _to_py(boot.params) or {}
-    manifest = _to_py(boot.manifest) or {}
+    toolbox: Toolbox
+    page_tools: PageToolsHost
+    servers: ToolServers
+    loaded: LoadedTools
+    tool_worker: ToolWorkerClient | None
+
+
+async def worker_tools(boot: Any, link: PageLink, manifest: dict[str, Any],
+                       params: dict[str, Any], kv: Any) -> WorkerTools:
+    """The toolbox: the tool modules' tools, the page's (web/page_tools.js) and the tab
+    reader's (the extension), and the tool servers (MCP) of the manifest. Sources that
+    must be listed are added pending and listed once the page is ready
+    (:meth:`~py_agent.tools.Toolbox.start`); a turn that starts before waits for them a
+    few seconds. Every change of the tools is told to the page."""
     # Sync tools run in a tool worker that is terminated when a call passes its deadline
     # (Pyodide cannot interrupt a tool running here). The bootstrap started it alongside
     # this worker, so the first tool call rarely waits for it. ?tool_worker=off runs
@@ -153,9 +164,34 @@ async def main(boot: Any) -> None:
     if tool_worker:
         tool_worker.start()
     loaded = await load_served_tools(boot, manifest, params.get("tools"), ToolContext(kv=kv))
-    store = RpcStore(transport)
+    host = PageToolsHost(link.post)
+    toolbox = Toolbox(sources=loaded.sources())
+    toolbox.add(PageToolSource(host), list_now=False)
+    toolbox.add(TabToolSource(host), list_now=False)
+    servers = ToolServers(boot, toolbox, link.post, (manifest.get("mcp") or {}).get("client"))
+    servers.add(manifest.get("mcp_servers") or [])
+    shown = {"version": toolbox.version}
+
+    def tell_page(snapshot: ToolboxSnapshot) -> None:
+        if snapshot.version != shown["version"]:
+            shown["version"] = snapshot.version
+            link.post({"type": "event", "event": {"type": "tools_changed", "session_id": None,
+                                                  "data": {"tools": describe_tools(
+                                                      list(snapshot.tools))}}})
+
+    toolbox.subscribe(tell_page)
+    return WorkerTools(toolbox, host, servers, loaded, tool_worker)
+
+
+def model_switch(link: PageLink, tools: WorkerTools, store: RpcStore, approvals: PageApprovals,
+                 manifest: dict[str, Any], params: dict[str, Any]) -> BackendSwitch:
+    """The backend switch: which model answers (Gemini Nano, a server, an in-page model),
+    and the agent built around it, over the one toolbox and store."""
+    import js  # type: ignore[import-not-found]
+
     origin = str(js.location.origin)
     fetch = FetchTransport(origin)
+    bridge = BridgeModel(link.llm, stream_purposes=frozenset({Purpose.STEP}))
 
     def on_chunk(chunk: StreamChunk) -> None:
         # The worker holds the server's stream: relay the step's pieces to the page's LLM
@@ -166,57 +202,48 @@ async def main(boot: Any) -> None:
                        "conversationId": chunk.conversation_id, "chunk": chunk.delta,
                        "text": chunk.text, "offset": len(chunk.text) - len(chunk.delta)})
 
-    # The agent's tools: the tool modules', the page's (web/page_tools.js) and the tool
-    # servers'; each change reaches the agent in use from its next turn, and the page.
-    toolset = ToolSet(loaded.tools)
-    # In the extension's side panel, the tab reader's raw tools (source 'tab') become the
-    # page tools of py_agent.page (tab_tools.py), summarizing with the model in use.
-    tab_tools = TabTools(toolset, lambda: switch.agent.model if switch.agent else None)
-    page_tools = PageTools(link.post, toolset, held={TAB_SOURCE: tab_tools.listed})
-    tab_tools.host = page_tools
-
-    def tools_changed(tools: list) -> None:
-        if switch.agent is not None:
-            switch.agent.set_tools(tools)
-        link.post({"type": "event", "event": {"type": "tools_changed", "session_id": None,
-                                              "data": {"count": len(tools)}}})
-
-    toolset.subscribe(tools_changed)
-    tool_servers = ToolServers(boot, toolset, link.post, (manifest.get("mcp") or {}).get("client"))
-    approvals = PageApprovals(link.post)   # the page asks the user before consequential calls
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)
+    runner = tools.tool_worker.call if tools.tool_worker else None
     switch = BackendSwitch(
         bridge, settings,
         make_server_model=lambda name: ServerModel(settings, fetch, wanted=name,
                                                    on_chunk=on_chunk),
         make_agent=lambda model, policy: Agent(
-            model=model, store=store, tools=toolset.tools(), memory=policy,
-            sync_tool_runner=tool_worker.call if tool_worker else None, approve=approvals,
-            **agent_options),
+            model=model, store=store, tools=tools.toolbox, memory=policy,
+            sync_tool_runner=runner, approve=approvals, **agent_options),
         post=link.post,
         page_models=PageModelSource.from_manifest(manifest.get("page_models")),
         make_page_model=lambda source: PageModelBridge(
             source, functools.partial(link.llm, api=PAGE_MODEL),
             stream_purposes=frozenset({Purpose.STEP})))
+    return switch
 
-    def on_message(data: Any) -> None:
-        message = _to_py(data)
-        if not isinstance(message, dict) or link.resolve(message) or \
-                page_tools.resolve(message) or tool_servers.handle(message) or \
-                approvals.handle(message):
-            return
-        switch.handle(message)
 
-    boot.onMessage(on_message)   # before start(): it asks the page's LLM host
+async def main(boot: Any) -> None:
+    """Connect the bridges, build the tools and the agent, serve the page (every message
+    through one table: py_agent/browser/routes.py), then say ready."""
+    link = PageLink(boot)
+    transport, storage_problem = await idb_transport_for(boot)
+    # Tools keep their data (the demo's notes and to-dos) in IndexedDB's kv store; without
+    # IndexedDB, in memory (the tools still work, for as long as this worker runs).
+    kv = InMemoryKeyValueStore() if storage_problem else RpcKeyValueStore(transport)
+    params = _to_py(boot.params) or {}
+    manifest = _to_py(boot.manifest) or {}
+    tools = await worker_tools(boot, link, manifest, params, kv)
+    approvals = PageApprovals(link.post)   # the page asks the user before consequential calls
+    switch = model_switch(link, tools, RpcStore(transport), approvals, manifest, params)
+    router = Router({LLM: link.resolve, PAGE_TOOLS: tools.page_tools.resolve,
+                     APPROVALS: approvals.handle, TOOL_SERVERS: tools.servers.handle,
+                     SWITCH: switch.handle}, link.post)
+    boot.onMessage(lambda data: router.dispatch(_to_py(data)))   # before start(): it asks the LLM host
     model = await switch.start(params.get("backend"), params.get("model"))
-    agent = switch.agent
-    details = {"tools": [t.name for t in agent.tools],
+    details = {"tools": [t.name for t in tools.toolbox.tools],
                "tool_storage": "memory" if storage_problem else "indexeddb",
-               "tool_modules": loaded.modules,
-               "tool_errors": [error.to_dict() for error in loaded.errors],
+               "tool_modules": tools.loaded.modules,
+               "tool_errors": [error.to_dict() for error in tools.loaded.errors],
                "model": model}
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
-    tool_servers.start(manifest.get("mcp_servers") or [])
+    tools.toolbox.start()   # the page's tools and the tool servers, listed after ready

@@ -1,19 +1,20 @@
-"""The extension's page tools, in the worker: the tab reader's raw tools (source ``tab``
-on the page tools host; extension/tab_reader.js) called through the host, and the tools
-:mod:`py_agent.page` makes of them put in the tool set while the reader is there.
+"""The extension's page tools, in the worker: a tool source (``tab``) over the tab
+reader's raw tools (source ``tab`` on the page tools host; extension/tab_reader.js),
+offering the tools :mod:`py_agent.page` makes of them while the reader is there.
 
-The model is offered ``read_page``, ``find_in_page``, ``summarize_page`` (with the model
-in use), ``page_selection``, ``page_links`` and ``list_tabs``; never the raw tools.
+The model is offered ``read_page``, ``find_in_page``, ``summarize_page`` (with the
+agent's model, from its call's context), ``page_selection``, ``page_links`` and
+``list_tabs``; never the raw tools.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any
 
-from ..model import LanguageModel
 from ..page import PageSourceError, page_tools
-from ..tools.toolset import ToolSet
-from .page_tools import PageToolError, PageTools
+from ..page.tools import TAB_ORIGIN
+from ..tools import Tool
+from .page_tools import PageToolError, PageToolsHost
 
 SOURCE = "tab"
 # The model-facing name's raw tool on the host.
@@ -24,7 +25,7 @@ RAW = {"read_page": "tab_read_page", "page_selection": "tab_selection",
 class TabSource:
     """A :class:`~py_agent.page.PageSource` over the host's raw tab tools."""
 
-    def __init__(self, host: PageTools) -> None:
+    def __init__(self, host: PageToolsHost) -> None:
         self.host = host
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -37,22 +38,26 @@ class TabSource:
         return value
 
 
-class TabTools:
-    """Keeps ``toolset``'s ``tab`` source: the page tools while the host lists the tab
-    reader's raw tools, nothing otherwise."""
+class TabToolSource:
+    """The tool source ``tab``: the page tools while the host lists the tab reader's
+    raw tools, none otherwise (made once, so the same tools while the reader stays)."""
 
-    def __init__(self, toolset: ToolSet, model: Callable[[], Optional[LanguageModel]]) -> None:
-        self.toolset = toolset
-        self.model = model
-        self.host: PageTools | None = None
-        self.offered = False
+    key = SOURCE
+    origin = TAB_ORIGIN
 
-    def listed(self, items: list[dict[str, Any]]) -> None:
-        """The host's raw tab tools as just listed (none: the reader is gone)."""
-        present = self.host is not None and any(item.get("name") == RAW["read_page"]
-                                                for item in items)
-        if present == self.offered:
-            return
-        self.offered = present
-        tools = page_tools(TabSource(self.host), self.model) if present and self.host else []
-        self.toolset.set_source(SOURCE, tools)
+    def __init__(self, host: PageToolsHost) -> None:
+        self.host = host
+        self.changed = host.changed
+        self._tools: list[Tool] = []
+
+    async def list(self) -> list[Tool]:
+        present = any(item.get("source") == SOURCE and item.get("name") == RAW["read_page"]
+                      for item in await self.host.describe())
+        if not present:
+            self._tools = []
+        elif not self._tools:
+            self._tools = page_tools(TabSource(self.host))
+        return list(self._tools)
+
+    async def close(self) -> None:
+        return None

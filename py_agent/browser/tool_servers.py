@@ -1,10 +1,11 @@
 """The page's tool servers (MCP), from the agent worker, with the official TypeScript SDK.
 
 ``worker/mcp_client.js`` speaks the wire (it imports the SDK bundle the manifest names:
-``mcp.client``); each server is a :class:`~py_agent.mcp.ToolServer` whose tools join the
-tool set as source ``mcp:<url>``. Servers come from ``serve.py --mcp`` (the manifest's
-``mcp_servers``) and from the user (the Tools panel, which remembers them in this
-browser and asks again at each start).
+``mcp.client``); each server is a :class:`~py_agent.mcp.ToolServer`, a tool source of
+the agent's toolbox (``mcp:<url>``). Servers come from ``serve.py --mcp`` (the
+manifest's ``mcp_servers``: added before the page is ready, connected right after it,
+so a turn that starts meanwhile waits for them a few seconds) and from the user (the
+Tools panel, which remembers them in this browser and asks again at each start).
 
 Requests from the page (each gets one ``{type: 'reply', id, ok, value|error}``):
 ``tool_servers`` (every server described), ``connect_tool_server`` (``url``, ``token``,
@@ -24,7 +25,8 @@ from typing import Any, Callable
 from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-not-found]
 
 from ..mcp import ToolServer, ToolServerError
-from ..tools.toolset import ToolSet
+from ..replies import reply
+from ..tools import Toolbox
 from ._js import to_py
 
 log = logging.getLogger("py_agent.browser")
@@ -88,26 +90,29 @@ class BrowserConnection:
 
 
 class ToolServers:
-    """The page's tool servers; their tools kept in ``toolset``, their states told to
-    the page through ``post``."""
+    """The page's tool servers, sources of ``toolbox``; their states told to the page
+    through ``post``."""
 
-    def __init__(self, boot: Any, toolset: ToolSet, post: Callable[[dict[str, Any]], None],
+    def __init__(self, boot: Any, toolbox: Toolbox, post: Callable[[dict[str, Any]], None],
                  client_url: str | None) -> None:
         self.boot = boot
-        self.toolset = toolset
+        self.toolbox = toolbox
         self.post = post
         self.client_url = client_url
         self.servers: dict[str, ToolServer] = {}
         self._module: Any = None
         self._tasks: set[asyncio.Task] = set()
 
-    def start(self, entries: list[dict[str, Any]]) -> None:
-        """Connect the manifest's servers in the background (boot does not wait)."""
+    def add(self, entries: list[dict[str, Any]]) -> None:
+        """Add the manifest's servers to the toolbox, not connected yet: the toolbox
+        connects them when it is started (after "ready": boot does not wait for them,
+        but a turn does, a few seconds)."""
         for entry in entries or []:
             url = entry.get("url") if isinstance(entry, dict) else None
-            if isinstance(url, str):
-                self._spawn(self.connect(url, str(entry.get("token") or ""),
-                                         bool(entry.get("trusted"))))
+            if isinstance(url, str) and url.strip():
+                server = self._server(url.strip(), str(entry.get("token") or ""),
+                                      bool(entry.get("trusted")))
+                self.toolbox.add(server, list_now=False)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
@@ -134,24 +139,31 @@ class ToolServers:
             raise _server_error(exc) from None
         return BrowserConnection(handle, [changed, closed])
 
-    async def connect(self, url: str, token: str = "", trusted: bool = False) -> dict[str, Any]:
-        """Connect (again) to ``url``; the server described once the attempt is over."""
-        url = url.strip()
-        old = self.servers.pop(url, None)
-        if old is not None:
-            await old.close()
+    def _server(self, url: str, token: str, trusted: bool) -> ToolServer:
         server = ToolServer(url, lambda s: self._connection(s, token), trusted=trusted,
                             on_change=self._changed)
         self.servers[url] = server
-        await server.start()
+        return server
+
+    async def connect(self, url: str, token: str = "", trusted: bool = False) -> dict[str, Any]:
+        """Connect (again) to ``url``, as a source of the toolbox; the server described
+        once the attempt is over."""
+        url = url.strip()
+        old = self.servers.pop(url, None)
+        if old is not None:
+            self.toolbox.remove(old.key)
+            await old.close()
+        server = self._server(url, token, trusted)
+        self.toolbox.add(server)
+        await self.toolbox.listed(server.key)
         return server.describe()
 
     async def disconnect(self, url: str) -> bool:
         server = self.servers.pop(url, None)
         if server is None:
             return False
+        self.toolbox.remove(server.key)
         await server.close()
-        self.toolset.remove_source(f"mcp:{url}")
         self._announce()
         return True
 
@@ -159,8 +171,6 @@ class ToolServers:
         return [server.describe() for server in self.servers.values()]
 
     def _changed(self, server: ToolServer) -> None:
-        if self.servers.get(server.url) is server:
-            self.toolset.set_source(f"mcp:{server.url}", server.tools)
         self._announce()
 
     def _announce(self) -> None:
@@ -191,7 +201,6 @@ class ToolServers:
             else:
                 value = await self.disconnect(str(message.get("url") or ""))
         except Exception as exc:
-            self.post({"type": "reply", "id": request_id, "ok": False,
-                       "error": {"name": type(exc).__name__, "message": str(exc)}})
+            self.post(reply(request_id, error=exc))
         else:
-            self.post({"type": "reply", "id": request_id, "ok": True, "value": value})
+            self.post(reply(request_id, value))

@@ -7,7 +7,9 @@
   (``py_agent/browser/tool_servers.py``).
 
 In Python, :func:`load_mcp_tools` is the door: a server's tools as ``Tool`` s any
-:class:`~py_agent.Agent` takes.
+:class:`~py_agent.Agent` takes. A server whose tools change while it runs is a tool
+source: put :func:`mcp_server` (or a :func:`connect_mcp` result) in the agent's
+:class:`~py_agent.tools.Toolbox`, which follows its list.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from .errors import ToolServerError
 from .server import DEFAULT_TIMEOUT_S, ToolServer
 
 
-async def connect_mcp(url: str, *, headers: dict[str, str] | None = None,
-                      timeout_s: float = DEFAULT_TIMEOUT_S, trusted: bool = False,
-                      on_change: Any = None) -> ToolServer:
-    """Connect to the tool server at ``url`` and list its tools; the :class:`ToolServer`
-    (its ``state`` says whether that worked, its ``error`` why not). Its ``tools`` follow
-    the server's list; ``on_change(server)`` is called after each change."""
+def mcp_server(url: str, *, headers: dict[str, str] | None = None,
+               timeout_s: float = DEFAULT_TIMEOUT_S, trusted: bool = False,
+               on_change: Any = None) -> ToolServer:
+    """The tool server at ``url``, not connected yet: a tool source for a
+    :class:`~py_agent.tools.Toolbox`, which connects it, lists its tools and lists again
+    whenever the server says they changed (a turn that starts while it connects waits
+    for it a few seconds). ``on_change(server)`` is called after every change of its
+    state or tools."""
     from .python_client import python_connection
 
     async def connect(server: ToolServer):
@@ -32,7 +36,17 @@ async def connect_mcp(url: str, *, headers: dict[str, str] | None = None,
                                        on_tools_changed=server.tools_changed,
                                        on_closed=server.gone)
 
-    return await ToolServer(url, connect, trusted=trusted, timeout_s=timeout_s,
+    return ToolServer(url, connect, trusted=trusted, timeout_s=timeout_s, on_change=on_change)
+
+
+async def connect_mcp(url: str, *, headers: dict[str, str] | None = None,
+                      timeout_s: float = DEFAULT_TIMEOUT_S, trusted: bool = False,
+                      on_change: Any = None) -> ToolServer:
+    """Connect to the tool server at ``url`` and list its tools; the :class:`ToolServer`
+    (its ``state`` says whether that worked, its ``error`` why not). Its ``tools`` are
+    the list as read; in a :class:`~py_agent.tools.Toolbox` they follow the server's
+    changes."""
+    return await mcp_server(url, headers=headers, timeout_s=timeout_s, trusted=trusted,
                             on_change=on_change).start()
 
 
@@ -62,4 +76,4 @@ async def load_mcp_tools(url: str, *, headers: dict[str, str] | None = None,
     return list(server.tools)
 
 
-__all__ = ["ToolServer", "ToolServerError", "connect_mcp", "load_mcp_tools"]
+__all__ = ["ToolServer", "ToolServerError", "connect_mcp", "load_mcp_tools", "mcp_server"]

@@ -19,7 +19,7 @@ class ToolServerError(Exception):
     ``closed``, ``address``, ``missing-sdk``...), ``str()`` what to do about it."""
 
     # The tool runner names this in an observation: "<tool> raised a tool server error".
-    remote_name = "a tool server error"
+    raised_as = "a tool server error"
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

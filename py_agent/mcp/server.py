@@ -1,12 +1,15 @@
-"""One tool server as the agent holds it: connected or not, its tools, kept in step.
+"""One tool server as the agent holds it: a tool source, connected or not, and its tools.
 
 The wire is someone else's: a :class:`Connection` (the ``mcp`` package in CPython,
 :mod:`py_agent.mcp.python_client`; the official TypeScript SDK in the page's worker,
 ``py_agent/browser/tool_servers.py``). Here is what both share: the server's state for
 the user (connected, unreachable, refused, failed, and why), its tools made
-:class:`~py_agent.tools.Tool` s (:func:`~py_agent.tools.remote.remote_tool`, source
-``mcp``; a tool whose schema cannot be used is skipped with a message), the list read
-again when the server says it changed, and calls that report a vanished server.
+:class:`~py_agent.tools.Tool` s (:func:`~py_agent.tools.remote.remote_tool`, of origin
+``mcp``: untrusted; a tool whose schema cannot be used is skipped with a message), and
+calls that report a vanished server. A :class:`ToolServer` is a
+:class:`~py_agent.tools.ToolSource`: in a :class:`~py_agent.tools.Toolbox`, it is listed
+again whenever the server says its tools changed (the toolbox owns that loop), and its
+tools are withdrawn when it fails or goes away.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import logging
 from typing import Any, Awaitable, Callable, Protocol
 from urllib.parse import urlsplit
 
-from ..tools import InvalidToolSchemaError, Tool
+from ..tools import InvalidToolSchemaError, OriginKind, Tool, ToolOrigin, Trust
 from ..tools.remote import remote_tool
+from ..tools.toolbox import Signal
 from .errors import ToolServerError
 
 log = logging.getLogger("py_agent.mcp")
@@ -62,10 +66,12 @@ class ToolServer:
                  timeout_s: float = DEFAULT_TIMEOUT_S,
                  on_change: Listener | None = None) -> None:
         self.url = url
+        self.key = f"mcp:{url}"
         self.connect = connect
         self.trusted = trusted
         self.timeout_s = timeout_s
         self.on_change = on_change
+        self.changed = Signal()   # the toolbox lists again when it fires
         self.state = "connecting"
         self.error = ""
         self.kind = ""
@@ -74,13 +80,19 @@ class ToolServer:
         self.tools: list[Tool] = []
         self.skipped: list[str] = []
         self.connection: Connection | None = None
-        self._refreshing: asyncio.Task | None = None
-        self._dirty = False
+        self._started = False
+
+    @property
+    def origin(self) -> ToolOrigin:
+        """The origin of this server's tools: a tool server's, untrusted."""
+        return ToolOrigin(kind=OriginKind.MCP, trust=Trust.UNTRUSTED, source=self.key,
+                          server=self.name, url=self.url)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> "ToolServer":
         """Connect and list the tools; a failure is kept as the state (never raised)."""
+        self._started = True
         self._set("connecting")
         try:
             self.connection = await self.connect(self)
@@ -95,22 +107,42 @@ class ToolServer:
                                                        f"{type(exc).__name__}: {exc}"))
         return self
 
+    async def list(self) -> list[Tool]:
+        """The server's tools now (a :class:`~py_agent.tools.ToolSource`): connects the
+        first time; none while it is failed or closed (a reconnect is the user's)."""
+        if not self._started:
+            await self.start()
+        elif self.connection is not None:
+            try:
+                await self._list()
+            except ToolServerError as exc:
+                await self._fail(exc)
+            except Exception as exc:
+                await self._fail(ToolServerError("failed", f"listing the tools of {self.url} "
+                                                           f"failed: {exc}"))
+        return list(self.tools)
+
     async def _fail(self, exc: ToolServerError) -> None:
         connection, self.connection = self.connection, None
         if connection is not None:
             await _quietly(connection.close())
+        had_tools = bool(self.tools)
         self.tools, self.kind, self.error = [], exc.kind, str(exc)
         self._set(exc.state)
+        if had_tools:
+            self.changed.fire()   # its tools go
 
     async def close(self) -> None:
         """Disconnect (the tools are withdrawn)."""
         connection, self.connection = self.connection, None
-        if self._refreshing is not None:
-            self._refreshing.cancel()
+        self._started = True
         if connection is not None:
             await _quietly(connection.close())
+        had_tools = bool(self.tools)
         self.tools = []
         self._set("closed")
+        if had_tools:
+            self.changed.fire()
 
     def _set(self, state: str) -> None:
         self.state = state
@@ -126,40 +158,26 @@ class ToolServer:
         listed = await asyncio.wait_for(self.connection.list_tools(), self.timeout_s)
         tools = []
         skipped = [f"{self.name}: {why}" for why in getattr(self.connection, "skipped", ())]
+        origin = self.origin
         for item in listed:
             name = str(item.get("name", ""))
             try:
                 tools.append(remote_tool(
                     name, str(item.get("description") or ""), item.get("inputSchema"),
-                    self._call, source="mcp", server=self.name,
-                    annotations=item.get("annotations"), trusted=self.trusted,
-                    title=str(item.get("title") or ""), extra={"url": self.url}))
+                    self._call, origin=origin, annotations=item.get("annotations"),
+                    trusted=self.trusted, title=str(item.get("title") or ""),
+                    timeout_s=self.timeout_s))
             except InvalidToolSchemaError as exc:
                 skipped.append(f"{self.name}: skipped {exc}")
         for problem in skipped:
             log.warning("%s", problem)
         self.tools, self.skipped = tools, skipped
-        for tool in tools:
-            tool.timeout_s = self.timeout_s
         self._set("connected")
 
     def tools_changed(self) -> None:
-        """The server said its tool list changed: list again (in the background; changes
-        meanwhile are read by one more list)."""
-        self._dirty = True
-        if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.ensure_future(self._relist())
-
-    async def _relist(self) -> None:
-        while self._dirty and self.connection is not None:
-            self._dirty = False
-            try:
-                await self._list()
-            except ToolServerError as exc:
-                await self._fail(exc)
-            except Exception as exc:
-                await self._fail(ToolServerError("failed", f"listing the tools of {self.url} "
-                                                           f"failed: {exc}"))
+        """The server said its tool list changed: the toolbox that holds it lists again
+        (changes meanwhile are read by one more list)."""
+        self.changed.fire()
 
     def gone(self, error: ToolServerError | None = None) -> None:
         """The connection ended on the server's side: the tools go until a reconnect."""

@@ -14,8 +14,9 @@ from typing import Callable
 
 from ..budget import MemoryPolicy
 from ..memory.summary import InvalidSummaryError, length_hint, validate_summary
-from ..model import LanguageModel, ModelError, Purpose
+from ..model import ModelError, Purpose
 from ..tokens import TokenCounter
+from ..tools import ModelAccess
 from .text import Chunk, PageText
 
 PAGE_SUMMARY_SYSTEM = """\
@@ -78,34 +79,27 @@ def part_prompt(summary: str, part: list[Chunk], number: int, count: int, page: 
     return "\n\n".join(lines)
 
 
-async def summarize_page(model: LanguageModel, page: PageText, chunks: list[Chunk], *,
-                         focus: str = "", policy: MemoryPolicy | None = None,
-                         counter: TokenCounter | None = None,
+async def summarize_page(model: ModelAccess, page: PageText, chunks: list[Chunk], *,
+                         focus: str = "",
                          on_part: Callable[[int, int], None] | None = None) -> PageSummary:
-    """Summarize ``chunks`` of ``page`` with ``model``, part by part (see the module)."""
-    policy = policy or MemoryPolicy()
-    counter = counter or TokenCounter()
-    base = await model.create(initial_prompts=[{"role": "system", "content": PAGE_SUMMARY_SYSTEM}],
-                              purpose=Purpose.SUMMARY)
-    try:
-        room = base.context_window - base.context_usage - policy.summary_max_tokens \
-            - policy.summary_target_tokens - _OVERHEAD_TOKENS
-        parts = parts_of(chunks, max(MIN_PART_TOKENS, room), counter)
-        result = PageSummary(text="")
-        for number, part in enumerate(parts, 1):
-            if on_part is not None:
-                on_part(number, len(parts))
-            result.parts.append([c.number for c in part])
-            prompt = part_prompt(result.text, part, number, len(parts), page, policy,
-                                 counter, focus)
-            session = await base.clone()
-            try:
-                reply = await session.prompt(prompt, purpose=Purpose.SUMMARY)
-                result.text = validate_summary(reply, policy, counter)
-            except (InvalidSummaryError, ModelError) as exc:
-                result.failed[number] = str(exc) or type(exc).__name__
-            finally:
-                await session.destroy()
-        return result
-    finally:
-        await base.destroy()
+    """Summarize ``chunks`` of ``page`` with the agent's ``model`` (a tool's
+    :class:`~py_agent.tools.ModelAccess`: its base sessions, the memory policy in use
+    and its token counter), part by part (see the module)."""
+    policy: MemoryPolicy = model.policy
+    counter: TokenCounter = model.counter   # type: ignore[assignment]
+    room = await model.room(PAGE_SUMMARY_SYSTEM, Purpose.SUMMARY) - policy.summary_max_tokens \
+        - policy.summary_target_tokens - _OVERHEAD_TOKENS
+    parts = parts_of(chunks, max(MIN_PART_TOKENS, room), counter)
+    result = PageSummary(text="")
+    for number, part in enumerate(parts, 1):
+        if on_part is not None:
+            on_part(number, len(parts))
+        result.parts.append([c.number for c in part])
+        prompt = part_prompt(result.text, part, number, len(parts), page, policy,
+                             counter, focus)
+        try:
+            reply = await model.prompt(PAGE_SUMMARY_SYSTEM, prompt, Purpose.SUMMARY)
+            result.text = validate_summary(reply, policy, counter)
+        except (InvalidSummaryError, ModelError) as exc:
+            result.failed[number] = str(exc) or type(exc).__name__
+    return result

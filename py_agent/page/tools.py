@@ -7,17 +7,18 @@ JavaScript in the extension's side panel; a fake in the tests). A page longer th
 observation is never cut silently: a question is answered from the chunks that match it
 (:class:`~.index.PageIndex`), "summarize" reads every chunk (:mod:`.summary`), and each
 observation says what it holds and what it leaves out. Page text is data
-(:func:`~.text.as_data`). Every page tool only reads: ``metadata["read_only"]``, and
-``metadata["page_text"]`` marks the tools whose observations carry text from the page.
+(:func:`~.text.as_data`). Every page tool only reads, and its origin's trust is page
+text: its observations carry the page's words, so a consequential call after one is
+asked about (see :mod:`py_agent.tools.origin`). ``summarize_page`` reaches the agent's
+model through its call's :class:`~py_agent.tools.RunContext`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Optional, Protocol
 
-from ..model import LanguageModel
-from ..tools import Tool, tool
+from ..tools import OriginKind, RunContext, Tool, ToolOrigin, Trust, tool
 from .index import PageIndex
 from . import summary as page_summary
 from .text import Chunk, PageText, as_data
@@ -30,6 +31,8 @@ SUMMARY_TIMEOUT_S = 600.0
 PASSAGES = 6
 QUOTE_HINT = ("Answer from this text only, and quote the words you use in “double quotes” "
               "so the user can find them on the page.")
+# The extension's readers of the tab the user is on: the app's code, reading a page.
+TAB_ORIGIN = ToolOrigin(kind=OriginKind.TAB, trust=Trust.PAGE_TEXT, source="tab")
 
 
 class PageSourceError(Exception):
@@ -98,11 +101,11 @@ def _observation(page: PageText, body: str, lines: list[str], what: str = "page 
     return "\n".join(parts)
 
 
-def page_tools(source: PageSource, model: Callable[[], Optional[LanguageModel]] | None = None, *,
-               room_chars: int = PAGE_ROOM_CHARS,
-               pinned: tuple[str, ...] = ("read_page",)) -> list[Tool]:
-    """The page tools over ``source``; ``model()`` gives the model that summarizes
-    (the agent's current one), None leaves summarize_page out. ``pinned`` tools are
+def page_tools(source: PageSource, *, summarize: bool = True,
+               room_chars: int = PAGE_ROOM_CHARS, pinned: tuple[str, ...] = ("read_page",),
+               origin: ToolOrigin = TAB_ORIGIN) -> list[Tool]:
+    """The page tools over ``source``; ``summarize=False`` leaves summarize_page out (it
+    summarizes with the agent's model, from its call's context). ``pinned`` tools are
     offered with every message: beside a page, a question seldom names it ("what is the
     cat called?" is about the page the user reads)."""
     reader = PageReader(source)
@@ -181,7 +184,7 @@ def page_tools(source: PageSource, model: Callable[[], Optional[LanguageModel]] 
                 "order, each with where it is."])
         return await failed(run)
 
-    async def summarize_page(focus: str = "", tab: Optional[int] = None) -> str:
+    async def summarize_page(ctx: RunContext, focus: str = "", tab: Optional[int] = None) -> str:
         """Summarize the whole web page the user is looking at, however long, reading it
         part by part.
 
@@ -198,15 +201,14 @@ def page_tools(source: PageSource, model: Callable[[], Optional[LanguageModel]] 
         async def run() -> str:
             read = await reader.read(tab)
             page = read.page
-            current = model() if model is not None else None
-            if current is None:
+            if ctx.model is None:
                 return "No model is available to summarize the page."
             if not read.chunks:
                 return f"{_header(page)}\nThe page has no readable text."
             if len(page.text) <= room_chars:
                 return _observation(page, page.text, [
                     "The page is short: here is all of it to summarize."])
-            result = await page_summary.summarize_page(current, page, read.chunks, focus=focus)
+            result = await page_summary.summarize_page(ctx.model, page, read.chunks, focus=focus)
             lines = [f"Summary of the whole page: all {len(read.chunks)} parts were read, in "
                      f"{len(result.parts)} steps."]
             if result.failed:
@@ -304,15 +306,11 @@ def page_tools(source: PageSource, model: Callable[[], Optional[LanguageModel]] 
         "list_tabs": ["tabs", "open tabs", "windows", "other tab"],
     }
     timeouts = {"summarize_page": SUMMARY_TIMEOUT_S}
-    made = []
     functions = [read_page, find_in_page, page_selection, page_links, list_tabs]
-    if model is not None:
+    if summarize:
         functions.insert(2, summarize_page)
-    for function in functions:
-        built = tool(function, keywords=keywords[function.__name__],
-                     pinned=function.__name__ in pinned)
-        built.metadata.update({"read_only": True, "page_text": True, "source": "page"})
-        built.timeout_s = timeouts.get(function.__name__, READ_TIMEOUT_S)
-        built.observation_chars = room_chars + 1200
-        made.append(built)
-    return made
+    return [tool(function, keywords=keywords[function.__name__],
+                 pinned=function.__name__ in pinned, origin=origin,
+                 timeout_s=timeouts.get(function.__name__, READ_TIMEOUT_S),
+                 observation_chars=room_chars + 1200)
+            for function in functions]

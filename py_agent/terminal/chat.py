@@ -26,7 +26,7 @@ from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from ..results import RunResult
 from ..sqlite_store import SqliteStore
 from ..store import StorageError
-from ..tools.toolset import ToolSet
+from ..tools import Toolbox
 from ..turn.approval import ApprovalRequest
 from .tool_files import ToolFileError, load_tool_files
 
@@ -242,16 +242,15 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
                         timeouts=Timeouts(read=options.timeout,
                                           call=max(600.0, options.timeout * 2)))
     problem = await _connect(model)
-    toolset = ToolSet(tools)
-    servers = await connect_servers(options, toolset, ui)
+    toolbox = Toolbox(tools)
+    servers = await connect_servers(options, toolbox, ui)
     if servers is None:
         store.close()
         return 2
     reader = LineReader(interactive)
     # The memory policy and the prompt prefix fit themselves to the model's window.
-    agent = Agent(model=model, store=store, tools=toolset.tools(), on_event=ui.on_event,
+    agent = Agent(model=model, store=store, tools=toolbox, on_event=ui.on_event,
                   approve=lambda request: ask_approval(request, reader, ui))
-    toolset.subscribe(agent.set_tools)
     if interactive or options.trace:
         ui.note(_banner(model, options, problem, len(agent.tools)))
     loop = asyncio.get_running_loop()
@@ -269,8 +268,7 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
             ui.answer(result)
             failed = failed or result.status == "error"
     finally:
-        for server in servers:
-            await server.close()
+        await toolbox.close()   # and the tool servers' connections
         await _finish(agent, store, ui)
     return 1 if failed else 0
 
@@ -293,12 +291,12 @@ async def ask_approval(request: ApprovalRequest, reader: "LineReader", ui: Termi
     return chosen
 
 
-async def connect_servers(options: ChatOptions, toolset: ToolSet, ui: Terminal) -> list | None:
-    """Connect the --mcp servers, their tools into ``toolset`` (kept in step with each
-    server's list); each server's state on stderr. None when the MCP SDK is missing."""
+async def connect_servers(options: ChatOptions, toolbox: Toolbox, ui: Terminal) -> list | None:
+    """Connect the --mcp servers as sources of ``toolbox`` (which follows each server's
+    list); each server's state on stderr. None when the MCP SDK is missing."""
     if not options.mcp_urls:
         return []
-    from ..mcp import connect_mcp
+    from ..mcp import mcp_server
     from ..mcp.python_client import INSTALL_HINT
     try:
         import mcp  # noqa: F401  (the SDK: the py-agent[mcp] extra)
@@ -309,9 +307,9 @@ async def connect_servers(options: ChatOptions, toolset: ToolSet, ui: Terminal) 
     headers = {"Authorization": f"Bearer {options.mcp_token}"} if options.mcp_token else None
     servers = []
     for url in options.mcp_urls:
-        server = await connect_mcp(url, headers=headers, on_change=lambda s: (
-            toolset.set_source(f"mcp:{s.url}", s.tools)))
-        toolset.set_source(f"mcp:{url}", server.tools)
+        server = mcp_server(url, headers=headers)
+        toolbox.add(server)
+        await toolbox.listed(server.key)
         if server.state == "connected":
             ui.note(f"tool server {server.name} at {url}: {len(server.tools)} tools")
         else:

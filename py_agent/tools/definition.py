@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable, Literal, Union, get_args, get_origin
 
 from ..boundary import loads_bounded
 from .errors import ToolArgumentError
+from .origin import OWN, ToolOrigin
+from .run_context import RunContext
 
 _MISSING = inspect.Parameter.empty
 
@@ -70,9 +72,15 @@ def schema_label(schema: Any, depth: int = 0) -> str:
     return str(kind)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tool:
-    """A callable the agent may use, with what the model needs to know about it."""
+    """A callable the agent may use, with what the model needs to know about it.
+
+    A tool is made once and never changed: where it comes from (:attr:`origin`), whether
+    it asks first (:attr:`confirm`), its time limit and its observation room are given
+    when it is made; a renamed copy (a clash with another tool's name) is a new tool
+    with the same origin.
+    """
 
     name: str
     description: str
@@ -80,6 +88,8 @@ class Tool:
     fn: Callable[..., Any]
     pinned: bool = False
     is_async: bool = False
+    # Anything the app wants to keep with the tool (a server's annotations, say). Never
+    # where it comes from: that is ``origin``.
     metadata: dict[str, Any] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
@@ -97,10 +107,21 @@ class Tool:
     # summarized part by part takes minutes, and its passages need more room).
     timeout_s: float | None = None
     observation_chars: int | None = None
+    origin: ToolOrigin = OWN
+    # Its function's first parameter is a RunContext (py_agent.tools.run_context): the
+    # tool runner passes one with each call.
+    takes_context: bool = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Calling the tool directly calls the function, so tools stay testable."""
+        """Calling the tool directly calls the function, so tools stay testable (a tool
+        that takes a context takes it first: ``my_tool(RunContext(), x=1)``)."""
         return self.fn(*args, **kwargs)
+
+    def invoke(self, context: RunContext, arguments: dict[str, Any]) -> Any:
+        """Call the function with bound ``arguments``, and ``context`` if it takes one."""
+        if self.takes_context:
+            return self.fn(context, **arguments)
+        return self.fn(**arguments)
 
     def signature(self) -> str:
         """``name(param: type, [optional: type])`` for the prompt's tool list."""
@@ -142,7 +163,9 @@ class Tool:
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
          description: str | None = None, pinned: bool = False,
          examples: Iterable[str] = (), keywords: Iterable[str] = (),
-         confirm: bool = False) -> Any:
+         confirm: bool = False, timeout_s: float | None = None,
+         observation_chars: int | None = None, origin: ToolOrigin = OWN,
+         metadata: dict[str, Any] | None = None) -> Any:
     """Make a :class:`Tool` from a typed, documented function (sync or async).
 
     Use as ``@tool`` or ``@tool(name=..., pinned=True, examples=[...])``. A pinned
@@ -151,7 +174,9 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     are added to those of the docstring's ``Examples:`` section. ``keywords`` are
     other words for what the tool does (synonyms, aliases, abbreviations).
     ``confirm=True`` declares the tool consequential (it deletes, sends, pays...): the
-    user is asked before each call.
+    user is asked before each call. ``timeout_s`` and ``observation_chars`` replace the
+    tool policy's limits for this tool. A function whose first parameter is annotated
+    :class:`~py_agent.tools.run_context.RunContext` gets the call's context there.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -162,10 +187,16 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
             raise ValueError(f"tool {func.__name__!r} needs a docstring or a description: "
                              "the model chooses tools by their descriptions")
         samples = clean_list([*_docstring_section(doc, "Examples"), *_as_list(examples)])
-        return Tool(name=name or func.__name__, description=desc,
-                    params=_params_from_signature(func, arg_docs), fn=func, pinned=pinned,
-                    is_async=inspect.iscoroutinefunction(func), examples=samples,
-                    keywords=clean_list(_as_list(keywords)), confirm=bool(confirm))
+        takes_context, params = _params_from_signature(func, arg_docs)
+        tool_name = name or func.__name__
+        if origin.name and origin.name != tool_name:
+            raise ValueError(f"tool {tool_name!r}: its origin names it {origin.name!r}")
+        return Tool(name=tool_name, description=desc, params=params, fn=func,
+                    pinned=pinned, is_async=inspect.iscoroutinefunction(func),
+                    examples=samples, keywords=clean_list(_as_list(keywords)),
+                    confirm=bool(confirm), timeout_s=timeout_s,
+                    observation_chars=observation_chars, origin=origin,
+                    metadata=dict(metadata or {}), takes_context=takes_context)
 
     return build(fn) if fn is not None else build
 
@@ -238,14 +269,23 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return summary, arg_docs
 
 
-def _params_from_signature(func: Callable[..., Any], arg_docs: dict[str, str]) -> list[ToolParam]:
+def _params_from_signature(func: Callable[..., Any],
+                           arg_docs: dict[str, str]) -> tuple[bool, list[ToolParam]]:
+    """Whether the function takes a RunContext first, and its other parameters."""
     try:
         hints = get_type_hints(func)
     except Exception:  # unresolvable annotations: fall back to strings
         hints = {}
     params = []
-    for p in inspect.signature(func).parameters.values():
+    takes_context = False
+    for index, p in enumerate(inspect.signature(func).parameters.values()):
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if _is_context(hints.get(p.name, p.annotation)):
+            if index != 0:
+                raise ValueError(f"tool {func.__name__!r}: a RunContext parameter must be "
+                                 "the first one")
+            takes_context = True
             continue
         annotation = hints.get(p.name, str)
         optional, inner = _unwrap_optional(annotation)
@@ -254,7 +294,14 @@ def _params_from_signature(func: Callable[..., Any], arg_docs: dict[str, str]) -
             required=p.default is _MISSING and not optional,
             default=None if p.default is _MISSING else p.default,
             description=arg_docs.get(p.name, "")))
-    return params
+    return takes_context, params
+
+
+def _is_context(annotation: Any) -> bool:
+    """``RunContext`` (or its name, when the annotation could not be resolved)."""
+    if annotation is RunContext:
+        return True
+    return isinstance(annotation, str) and annotation.split(".")[-1].strip("'\"") == "RunContext"
 
 
 def _unwrap_optional(annotation: Any) -> tuple[bool, Any]:

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 
 class ToolError(Exception):
-    """Base class for errors raised while calling a tool."""
+    """Base class for errors raised while calling a tool.
+
+    ``raised_as`` is what an observation calls it ("<tool> raised <raised_as>: ..."):
+    the class name of what a tool raised elsewhere (in the tool worker, in the page), or
+    a phrase ("an error"); empty: the exception's own class name. It is only ever shown,
+    never compared: what kind of failure it was is the exception's type.
+    """
+
+    raised_as: str = ""
 
 
 class ToolArgumentError(ToolError, ValueError):

@@ -34,13 +34,15 @@ import keyword
 import re
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
 from ..kv import InMemoryKeyValueStore, KeyValueStore
 from .definition import Tool
+from .origin import OWN, OriginKind, ToolOrigin
+from .toolbox import StaticSource
 
 FACTORY = "make_tools"
 RESERVED_NAMES = frozenset({"compact"})   # the agent's own tool
@@ -88,6 +90,13 @@ class LoadedTools:
     tools: list[Tool] = field(default_factory=list)
     modules: dict[str, list[str]] = field(default_factory=dict)
     errors: list[ToolModuleError] = field(default_factory=list)
+
+    def sources(self) -> list["StaticSource"]:
+        """One tool source per module (``module:<name>``), for a toolbox."""
+        by_name = {t.name: t for t in self.tools}
+        return [StaticSource(f"module:{name}", [by_name[n] for n in names if n in by_name],
+                             module_origin(name))
+                for name, names in self.modules.items()]
 
 
 # --------------------------------------------------------------------- metadata
@@ -184,7 +193,14 @@ def collect_tools(module: ModuleType, context: ToolContext | None = None) -> lis
         where = "listed in __all__" if exported is not None else "at module level"
         raise ToolModuleError(name, path, f"defines no tools: no @tool function {where} and "
                               f"no {FACTORY}(context) returning some")
-    return list(found.values())
+    origin = module_origin(name)
+    return [replace(t, origin=origin) if t.origin == OWN else t for t in found.values()]
+
+
+def module_origin(name: str) -> ToolOrigin:
+    """The origin of the tools of tool module ``name``: the app's code, so trusted, and
+    kept under the module's name."""
+    return ToolOrigin(kind=OriginKind.MODULE, source=f"module:{name}", server=name)
 
 
 def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None = None, *,
@@ -204,7 +220,7 @@ def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None =
             continue
         kept = []
         for item in tools:
-            if id(item) in seen:
+            if id(item.fn) in seen:
                 continue
             if item.name in taken:
                 loaded.errors.append(ToolModuleError(
@@ -212,7 +228,7 @@ def load_tool_modules(paths: Iterable[str | Path], context: ToolContext | None =
                     "already has a tool of that name (rename it: @tool(name=...))"))
                 continue
             taken[item.name] = f"tool module {name!r}"
-            seen.add(id(item))
+            seen.add(id(item.fn))
             kept.append(item)
         loaded.modules[name] = [t.name for t in kept]
         loaded.tools.extend(kept)

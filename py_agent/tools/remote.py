@@ -3,9 +3,10 @@
 Each arrives as a description (a name, a description, a JSON Schema of its input and
 annotations) and a way to call it; :func:`remote_tool` makes it the same
 :class:`~py_agent.tools.Tool` as any other through :func:`~py_agent.tools.schema_tool`.
-Where it came from stays in ``metadata`` (``source``: ``"mcp"`` or ``"page"``/``"webmcp"``;
-``server``: the server's or page's name; ``untrusted``: its results are data, never
-instructions); the retriever never reads it, the Tools panel and the trace do.
+Where it came from is its :class:`~py_agent.tools.origin.ToolOrigin` (a tool server's or
+the page's, untrusted: its results are data, never instructions); the retriever never
+reads it, the Tools panel, the trace and the approval question do. Name clashes with
+other tools are resolved by the toolbox (:mod:`py_agent.tools.toolbox`).
 
 A remote tool is consequential (:attr:`Tool.confirm`: the user approves each call)
 unless it says it only reads (``readOnlyHint``). A server the user marked trusted is
@@ -19,13 +20,13 @@ described, never dropped silently.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 from ..boundary import untrusted_text
 from .definition import Tool
 from .errors import ToolError
+from .origin import ToolOrigin
 from .schema import schema_tool
 
 # A remote description longer than this is cut: it goes into prompts, and a server
@@ -42,7 +43,7 @@ class RemoteToolError(ToolError):
     """A remote tool answered with an error result (MCP ``isError``); ``str()`` is what it
     said, and the tool runner shows it as "<tool> raised an error: ..."."""
 
-    remote_name = "an error"
+    raised_as = "an error"
 
 
 def consequential(annotations: Mapping[str, Any] | None, *, trusted: bool = False) -> bool:
@@ -60,11 +61,12 @@ def consequential(annotations: Mapping[str, Any] | None, *, trusted: bool = Fals
 
 
 def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | None,
-                call: RemoteCall, *, source: str, server: str,
+                call: RemoteCall, *, origin: ToolOrigin,
                 annotations: Mapping[str, Any] | None = None, trusted: bool = False,
-                title: str = "", extra: Mapping[str, Any] | None = None) -> Tool:
+                title: str = "", timeout_s: float | None = None) -> Tool:
     """A :class:`Tool` for a remote tool; ``call(name, arguments)`` runs it there and
     returns its result (a ``CallToolResult``-shaped dict, a string, or any JSON value).
+    ``origin`` says where it comes from (its ``name`` is set to ``name`` here).
 
     Raises :class:`~py_agent.tools.InvalidToolSchemaError` for a name or schema that
     cannot be used (the loader skips that tool and says why).
@@ -81,10 +83,10 @@ def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
             raise RemoteToolError(text)
         return text
 
-    metadata = {"source": source, "server": server, "remote_name": name, "title": title,
-                "annotations": hints, "untrusted": True, **dict(extra or {})}
-    return schema_tool(name, text or name, input_schema, run, metadata=metadata,
-                       confirm=consequential(hints, trusted=trusted))
+    return schema_tool(name, text or name, input_schema, run,
+                       metadata={"title": title, "annotations": hints},
+                       confirm=consequential(hints, trusted=trusted),
+                       origin=replace(origin, name=name), timeout_s=timeout_s)
 
 
 # ------------------------------------------------------------------ results
@@ -159,38 +161,3 @@ def render_result(result: Any) -> tuple[str, bool]:
     if len(text) > MAX_RESULT_CHARS:
         text = text[:MAX_RESULT_CHARS] + f" … [cut: the tool returned {len(text):,} characters]"
     return text, failed
-
-
-# ------------------------------------------------------------------ names
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def server_label(name: str) -> str:
-    """A server's name as a tool-name prefix: letters, digits, ``_``, ``.``, ``-``."""
-    label = _UNSAFE.sub("_", str(name)).strip("_.-")
-    return label[:40] or "server"
-
-
-def resolve_clashes(tools: Iterable[Tool]) -> list[Tool]:
-    """The tools with unique names: a tool of a server (``metadata["server"]``) whose name
-    another tool also has gets its server's name as a prefix (``everything_echo``); the
-    agent's own tools keep theirs. Order is kept."""
-    items = list(tools)
-    counts: dict[str, int] = {}
-    for t in items:
-        counts[t.name] = counts.get(t.name, 0) + 1
-    taken = set(counts)
-    out: list[Tool] = []
-    for t in items:
-        server = t.metadata.get("server")
-        if not server or counts[t.name] == 1:
-            out.append(t)
-            continue
-        base = f"{server_label(server)}_{t.name}"[:128]
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base[:120]}_{n}", n + 1
-        taken.add(name)
-        out.append(replace(t, name=name))
-    return out

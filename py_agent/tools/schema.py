@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .definition import Tool, ToolParam, clean_list
 from .errors import ToolArgumentError, ToolError
+from .origin import OWN, ToolOrigin
 
 # A schema larger or deeper than this is not a tool's parameters but a mistake or an
 # attack: refused before anything reads it further.
@@ -50,7 +51,9 @@ class InvalidToolSchemaError(ValueError):
 def schema_tool(name: str, description: str, parameters: Mapping[str, Any] | None,
                 fn: Callable[..., Any], *, pinned: bool = False, examples: Iterable[str] = (),
                 keywords: Iterable[str] = (),
-                metadata: Mapping[str, Any] | None = None, confirm: bool = False) -> Tool:
+                metadata: Mapping[str, Any] | None = None, confirm: bool = False,
+                origin: ToolOrigin = OWN, timeout_s: float | None = None,
+                observation_chars: int | None = None) -> Tool:
     """Make a :class:`Tool` from a JSON-Schema description of its arguments.
 
     Args:
@@ -63,9 +66,14 @@ def schema_tool(name: str, description: str, parameters: Mapping[str, Any] | Non
         pinned: offer the tool on every request, whatever the retriever ranks.
         examples: requests as a user would type them, for the retriever.
         keywords: other words for what the tool does.
-        metadata: anything the app wants to keep with the tool (its source, say).
+        metadata: anything the app wants to keep with the tool (where it comes from
+            is ``origin``, never metadata).
         confirm: the tool is consequential (it deletes, sends, pays...): the user is
             asked before each call.
+        origin: where the tool comes from (a tool server's, a page's...; see
+            :mod:`py_agent.tools.origin`); the app's own by default.
+        timeout_s, observation_chars: the tool's own time limit and observation room,
+            instead of the tool policy's.
 
     Raises:
         InvalidToolSchemaError: the name, the description or the schema cannot be used.
@@ -91,7 +99,8 @@ def schema_tool(name: str, description: str, parameters: Mapping[str, Any] | Non
                 pinned=pinned, is_async=_is_async(fn), metadata=dict(metadata or {}),
                 examples=clean_list(list(_strings(examples, name))),
                 keywords=clean_list(list(_strings(keywords, name))),
-                parameters=shown, check=_LazyValidator(name, schema), confirm=bool(confirm))
+                parameters=shown, check=_LazyValidator(name, schema), confirm=bool(confirm),
+                origin=origin, timeout_s=timeout_s, observation_chars=observation_chars)
 
 
 # How many "$ref"s deep an inlined schema goes; a recursive schema is cut there (the cut

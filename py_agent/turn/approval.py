@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
@@ -31,14 +32,16 @@ DEFAULT_APPROVAL_TIMEOUT_S = 300.0
 
 Answer = Union[bool, str]
 Approver = Callable[["ApprovalRequest"], Union[Answer, Awaitable[Answer]]]
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+# tell(type, data): the question and the answer as events of the turn's step.
+ApprovalEmit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class ApprovalRequest:
     """What the user is asked about: the tool, its checked arguments, where it comes from
     (``server``: a tool server's name, ``"page"``, or ``""`` for the app's own tools) and
-    the chat (``session_id``)."""
+    the chat (``session_id``). ``id`` names this one question, made when it is asked: an
+    app that shows several questions at once answers each by its id."""
 
     tool: str
     arguments: dict[str, Any]
@@ -46,11 +49,12 @@ class ApprovalRequest:
     source: str
     session_id: str
     description: str = ""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "arguments": self.arguments, "server": self.server,
                 "source": self.source, "session_id": self.session_id,
-                "description": self.description}
+                "description": self.description, "id": self.id}
 
     def __str__(self) -> str:
         where = f" ({self.server})" if self.server else ""
@@ -84,46 +88,49 @@ class Approvals:
 
 @dataclass
 class ApprovalGate:
-    """One turn's gate: its chat, the app's approver (None: nobody to ask), and where
-    events go (``emit(type, data)``)."""
+    """One turn's gate, built once by the turn runner: its chat, the app's approver
+    (None: nobody to ask) and the chat's standing approvals."""
 
     session_id: str
     approver: Approver | None
     approvals: Approvals
-    emit: Emit | None = None
     timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     # Untrusted text (a server's or a page's) entered this turn: what the user allowed
     # for the chat is asked again, so that such text can at most lead to a question.
     tainted: bool = False
 
-    async def check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
-        """None if the call may run; otherwise the observation the model reads instead."""
+    async def check(self, tool: Tool, arguments: dict[str, Any],
+                    tell: ApprovalEmit | None = None) -> str | None:
+        """None if the call may run; otherwise the observation the model reads instead.
+        The question and the answer go to ``tell(type, data)``."""
         if not tool.confirm:
             return None
+        # A server (or the page) is named; the app's own tools come from nowhere else.
         request = ApprovalRequest(tool=tool.name, arguments=arguments,
-                                  server=str(tool.metadata.get("server") or ""),
-                                  source=str(tool.metadata.get("source") or ""),
+                                  server=tool.origin.server if tool.origin.untrusted else "",
+                                  source=tool.origin.kind.value,
                                   session_id=self.session_id, description=tool.description)
         if self.approvals.allows(self.session_id, tool.name) and not self.tainted:
-            await self._tell("approval", request, ALLOW_CHAT, "allowed for this chat earlier")
+            await _tell(tell, "approval", request, ALLOW_CHAT, "allowed for this chat earlier")
             return None
         if self.approver is None:
-            await self._tell("approval", request, DENY, "no one to ask")
+            await _tell(tell, "approval", request, DENY, "no one to ask")
             return (f"{tool.name} was not called: it needs the user's approval, and this app "
                     "has no way to ask (give the Agent an approve= callback). Tell the user "
                     "what you would have done instead.")
-        await self._tell("approval_requested", request)
+        await _tell(tell, "approval_requested", request)
         try:
             answer = await asyncio.wait_for(self._ask(request), self.timeout_s)
         except asyncio.TimeoutError:
-            await self._tell("approval", request, DENY, "no answer in time")
+            await _tell(tell, "approval", request, DENY, "no answer in time")
             return (f"{tool.name} was not called: the user did not answer the approval "
                     f"question within {self.timeout_s:g} s.")
         except Exception as exc:   # a broken approver must not run the call
-            await self._tell("approval", request, DENY, f"the approver failed: {describe(exc)}")
+            await _tell(tell, "approval", request, DENY,
+                        f"the approver failed: {describe(exc)}")
             return f"{tool.name} was not called: asking the user failed ({describe(exc)})."
         chosen = decision(answer)
-        await self._tell("approval", request, chosen)
+        await _tell(tell, "approval", request, chosen)
         if chosen == DENY:
             return (f"The user denied this call of {tool.name}; it did not run. Do not try "
                     "it again in this turn: answer the user, or ask what they want instead.")
@@ -137,11 +144,12 @@ class ApprovalGate:
             answer = await answer
         return answer
 
-    async def _tell(self, event: str, request: ApprovalRequest, chosen: str = "",
-                    why: str = "") -> None:
-        if self.emit is None:
-            return
-        data = request.to_dict()
-        if event == "approval":
-            data.update(decision=chosen, why=why)
-        await self.emit(event, data)
+
+async def _tell(tell: ApprovalEmit | None, event: str, request: ApprovalRequest,
+                chosen: str = "", why: str = "") -> None:
+    if tell is None:
+        return
+    data = request.to_dict()
+    if event == "approval":
+        data.update(decision=chosen, why=why)
+    await tell(event, data)

@@ -1,20 +1,27 @@
 """The built-in ``compact`` tool: how the model asks for its memory to be compacted.
 
-It runs nothing itself: the loop (:mod:`py_agent.turn.loop`) recognises it by its
-``builtin`` mark and the turn schedules a compaction right after the answer.
+It asks through the call's context (:meth:`~py_agent.tools.MemoryAccess.request_compaction`);
+the turn schedules the compaction right after the answer.
 """
 
 from __future__ import annotations
 
-from ..tools import Tool, tool
+from functools import cache
+
+from ..tools import RunContext, Tool, tool
+from ..tools.origin import BUILTIN
 
 COMPACT_TOOL = "compact"
+SCHEDULED = ("Memory compaction is scheduled to run right after this answer. "
+             "Now answer the user.")
 
 
+@cache
 def compact_tool() -> Tool:
-    """The built-in tool through which the model asks for its memory to be compacted."""
+    """The built-in tool through which the model asks for its memory to be compacted
+    (one object, shared by the agents of a toolbox)."""
 
-    def compact(focus: str = "") -> str:
+    async def compact(ctx: RunContext, focus: str = "") -> str:
         """Compact the conversation memory: summarise older turns to free context room.
 
         Args:
@@ -25,9 +32,11 @@ def compact_tool() -> Tool:
             summarize what we talked about and forget the details
             make room in the context but remember my allergies
         """
-        return "scheduled"
+        if ctx.memory is None:
+            return "There is no conversation memory to compact here."
+        ctx.memory.request_compaction(focus if isinstance(focus, str) else str(focus))
+        return SCHEDULED
 
-    built = tool(compact, keywords=["compact", "compress", "condense", "shorten", "chat history",
-                                    "conversation", "context window", "memory full"])
-    built.metadata["builtin"] = COMPACT_TOOL
-    return built
+    return tool(compact, keywords=["compact", "compress", "condense", "shorten", "chat history",
+                                   "conversation", "context window", "memory full"],
+                origin=BUILTIN)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
 from ..boundary import loads_bounded, untrusted_text
@@ -28,13 +28,14 @@ from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
                          shorten, step_constraint, untrusted_block)
 from ..results import RunResult, StepTrace
-from ..tools.remote import RemoteToolError
+from ..tools import MemoryAccess, ModelAccess, RunContext, Trust
+from ..tools.run_context import ToolEmit
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
-from .compact_tool import COMPACT_TOOL
 from .context import TurnContext
 from .policies import StepPolicy, ToolPolicy
 from .approval import ApprovalGate
-from .tool_runner import SyncRunner, run_tool
+from .tool_runner import OutcomeKind, SyncRunner, run_tool
+from .tool_services import TurnMemory
 
 T = TypeVar("T")
 
@@ -90,16 +91,29 @@ class TurnLoop:
     emit: Callable[[AgentEvent], Awaitable[None]]
     tool_policy: ToolPolicy
     max_steps: int
+    # Asks the user before a consequential call (py_agent.turn.approval), once per turn.
+    gate: ApprovalGate
     step_policy: StepPolicy = field(default_factory=StepPolicy)
     sync_tool_runner: SyncRunner | None = None
     # The response constraints the model accepted so far (py_agent.constraints).
     constraints: ModelConstraints = field(default_factory=ModelConstraints)
-    # Asks the user before a consequential call (py_agent.turn.approval); None: nobody to ask.
-    gate: ApprovalGate | None = None
-    compact_focus: list[str] = field(default_factory=list)
-    compact_requested: bool = False
+    # What a tool may use of the agent, through each call's RunContext.
+    model: ModelAccess | None = None
+    memory: TurnMemory = field(default_factory=lambda: TurnMemory(None))
     # The steps so far, kept here so that a stopped or failed turn still has them.
     steps: list[StepTrace] = field(default_factory=list)
+
+    def context(self, tool_name: str, emit: ToolEmit) -> RunContext:
+        """The context of one tool call of this turn."""
+        return call_context(self.turn, tool_name, emit, self.model, self.memory)
+
+
+def call_context(turn: TurnContext, tool_name: str, emit: ToolEmit,
+                 model: ModelAccess | None, memory: MemoryAccess | None) -> RunContext:
+    """The :class:`~py_agent.tools.RunContext` of one call of ``tool_name`` in ``turn``."""
+    return RunContext(session_id=turn.session_id, message=turn.message, turn_id=turn.turn_id,
+                      tool_name=tool_name, abort=turn.abort, model=model, memory=memory,
+                      emit=emit)
 
 
 async def run_turn(ctx: TurnLoop) -> RunResult:
@@ -265,42 +279,34 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
         return observation_prompt(parsed.tool_name, step.observation)
 
     tool = by_name[parsed.tool_name]
-    if tool.metadata.get("builtin") == COMPACT_TOOL:
-        step.kind = "compact"
-        focus = parsed.tool_input.get("focus", "") if isinstance(parsed.tool_input, dict) \
-            else parsed.tool_input
-        focus = focus if isinstance(focus, str) else format_tool_input(focus)
-        ctx.compact_requested = True
-        if focus:
-            ctx.compact_focus.append(focus)
-        step.observation = ("Memory compaction is scheduled to run right after this answer. "
-                            "Now answer the user.")
-    else:
-        step.kind = "tool"
+    step.kind = "tool"
 
-        async def tell(kind: str, data: dict[str, Any]) -> None:
-            if kind == "approval":
-                step.approval = str(data.get("decision", ""))
-            await emit(kind, index=step.index, **data)
+    async def tell(kind: str, data: dict[str, Any]) -> None:
+        if kind == "approval":
+            step.approval = str(data.get("decision", ""))
+        await emit(kind, index=step.index, **data)
 
-        gate = replace(ctx.gate, emit=tell) if ctx.gate is not None else None
-        outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
-                                           ctx.sync_tool_runner, gate=gate), ctx.turn.abort)
-        step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
-        if tool.metadata.get("untrusted") and (outcome.ok or
-                                               outcome.error == RemoteToolError.remote_name):
-            # A server's or a page's words: data between marks, never instructions; and
-            # from now on this turn, every consequential call is asked about, even one
-            # the user allowed for the chat.
-            source = str(tool.metadata.get("server") or tool.metadata.get("source") or "")
-            step.observation = untrusted_block(f"{tool.name} ({source})" if source else
-                                               tool.name, untrusted_text(step.observation))
-            if ctx.gate is not None:
-                ctx.gate.tainted = True
-        if step.ok and tool.metadata.get("page_text") and ctx.gate is not None:
-            # The page's own words (delimited by the page tools): from now on this turn,
-            # every consequential call is asked about, even one allowed for the chat.
-            ctx.gate.tainted = True
+    asked = ctx.memory.compaction_requests
+    outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
+                                       ctx.sync_tool_runner, gate=ctx.gate,
+                                       context=ctx.context(tool.name, tell), tell=tell),
+                              ctx.turn.abort)
+    step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
+    if ctx.memory.compaction_requests > asked:
+        step.kind = "compact"   # the model asked for a compaction after the answer
+    trust = tool.origin.trust
+    if trust is Trust.UNTRUSTED and outcome.kind in (OutcomeKind.OK, OutcomeKind.REMOTE_ERROR):
+        # A server's or a page's words: data between marks, never instructions; and
+        # from now on this turn, every consequential call is asked about, even one
+        # the user allowed for the chat.
+        source = tool.origin.server or tool.origin.kind.value
+        step.observation = untrusted_block(f"{tool.name} ({source})",
+                                           untrusted_text(step.observation))
+        ctx.gate.tainted = True
+    if trust is Trust.PAGE_TEXT and outcome.kind is OutcomeKind.OK:
+        # The page's own words (delimited by the page tools): from now on this turn,
+        # every consequential call is asked about, even one allowed for the chat.
+        ctx.gate.tainted = True
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))

@@ -1,25 +1,26 @@
 """The built-in ``recall`` tool: how the model looks something up in earlier conversations.
 
-The registry holds a placeholder (:func:`recall_tool`) so the retriever can offer it like
-any tool; a turn that is offered it gets a copy bound to that turn
-(:func:`bind_recall_tool`): it searches the archive recall index from that session,
-leaving out the turns the prompt holds (see :mod:`py_agent.turn.recalled`).
+It searches through the call's context (:attr:`~py_agent.tools.RunContext.memory`): the
+turn's recall, which searches the archive index from the turn's chat and leaves out the
+turns its prompt holds already (see :mod:`py_agent.turn.recalled`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Awaitable, Callable
+from functools import cache
 
-from ..tools import Tool, tool
+from ..tools import RunContext, Tool, tool
+from ..tools.origin import BUILTIN
 
 RECALL_TOOL = "recall"
 
 
+@cache
 def recall_tool() -> Tool:
-    """The built-in tool through which the model searches earlier conversations."""
+    """The built-in tool through which the model searches earlier conversations (one
+    object: a tool never changes, and agents that share a toolbox share it)."""
 
-    async def recall(query: str) -> str:
+    async def recall(ctx: RunContext, query: str) -> str:
         """Search earlier conversations with the user (older turns of this chat, and other
         chats) for what was said, decided or recommended: names, places, figures, dates.
 
@@ -36,19 +37,11 @@ def recall_tool() -> Tool:
             what were we talking about yesterday
             did we settle on a date for the party
         """
-        return "The recall tool is not connected to an archive here."
+        if ctx.memory is None:
+            return "The recall tool is not connected to an archive here."
+        return await ctx.memory.recall(query)
 
-    built = tool(recall, keywords=["remember", "recall", "earlier", "last time", "decided",
-                                   "recommended", "suggested", "mentioned", "told you",
-                                   "talked about", "discussed", "another chat"])
-    built.metadata["builtin"] = RECALL_TOOL
-    return built
-
-
-def bind_recall_tool(placeholder: Tool, search: Callable[[str], Awaitable[str]]) -> Tool:
-    """The placeholder, answering with ``search(query)`` (one turn's search)."""
-
-    async def recall(query: str) -> str:
-        return await search(query)
-
-    return replace(placeholder, fn=recall, is_async=True, metadata=dict(placeholder.metadata))
+    return tool(recall, keywords=["remember", "recall", "earlier", "last time", "decided",
+                                  "recommended", "suggested", "mentioned", "told you",
+                                  "talked about", "discussed", "another chat"],
+                origin=BUILTIN)

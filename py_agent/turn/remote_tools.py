@@ -46,12 +46,12 @@ class ToolWorkerError(SyncRunnerUnavailable):
     """The tool worker could not start: the call runs where the agent runs instead."""
 
 
-class RemoteToolError(ToolError):
-    """A tool in the tool worker raised; ``remote_name`` is the class of what it raised."""
+class WorkerToolError(ToolError):
+    """A tool in the tool worker raised; ``raised_as`` is the class of what it raised."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
-        self.remote_name = name
+        self.raised_as = name
 
 
 class WorkerHandle(Protocol):
@@ -121,7 +121,7 @@ class ToolWorkerClient:
                 worker.terminate()
             except Exception as exc:
                 log.warning("could not terminate the tool worker: %s", describe(exc))
-        self._replies.fail_all(RemoteToolError(
+        self._replies.fail_all(WorkerToolError(
             "ToolWorkerRestarted", f"the tool worker was restarted ({reason})"))
         self.start()
 
@@ -130,7 +130,7 @@ class ToolWorkerClient:
         next call starts a new one."""
         worker, self._worker = self._worker, None
         self._generation += 1
-        self._replies.fail_all(RemoteToolError("ToolWorkerClosed", "the tool worker was closed"))
+        self._replies.fail_all(WorkerToolError("ToolWorkerClosed", "the tool worker was closed"))
         if worker is not None:
             try:
                 worker.terminate()
@@ -184,7 +184,7 @@ class ToolWorkerClient:
     async def call(self, tool: Tool, kwargs: dict[str, Any], timeout: float) -> str:
         """Run sync ``tool`` with ``kwargs`` in the tool worker; its observation text.
 
-        Raises what the tool raised (as :class:`RemoteToolError`, or
+        Raises what the tool raised (as :class:`WorkerToolError`, or
         :class:`RetryableToolError` and :class:`ToolCrashedError` as they were),
         ``DeadlineExceeded`` past ``timeout`` (the worker is restarted then, and when the
         turn is cancelled meanwhile), :class:`ToolWorkerError` if no worker could start
@@ -220,7 +220,7 @@ def _decode(reply: dict[str, Any]) -> str:
         raise ToolCrashedError(message)
     if kind == "unavailable":
         raise ToolWorkerError(message)
-    raise RemoteToolError(str(error.get("name") or "Error"), message)
+    raise WorkerToolError(str(error.get("name") or "Error"), message)
 
 
 def handle_call(tools: dict[str, Tool], message: dict[str, Any]) -> dict[str, Any]:

@@ -3,9 +3,11 @@
 1. **Open**: read the session (a session whose storage cannot be read goes on in
    memory, detached), and archive the user's message at once as an unfinished
    ("interrupted") turn that the final save replaces, so a reload never loses it.
-2. **Retrieve** the tools for the message (the previous turn helps a follow-up); the
-   built-in ``recall`` tool, if offered, is bound to this turn
-   (:mod:`py_agent.turn.recall_tool`).
+2. **Retrieve** the tools for the message from the toolbox's snapshot (a tool server
+   still connecting is waited for, up to a bound; the previous turn helps a follow-up).
+   Tools reach the agent through each call's context
+   (:mod:`py_agent.turn.tool_services`): the built-in ``recall`` searches the archive
+   from this turn, ``compact`` asks for a compaction after the answer.
 3. **Recall and make room**: the step base session exists and the memory policy in
    use is the one planned with it (:meth:`~py_agent.memory.engine.MemoryEngine.plan`),
    the archived turns that match the message are recalled
@@ -31,6 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..bases import BaseSessions
 from ..boundary import describe
@@ -45,16 +48,21 @@ from ..results import RunResult
 from ..retrieval import PreviousTurn, ScoredTool, ToolRetriever
 from ..sessions import SessionTable
 from ..state import SessionState, Turn
+from ..tools import Toolbox, ToolboxSnapshot
 from ..waiting import TurnAborted, bounded
 from .context import TurnContext
 from .first_prompt import TurnPrompt, without_memory
-from .loop import TurnLoop, model_call, run_turn
+from .loop import TurnLoop, call_context, model_call, run_turn
 from .approval import ApprovalGate, Approvals, Approver
 from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
-from .recall_tool import RECALL_TOOL, bind_recall_tool
 from .recalled import Recalled, described, in_prompt, recall_for_message, recall_for_tool
-from .tool_runner import SyncRunner
+from .tool_runner import SyncRunner, run_tool
+from .tool_services import AgentModel, Search, TurnMemory
+
+# How long a turn waits for tool sources that have not listed yet (a tool server still
+# connecting at start): a few seconds, not the whole connect timeout.
+TOOL_SOURCES_WAIT_S = 5.0
 
 
 @dataclass
@@ -69,6 +77,7 @@ class TurnSettings:
     # and the tools the user allowed for a whole chat.
     approver: Approver | None = None
     approvals: Approvals = field(default_factory=Approvals)
+    tool_sources_wait_s: float = TOOL_SOURCES_WAIT_S
 
 
 class TurnRunner:
@@ -79,20 +88,32 @@ class TurnRunner:
         bases: the base model sessions (the step base is cloned for each turn).
         memory: the memory engine (room before the loop, upkeep after it).
         accountant: counts tokens and renders the memory.
-        retriever: picks the tools offered for a message.
+        toolbox: the agent's tools; each turn reads its snapshot.
         settings: policies and the step cap.
         emit: the agent's own event handler.
         calls: model calls counted by purpose.
         recall: the archive recall index (None: no automatic recall, no recall tool).
+        top_k: how many tools the retriever offers.
     """
 
     def __init__(self, sessions: SessionTable, bases: BaseSessions, memory: MemoryEngine,
-                 accountant: MemoryAccountant, retriever: ToolRetriever,
+                 accountant: MemoryAccountant, toolbox: Toolbox,
                  settings: TurnSettings, emit: Emit, calls: Counter[str], *,
-                 recall: ArchiveRecall | None = None) -> None:
+                 recall: ArchiveRecall | None = None, top_k: int = 3) -> None:
         self.sessions, self.bases, self.memory = sessions, bases, memory
-        self.accountant, self.retriever, self.settings = accountant, retriever, settings
-        self.emit, self.calls, self.recall = emit, calls, recall
+        self.accountant, self.toolbox, self.settings = accountant, toolbox, settings
+        self.emit, self.calls, self.recall, self.top_k = emit, calls, recall, top_k
+        self.model = AgentModel(bases, accountant, calls)
+        self._retriever: tuple[int, ToolRetriever] | None = None
+
+    def retriever(self, snapshot: ToolboxSnapshot | None = None) -> ToolRetriever:
+        """The retriever over ``snapshot``'s tools (the toolbox's now), rebuilt only when
+        the tools changed."""
+        snapshot = snapshot or self.toolbox.snapshot()
+        if self._retriever is None or self._retriever[0] != snapshot.version:
+            self._retriever = (snapshot.version, ToolRetriever(snapshot.tools,
+                                                                top_k=self.top_k))
+        return self._retriever[1]
 
     async def run(self, turn: TurnContext, *,
                   on_event: EventHandler | None = None) -> RunResult:
@@ -111,9 +132,9 @@ class TurnRunner:
         turn = replace(turn, turn_id=entry.id)
         # The turns a prompt of this session holds already: never recalled into it.
         held = in_prompt(session_id, self.sessions.state(session_id), turn.turn_id)
-        offered = self._bind_recall(await self._retrieve(session_id, message, emit),
-                                    session_id, held, emit)
+        offered = await self._retrieve(session_id, message, emit)
         turn = replace(turn, offered=tuple(offered))
+        turn_memory = TurnMemory(self._recall_search(session_id, held, emit))
         count = self.accountant.counter.count
         opener = TurnSessions(self.memory.live, session_id,
                               lambda: self.bases.existing(Purpose.STEP),
@@ -128,9 +149,8 @@ class TurnRunner:
                         emit=emit, tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                         step_policy=settings.step_policy,
                         sync_tool_runner=settings.sync_tool_runner,
-                        constraints=self.bases.constraints(),
-                        gate=ApprovalGate(session_id, turn.approver or settings.approver,
-                                          settings.approvals))
+                        constraints=self.bases.constraints(), gate=self._gate(turn),
+                        model=self.model, memory=turn_memory)
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:
@@ -174,11 +194,39 @@ class TurnRunner:
         result.saved = await self._save(session_id, entry, emit)
         result.turn_id = entry.id  # renumbered if another tab took the id while storage failed
         self.memory.live.turn_finished(session_id)
-        focus = "; ".join(loop.compact_focus) or None
+        focus = "; ".join(turn_memory.compaction_focus) or None
+        asked = turn_memory.compaction_requests > 0
         result.compaction_scheduled = self.memory.schedule(
-            session_id, "tool" if loop.compact_requested else "auto", focus,
-            force=loop.compact_requested)
+            session_id, "tool" if asked else "auto", focus, force=asked)
         return result
+
+    def _gate(self, turn: TurnContext) -> ApprovalGate:
+        """The turn's approval gate: its chat, its approver (or the agent's), the chat's
+        standing approvals. Made once per turn (or per call from outside a turn)."""
+        return ApprovalGate(turn.session_id, turn.approver or self.settings.approver,
+                            self.settings.approvals)
+
+    async def call_tool(self, name: str, tool_input: Any, session_id: str, *,
+                        on_event: EventHandler | None = None) -> str:
+        """Run one of the agent's tools outside a turn (for another agent: the browser's,
+        through WebMCP), guarded as in a turn: a consequential one asks the user first,
+        as a question of chat ``session_id``. The observation text; ValueError for a
+        tool the agent does not have."""
+        chosen = self.toolbox.snapshot().named(name)
+        if chosen is None:
+            raise ValueError(f"the agent has no tool named {name!r}")
+
+        async def tell(kind: str, data: dict[str, Any]) -> None:
+            event = AgentEvent(kind, session_id, data)  # type: ignore[arg-type]
+            await self.emit(event)
+            await deliver([on_event], event)
+
+        turn = TurnContext(session_id, "")
+        context = call_context(turn, chosen.name, tell, self.model, TurnMemory(None))
+        outcome = await run_tool(chosen, tool_input or {}, self.settings.tool_policy,
+                                 self.settings.sync_tool_runner, gate=self._gate(turn),
+                                 context=context, tell=tell)
+        return outcome.observation
 
     # ------------------------------------------------------------ the steps
 
@@ -200,12 +248,21 @@ class TurnRunner:
         return turn
 
     async def _retrieve(self, session_id: str, message: str, emit: Emit) -> list[ScoredTool]:
-        offered = self.retriever.retrieve(
+        """The tools offered for ``message``; sources still listing are waited for up to
+        ``tool_sources_wait_s``, and the event names those that were not ready."""
+        snapshot = await self.toolbox.settled(self.settings.tool_sources_wait_s)
+        offered = self.retriever(snapshot).retrieve(
             message, previous=previous_turn(self.sessions.state(session_id)))
         await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
             {"name": s.tool.name, "score": s.score, "pinned": s.pinned, "why": s.why.to_dict()}
-            for s in offered]}))
+            for s in offered], "not_ready": [self._source_label(key)
+                                             for key in snapshot.pending]}))
         return offered
+
+    def _source_label(self, key: str) -> str:
+        """A tool source as the trace names it: its server's name, else its key."""
+        source = self.toolbox.source(key)
+        return (source.origin.server if source is not None else "") or key
 
     async def _recall(self, session_id: str, message: str, held: set[tuple[str, int]],
                       emit: Emit) -> Recalled:
@@ -230,13 +287,13 @@ class TurnRunner:
                 "min_coverage": policy.recall_min_coverage, "ms": round(recalled.ms, 2)}))
         return recalled
 
-    def _bind_recall(self, offered: list[ScoredTool], session_id: str,
-                     held: set[tuple[str, int]], emit: Emit) -> list[ScoredTool]:
-        """The offered tools, the ``recall`` tool (if among them) bound to this turn."""
+    def _recall_search(self, session_id: str, held: set[tuple[str, int]],
+                       emit: Emit) -> Search | None:
+        """The turn's recall for the ``recall`` tool: the archive from this chat, leaving
+        out the turns the prompt holds; each search announced (None: no archive index)."""
         recall = self.recall
-        if recall is None or not any(s.tool.metadata.get("builtin") == RECALL_TOOL
-                                     for s in offered):
-            return offered
+        if recall is None:
+            return None
 
         async def search(query: str) -> str:
             text, hits = await recall_for_tool(recall, session_id, str(query), held,
@@ -248,8 +305,7 @@ class TurnRunner:
                 "tokens": self.accountant.counter.count(text)}))
             return text
 
-        return [replace(s, tool=bind_recall_tool(s.tool, search))
-                if s.tool.metadata.get("builtin") == RECALL_TOOL else s for s in offered]
+        return search
 
     def _free_tokens(self) -> int:
         """The step base's window less what its prefix takes."""

@@ -12,14 +12,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Awaitable, Callable
 
 from ..boundary import cap_text, clean_text, describe
 from ..events import log
-from ..tools import (RetryableToolError, Tool, ToolArgumentError, ToolCrashedError, ToolError,
-                     ToolTimeoutError)
+from ..tools import (RetryableToolError, RunContext, Tool, ToolArgumentError,
+                     ToolCrashedError, ToolError, ToolTimeoutError)
+from ..tools.remote import RemoteToolError
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
-from .approval import ApprovalGate, Approvals
+from .approval import ApprovalEmit, ApprovalGate
 from .policies import ToolPolicy
 
 # Pyodide has no threads: a sync tool there runs inline and cannot be timed out, unless
@@ -35,15 +37,31 @@ class SyncRunnerUnavailable(ToolError):
     """A sync runner cannot run tools now; the call runs where the agent runs instead."""
 
 
+class OutcomeKind(str, Enum):
+    """How a call went, for every decision that follows it (never the observation's
+    words)."""
+
+    OK = "ok"
+    ARGUMENTS = "arguments"          # the model's input did not fit the tool
+    DENIED = "denied"                # the user (or nobody) did not allow it
+    TIMEOUT = "timeout"
+    RETRIES_EXHAUSTED = "retryable"  # it failed transiently every time
+    CRASHED = "crashed"              # SystemExit, KeyboardInterrupt, its own cancellation
+    REMOTE_ERROR = "remote-error"    # a remote tool answered with an error result
+    RAISED = "raised"                # it raised anything else
+
+
 @dataclass
 class ToolOutcome:
-    """The observation a call produced and how it went."""
+    """The observation a call produced and how it went (``error``: what was raised, as
+    the observation names it)."""
 
     observation: str
     ok: bool
     attempts: int
     duration_ms: float
     error: str | None = None
+    kind: OutcomeKind = OutcomeKind.OK
 
 
 def render_output(value: Any) -> str:
@@ -75,7 +93,8 @@ def _crash(exc: BaseException) -> ToolCrashedError:
     return error
 
 
-async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
+async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: float,
+                               context: RunContext) -> Any:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 
@@ -85,7 +104,7 @@ async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: floa
 
     def target() -> None:
         try:
-            outcome: tuple[bool, Any] = (True, tool.fn(**kwargs))
+            outcome: tuple[bool, Any] = (True, tool.invoke(context, kwargs))
         except Exception as exc:  # handed to the loop, never lost
             outcome = (False, exc)
         except BaseException as exc:  # SystemExit & co. must not reach the event loop
@@ -100,30 +119,35 @@ async def _call_sync_in_thread(tool: Tool, kwargs: dict[str, Any], timeout: floa
     return await bounded(future, timeout=timeout)
 
 
-def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> Any:
+def _call_inline(tool: Tool, kwargs: dict[str, Any], context: RunContext) -> Any:
     """A sync tool where there are no threads (Pyodide): it cannot be timed out here."""
     try:
-        return tool.fn(**kwargs)
+        return tool.invoke(context, kwargs)
     except Exception:
         raise
     except BaseException as exc:
         raise _crash(exc) from None
 
 
+def runs_elsewhere(tool: Tool) -> bool:
+    """Whether a sync runner (the page's tool worker) may run ``tool``: a sync tool
+    that needs no context (a context cannot cross to another thread)."""
+    return not tool.is_async and not tool.takes_context
+
+
 async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
-                     sync_runner: SyncRunner | None = None) -> Any:
+                     sync_runner: SyncRunner | None, context: RunContext) -> Any:
     try:
         if tool.is_async:
-            return await bounded(contained(tool.fn(**kwargs)), timeout=timeout)
-        # Built-in tools (compact) act on the agent itself: they always run here.
-        if sync_runner is not None and not tool.metadata.get("builtin"):
+            return await bounded(contained(tool.invoke(context, kwargs)), timeout=timeout)
+        if sync_runner is not None and runs_elsewhere(tool):
             try:
                 return await sync_runner(tool, kwargs, timeout)
             except SyncRunnerUnavailable as exc:
                 log.warning("running %s here: %s", tool.name, describe(exc))
         if _THREADS:
-            return await _call_sync_in_thread(tool, kwargs, timeout)
-        return _call_inline(tool, kwargs)
+            return await _call_sync_in_thread(tool, kwargs, timeout, context)
+        return _call_inline(tool, kwargs, context)
     except DeadlineExceeded:  # ours, or the sync runner's
         raise ToolTimeoutError(f"{tool.name} did not finish within {timeout:g} s") from None
     except CancelledInside:
@@ -133,13 +157,15 @@ async def _call_once(tool: Tool, kwargs: dict[str, Any], timeout: float,
 
 
 async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
-                   sync_runner: SyncRunner | None = None, *,
-                   gate: ApprovalGate | None = None) -> ToolOutcome:
+                   sync_runner: SyncRunner | None = None, *, gate: ApprovalGate | None = None,
+                   context: RunContext | None = None,
+                   tell: ApprovalEmit | None = None) -> ToolOutcome:
     """Call ``tool`` with the model's input; every failure becomes an observation.
-    A sync tool runs in ``sync_runner`` when there is one (see SyncRunner). A
-    consequential tool (``tool.confirm``) runs only once ``gate`` lets it: after its
-    arguments are checked, before the call (py_agent.turn.approval); without a gate it
-    does not run."""
+    A module's sync tool runs in ``sync_runner`` when there is one (see SyncRunner). A
+    consequential tool (``tool.confirm``) runs only once the turn's ``gate`` lets it:
+    after its arguments are checked, before the call (py_agent.turn.approval), with the
+    question and answer told through ``tell``; without a gate it does not run. A tool
+    that takes a context gets ``context`` (an empty one if None)."""
     started = time.perf_counter()
 
     # A tool may ask for its own deadline and observation room (the page tools: a page
@@ -148,43 +174,52 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
     timeout = float(tool.timeout_s or policy.timeout_s)
     room = int(tool.observation_chars or policy.max_observation_chars)
 
-    def outcome(text: str, ok: bool, attempts: int, error: str | None = None) -> ToolOutcome:
-        return ToolOutcome(cap_text(text, room), ok, attempts,
-                           (time.perf_counter() - started) * 1000, error)
+    def outcome(text: str, kind: OutcomeKind, attempts: int,
+                error: str | None = None) -> ToolOutcome:
+        return ToolOutcome(cap_text(text, room), kind is OutcomeKind.OK, attempts,
+                           (time.perf_counter() - started) * 1000, error or
+                           (None if kind is OutcomeKind.OK else kind.value), kind)
 
     try:
         kwargs = tool.bind(tool_input)
     except ToolArgumentError as exc:
-        return outcome(f"Error: invalid input for {tool.name}: {describe(exc, 1000)}", False, 0,
-                       "arguments")
+        return outcome(f"Error: invalid input for {tool.name}: {describe(exc, 1000)}",
+                       OutcomeKind.ARGUMENTS, 0)
     except Exception as exc:  # a binding bug must cost an observation, not the turn
         return outcome(f"Error: invalid input for {tool.name}: {type(exc).__name__}: "
-                       f"{describe(exc)}", False, 0, "arguments")
+                       f"{describe(exc)}", OutcomeKind.ARGUMENTS, 0)
     if tool.confirm:
-        refusal = await (gate or ApprovalGate("", None, Approvals())).check(tool, kwargs)
+        refusal = (await gate.check(tool, kwargs, tell) if gate is not None else
+                   f"{tool.name} was not called: it needs the user's approval, and no one "
+                   "can be asked here.")
         if refusal is not None:
-            return outcome(refusal, False, 0, "denied")
+            return outcome(refusal, OutcomeKind.DENIED, 0)
+    context = context or RunContext(tool_name=tool.name)
 
     delay = policy.backoff_s
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            value = await _call_once(tool, kwargs, timeout, sync_runner)
+            value = await _call_once(tool, kwargs, timeout, sync_runner, context)
         except ToolTimeoutError as exc:
             # Not retried: a hang is seldom transient, and the user has waited already.
-            return outcome(f"Error: {describe(exc)}.", False, attempt, "timeout")
+            return outcome(f"Error: {describe(exc)}.", OutcomeKind.TIMEOUT, attempt)
         except RetryableToolError as exc:
             if attempt == policy.max_attempts:
                 return outcome(f"Error: {tool.name} failed after {attempt} attempts: "
-                               f"{describe(exc)}", False, attempt, "retryable")
+                               f"{describe(exc)}", OutcomeKind.RETRIES_EXHAUSTED, attempt)
             await asyncio.sleep(delay)
             delay *= policy.backoff_factor
         except ToolCrashedError as exc:
-            return outcome(f"Error: {tool.name} crashed: it {describe(exc)}", False, attempt,
-                           "crashed")
+            return outcome(f"Error: {tool.name} crashed: it {describe(exc)}",
+                           OutcomeKind.CRASHED, attempt)
         except Exception as exc:
-            name = getattr(exc, "remote_name", None) or type(exc).__name__
-            return outcome(f"Error: {tool.name} raised {name}: {describe(exc)}", False, attempt,
+            # What the observation calls it (a tool server's error, a page tool's own
+            # error class); only shown: the outcome's kind is from the exception's type.
+            name = str(getattr(exc, "raised_as", "") or type(exc).__name__)
+            kind = OutcomeKind.REMOTE_ERROR if isinstance(exc, RemoteToolError) \
+                else OutcomeKind.RAISED
+            return outcome(f"Error: {tool.name} raised {name}: {describe(exc)}", kind, attempt,
                            name)
         else:
-            return outcome(render_output(value), True, attempt)
+            return outcome(render_output(value), OutcomeKind.OK, attempt)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -22,6 +22,7 @@ from playwright.sync_api import BrowserContext, Page, Playwright
 from serving.extension_build import build_extension
 from serving.model_server import model_server_from_args
 from serving.page_models import page_models_from_args
+from serving.tool_servers import tool_servers_from_args
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path
 from tests.e2e.pages import install_fake_lm_scripts
 
@@ -126,14 +127,15 @@ class FixtureServer:
 
 
 def build_test_extension(folder: Path, *, gguf: Path | None = None,
-                         model_url: str | None = None) -> Path:
+                         model_url: str | None = None, mcp_urls: list[str] = ()) -> Path:
     """The extension as serve.py --extension builds it, allowed to read the fixtures;
     ``gguf``: a model file it carries (--gguf), ``model_url``: a model server it
-    reaches (--model-url)."""
+    reaches (--model-url), ``mcp_urls``: tool servers it connects to (--mcp)."""
     page_models = page_models_from_args([str(gguf)]) if gguf else None
     model_server = model_server_from_args(model_url, environ={}) if model_url else None
     return build_extension(folder, sites=[FIXTURE_SITE], page_models=page_models,
-                           model_server=model_server).folder
+                           model_server=model_server,
+                           tool_servers=tool_servers_from_args(list(mcp_urls))).folder
 
 
 class ExtensionBrowser:

@@ -258,21 +258,31 @@ def session_ids(page: Page) -> list[str]:
         "nodes => nodes.map(n => n.dataset.sessionId)")
 
 
-def ask_worker(page: Page, request_type: str, **fields):
-    """Ask the agent worker directly, as the page does (``{type, id, **fields}``), and
-    return the value of its reply (the page's own handler ignores replies it did not ask
-    for)."""
-    return page.evaluate("""([type, fields]) => new Promise((resolve, reject) => {
+def start_worker_request(page: Page, name: str, request_type: str, **fields) -> None:
+    """Send the agent worker a request directly, as the page does (``{type, id,
+    **fields}``), without waiting: its reply's value (or error) becomes the promise
+    ``window[name]`` (the page's own handler ignores replies it did not ask for)."""
+    page.evaluate("""([type, fields, name]) => {
       const worker = window.pyAgentWorker.worker, id = 'e2e-' + type + '-' + Math.random();
-      const listen = (event) => {
-        const data = event.data;
-        if (!data || data.type !== 'reply' || data.id !== id) return;
-        worker.removeEventListener('message', listen);
-        data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
-      };
-      worker.addEventListener('message', listen);
+      window[name] = new Promise((resolve, reject) => {
+        const listen = (event) => {
+          const data = event.data;
+          if (!data || data.type !== 'reply' || data.id !== id) return;
+          worker.removeEventListener('message', listen);
+          data.ok ? resolve(data.value) : reject(new Error(JSON.stringify(data.error)));
+        };
+        worker.addEventListener('message', listen);
+      });
       worker.postMessage({...fields, type, id});
-    })""", [request_type, fields])
+    }""", [request_type, fields, name])
+
+
+def ask_worker(page: Page, request_type: str, **fields):
+    """Ask the agent worker directly, as the page does, and return the value of its
+    reply (see :func:`start_worker_request`)."""
+    name = f"__e2e_{request_type}_{id(fields)}"
+    start_worker_request(page, name, request_type, **fields)
+    return page.evaluate(f"window[{name!r}]")
 
 
 def stored_sessions(page: Page) -> list[dict]:

@@ -7,6 +7,8 @@ The three backends the panel offers: Gemini Nano (the fake Prompt API, the defau
 in-page model (the tiny random-weight GGUF built into the extension, run by llama.cpp in
 WebAssembly: no fake), and a model server named at build time (the fake OpenAI-compatible
 server, which sends no CORS headers: the extension's host permission lets it through).
+A tool server named at build time (--mcp: tests/mcp_servers.py, also without CORS
+headers) is connected at start.
 The tests that use the last two choose them in the Model menu and choose Gemini Nano
 again after.
 
@@ -30,6 +32,7 @@ from tests.e2e.page_model_app import write_model
 from tests.e2e.pages import ASSISTANT, BOOT_TIMEOUT_MS, SHOWN_AFTER_BOOT, TURN_TIMEOUT_MS, \
     answer_to, chat, send, step_responder, wait_until
 from tests.fake_openai_server import ChatRequest, FakeServer, agent_responder
+from tests.tool_server_processes import free_port, python_server
 
 PAGE_TOOLS = ["read_page", "find_in_page", "summarize_page", "page_selection", "page_links",
               "list_tabs"]
@@ -104,10 +107,16 @@ def model_server():
 
 
 @pytest.fixture(scope="module")
-def extension(tmp_path_factory, model_server):
+def tool_server_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def extension(tmp_path_factory, model_server, tool_server_port):
     folder = tmp_path_factory.mktemp("extension")
-    return build_test_extension(folder / "py-agent", gguf=write_model(folder, "tiny.gguf"),
-                                model_url=model_server.url)
+    return build_test_extension(
+        folder / "py-agent", gguf=write_model(folder, "tiny.gguf"), model_url=model_server.url,
+        mcp_urls=[f"http://127.0.0.1:{tool_server_port}/nocors/mcp"])
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +135,19 @@ def browser(playwright, extension, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def panel(browser, fixtures):
+def tool_server(browser, tool_server_port):
+    """tests/mcp_servers.py, on the port built into the extension, started once the
+    extension's id is known: like any server made with the mcp package on localhost, it
+    refuses another origin than localhost's (403) unless told to accept it. The extension
+    connects to its path that sends no CORS headers (the host permission lets it in)."""
+    server = python_server(tool_server_port,
+                           allow_origins=[f"chrome-extension://{browser.extension_id}"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def panel(browser, fixtures, tool_server):
     browser.open_tab(fixtures.url + "/selection.html")
     page = browser.open_panel(responderSource=RESPONDER)
     problems = []
@@ -268,6 +289,18 @@ def test_a_model_server_named_at_build_time_answers_in_the_side_panel(browser, p
                for body in bodies for m in body["messages"])   # the page reached the server
     assert len(prompts(panel)) == asked   # Gemini Nano (the fake) was not asked
     choose_model(panel, GEMINI_NANO, GEMINI_NANO)
+
+
+def test_a_tool_server_named_at_build_time_connects_without_cors(panel, tool_server):
+    url = tool_server.url + "/nocors/mcp"
+    manifest = panel.evaluate("chrome.runtime.getManifest()")
+    assert tool_server.url + "/*" in manifest["host_permissions"]
+    assert tool_server.url in manifest["content_security_policy"]["extension_pages"]
+    item = panel.locator(f'[data-testid="tool-server"][data-url="{url}"]')
+    expect(item).to_have_attribute("data-state", "connected", timeout=TURN_TIMEOUT_MS)
+    expect(panel.locator('[data-tool-name="weather"]')).to_have_attribute(
+        "data-server", "py-agent-test-server")
+    assert policy_problems(panel) == []
 
 
 def test_summarizing_a_page_longer_than_the_window_reads_every_chunk(browser, panel, fixtures):

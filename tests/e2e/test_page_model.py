@@ -79,14 +79,19 @@ def test_streams_tokens_and_the_grammar_forces_the_step_schema(pm, site):
                                                             {responseConstraint: schema}),
                                    () => times.push(performance.now()));
       const again = await session.prompt('And 5 ounces?', {responseConstraint: schema});
-      // maxTokens (beyond the Prompt API) caps a reply: a clone keeps it
-      const capped = await (await (await model.create({initialPrompts, seed: 7, maxTokens: 3})).clone())
-        .prompt('How many grams is 3 ounces?');
+      // maxTokens (beyond the Prompt API) caps a reply: a clone keeps it, and a reply it
+      // cuts is no overflow
+      const cappedSession = await (await model.create({initialPrompts, seed: 7, maxTokens: 3})).clone();
+      let overflows = 0;
+      cappedSession.addEventListener('contextoverflow', () => overflows++);
+      const capped = await cappedSession.prompt('How many grams is 3 ounces?');
+      const cappedUsage = cappedSession.contextUsage;
       const free = await (await model.create({initialPrompts, seed: 7})).prompt('How many grams is 3 ounces?');
-      return {chunks, spread: times[times.length - 1] - times[0], again, capped, free,
-              usage: session.contextUsage, window: session.contextWindow};
+      return {chunks, spread: times[times.length - 1] - times[0], again, capped, free, overflows,
+              cappedUsage, usage: session.contextUsage, window: session.contextWindow};
     }""", [SYSTEM, STEP_SCHEMA])
     assert result["free"].startswith(result["capped"]) and len(result["capped"]) < len(result["free"])
+    assert result["overflows"] == 0 and result["cappedUsage"] < result["window"]
     text = "".join(result["chunks"])
     assert len(result["chunks"]) >= 5 and result["spread"] > 0   # pieces, as they came
     for reply in (text, result["again"]):

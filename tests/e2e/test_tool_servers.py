@@ -18,8 +18,9 @@ from serving.http_server import make_server
 from serving.tool_servers import tool_servers_from_args
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path
 from tests.tool_server_processes import calls, everything_server, free_port, python_server, reset
-from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, ask_worker, boot,
-                             chat, install_fake_lm_scripts, tool_call_responder, wait_until)
+from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, answer_to, ask_worker,
+                             boot, chat, install_fake_lm_scripts, tool_call_responder,
+                             wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -111,6 +112,33 @@ def test_a_message_is_answered_through_the_reference_servers_tools(app: Page, se
         "get-sum -> " + everything_data("get-sum", "The sum of 19 and 23 is 42.")
     assert chat(app, "What is the weather in Lisbon?") == \
         "weather -> " + data("weather", "py-agent-test-server", "Sunny and 21 C in Lisbon.")
+
+
+def test_a_message_sent_the_moment_the_page_is_ready_is_offered_the_servers_tools(
+        webmcp_browser: Browser, mcp_app: str) -> None:
+    """The page says ready before the tool servers are listed (start-up does not wait for
+    them), but a turn does: it waits for a source still connecting, a few seconds. Ten
+    fresh page loads, each sent a message for a tool of a --mcp server at first paint: the
+    message goes out the moment the agent is ready."""
+    context = webmcp_browser.new_context()
+    try:
+        for attempt in range(10):
+            page = context.new_page()
+            install_fake_lm_scripts(page, {"responderSource": tool_call_responder(RULES, OBEY)})
+            question = f"What is the sum of {attempt} and 23?"
+            page.goto(mcp_app + "/", wait_until="commit")
+            box = page.get_by_test_id("chat-input")
+            box.wait_for()
+            box.fill(question)
+            page.get_by_test_id("send-button").click()   # queued until the agent is ready
+            answer = answer_to(page, question)
+            expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+            text = answer.locator(".text").text_content()
+            assert text.startswith("get-sum -> "), (attempt, text)
+            assert f"The sum of {attempt} and 23 is {attempt + 23}." in text
+            page.close()
+    finally:
+        context.close()
 
 
 def test_connecting_from_the_tools_panel_and_what_goes_wrong(app: Page, servers) -> None:
@@ -330,7 +358,7 @@ def test_webmcp_tools_of_the_page_are_offered_and_the_agents_tools_can_be_regist
     tool = app.locator('[data-tool-name="page_weather"]')
     expect(tool).to_have_attribute("data-server", "page", timeout=TURN_TIMEOUT_MS)
     expect(tool).to_have_attribute("data-confirm", "false")
-    assert {"name": "page_weather", "source": "webmcp"}.items() <= next(
+    assert {"name": "page_weather", "source": "page"}.items() <= next(
         t for t in ask_worker(app, "tools") if t["name"] == "page_weather").items()
     assert chat(app, "What does the page say about the weather in Rome?") == \
         "page_weather -> " + data("page_weather", "page", "The page says: sunny in Rome")

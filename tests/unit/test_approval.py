@@ -90,6 +90,19 @@ def test_allow_once_runs_the_call_and_asks_again_next_time() -> None:
     assert all(d["index"] == 1 for k, d in events if k.startswith("approval"))
 
 
+def test_each_question_has_an_id_of_its_own_that_its_events_carry() -> None:
+    asked: list[ApprovalRequest] = []
+    agent, events = agent_with(lambda request: asked.append(request) or "deny")
+    for session in ("chat-1", "chat-1", "chat-2"):
+        run(agent.run("Delete everything in photos.", session_id=session))
+    ids = [request.id for request in asked]
+    assert len(ids) == 3 and len(set(ids)) == 3 and all(isinstance(i, str) and i for i in ids)
+    # the question and its answer carry the same id; the next question a new one
+    carried = [d["id"] for k, d in events if k.startswith("approval")]
+    assert carried == [ids[0], ids[0], ids[1], ids[1], ids[2], ids[2]]
+    assert asked[0].to_dict()["id"] == ids[0]
+
+
 def test_allow_for_this_chat_asks_once_per_chat() -> None:
     asked = []
 

@@ -299,5 +299,7 @@ def test_the_recall_tool_says_when_nothing_matches_and_needs_a_query(make_agent)
     text, hits = run(recall_for_tool(agent.archive_recall, "other", "cabin wifi password",
                                      set(), now))
     assert [h.turn_id for h in hits][:1] == [1] and "TROUT-7731" in text
-    placeholder = next(t for t in agent.tools if t.name == "recall")
-    assert "not connected" in run(placeholder.fn(query="x"))  # only bound per turn
+    from py_agent.tools import RunContext
+    builtin = next(t for t in agent.tools if t.name == "recall")
+    # it reaches the archive only through a call's context, never on its own
+    assert "not connected" in run(builtin.fn(RunContext(), query="x"))

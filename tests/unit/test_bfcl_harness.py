@@ -114,3 +114,41 @@ def test_a_thread_count_below_one_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         bfcl_cli.parse_args(["--gguf", str(tmp_path / "m.gguf"), "--threads", "0"])
     assert stop.value.code == 2 and "--threads must be at least 1" in capsys.readouterr().err
+
+
+def test_the_parity_bench_reaches_the_page_through_py_agents_bridge():
+    """bench/bfcl_parity.py's page side is py_agent.rpc's BridgeModel over a transport
+    that hands each request to the page's LLM host (CALL); the host's replies and errors
+    come back as the worker would see them."""
+    import asyncio
+
+    from bench import bfcl_parity
+    from py_agent.model import QuotaExceededError
+    from py_agent.rpc import BridgeModel
+
+    sent = []
+
+    class Page:   # a Playwright page whose LLM host answers as web/llm_host.js does
+        async def evaluate(self, script, arg):
+            assert script == bfcl_parity.CALL
+            method, args = arg
+            sent.append(method)
+            if method == "create":
+                return {"ok": True, "value": {"sessionId": "s1", "contextWindow": 8192,
+                                              "contextUsage": 12}}
+            if args[1] == "too long":
+                return {"ok": False, "error": {"name": "QuotaExceededError", "message": "no",
+                                               "requested": 9000, "quota": 8192}}
+            return {"ok": True, "value": {"text": '{"a": 1}', "contextUsage": 30,
+                                          "contextWindow": 8192, "overflowed": False}}
+
+    async def run():
+        model = BridgeModel(bfcl_parity.page_transport(Page()))
+        session = await model.create(initial_prompts=[{"role": "system", "content": "hi"}])
+        assert await session.prompt("x", response_constraint={"type": "object"}) == '{"a": 1}'
+        assert session.context_usage == 30 and model.context_window == 8192
+        with pytest.raises(QuotaExceededError):
+            await session.prompt("too long")
+
+    asyncio.run(run())
+    assert sent == ["create", "prompt", "prompt"]

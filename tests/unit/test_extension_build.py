@@ -1,5 +1,6 @@
 """serving/extension_build.py without a browser: the side panel page (no inline script
-left), the extension's policy and manifest, the match patterns it accepts, and the zip."""
+left), the extension's policy and manifest, the match patterns it accepts, the zip, and
+the tool servers (--mcp) it is built with."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import zipfile
 
 import pytest
 
+from serving import extension_build
 from serving.common import PrepareError
 from serving.extension_build import (check_sites, extension_manifest, extension_policy,
-                                     icon_png, side_panel_page, write_zip)
+                                     host_permissions, icon_png, side_panel_page, write_zip)
 from serving.model_server import model_server_from_args
+from serving.tool_servers import ToolServers
 from serving.paths import WEB
 
 PAGE = """<!doctype html>
@@ -94,3 +97,61 @@ def test_the_zip_has_the_manifest_at_its_top(tmp_path):
     write_zip(folder, tmp_path / "ext.zip")
     names = zipfile.ZipFile(tmp_path / "ext.zip").namelist()
     assert sorted(names) == ["icons/icon-16.png", "manifest.json"]
+
+
+TOOL_SERVERS = ToolServers(("http://127.0.0.1:3001/mcp", "http://127.0.0.1:3001/other/mcp",
+                            "https://tools.example.test/mcp"))
+
+
+def test_tool_servers_join_the_policy_and_the_host_permissions():
+    policy = extension_policy(tool_servers=TOOL_SERVERS)
+    connect = dict(d.split(" ", 1) for d in policy.split("; "))["connect-src"]
+    assert connect == "'self' http://127.0.0.1:3001 https://tools.example.test"
+    server = model_server_from_args("http://127.0.0.1:11434/v1", environ={})
+    assert host_permissions(["https://docs.example.org/*", "http://127.0.0.1:3001/*"], server,
+                            TOOL_SERVERS) == ["https://docs.example.org/*",
+                                              "http://127.0.0.1:3001/*",
+                                              "http://127.0.0.1:11434/*",
+                                              "https://tools.example.test/*"]
+    assert host_permissions([]) == []
+
+
+def test_an_extension_built_with_tool_servers_names_them_like_the_page(tmp_path, monkeypatch):
+    asked = {}
+
+    def prepared_manifest(tools, model_server, page_models, tool_servers=None):
+        asked["tool_servers"] = tool_servers
+        return {"runtimes": {}, "mcp_servers": tool_servers.manifest_entries()}
+
+    def copy_app(staging, manifest, page_models=None, *, runtimes=()):
+        (staging / "index.html").write_text(PAGE)
+        (staging / "vendor").mkdir()
+        (staging / "vendor" / "manifest.json").write_text(json.dumps(manifest))
+
+    monkeypatch.setattr(extension_build, "prepared_manifest", prepared_manifest)
+    monkeypatch.setattr(extension_build, "copy_app", copy_app)
+    report = extension_build.build_extension(tmp_path / "ext", tool_servers=TOOL_SERVERS)
+    assert asked["tool_servers"] == TOOL_SERVERS
+    manifest = json.loads((report.folder / "manifest.json").read_text())
+    assert manifest["host_permissions"] == ["http://127.0.0.1:3001/*",
+                                            "https://tools.example.test/*"]
+    assert "connect-src 'self' http://127.0.0.1:3001 https://tools.example.test;" in \
+        manifest["content_security_policy"]["extension_pages"]
+    worker_manifest = json.loads((report.folder / "vendor" / "manifest.json").read_text())
+    assert worker_manifest["mcp_servers"] == [{"url": url} for url in TOOL_SERVERS.urls]
+
+
+def test_the_command_line_builds_an_extension_with_its_tool_servers_and_refuses_a_build(
+        tmp_path, monkeypatch, capsys):
+    import serve
+
+    built = {}
+    monkeypatch.setattr(serve, "extension", lambda folder, *rest: built.update(
+        folder=folder, tool_servers=rest[-1]) or 0)
+    assert serve.main(["--extension", str(tmp_path / "ext"), "--mcp",
+                       "http://127.0.0.1:3001/mcp"]) == 0
+    assert built["tool_servers"].urls == ("http://127.0.0.1:3001/mcp",)
+    assert serve.main(["--build", str(tmp_path / "site"), "--mcp",
+                       "http://127.0.0.1:3001/mcp"]) == 1
+    assert "--mcp goes with serve.py's own server or --extension" in capsys.readouterr().err
+    assert not (tmp_path / "site").exists()

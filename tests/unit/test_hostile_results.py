@@ -11,8 +11,11 @@ import re
 
 import pytest
 
+from dataclasses import replace
+
 from py_agent import Agent, InvalidToolSchemaError, ToolPolicy, tool
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
+from py_agent.tools import OriginKind, ToolOrigin, Trust
 from py_agent.tools.remote import remote_tool
 from tests.unit.support import run
 
@@ -22,6 +25,12 @@ RAN: list[tuple[str, dict]] = []
 OPEN, CLOSE = "\u27e6", "\u27e7"
 INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\U000e0000-\U000e007f"
                        "\x00-\x08\x0b-\x1f\x7f]")
+
+
+def origin(kind: str, server: str) -> ToolOrigin:
+    """Where a hostile tool comes from: a tool server's or the page's, untrusted."""
+    return ToolOrigin(kind=OriginKind(kind), trust=Trust.UNTRUSTED, source=f"{kind}:{server}",
+                      server=server)
 
 
 def built(entry: dict) -> dict:
@@ -63,9 +72,9 @@ def targets() -> list:
             return f"{name} done"
         made = remote_tool(name, f"{name.replace('_', ' ')}: it acts for the user.",
                            {"type": "object", "properties": params}, call,
-                           source="mcp", server="bank")
-        made.pinned = True   # the worst case: always offered, whatever the message
-        tools.append(made)
+                           origin=origin("mcp", "bank"))
+        # the worst case: always offered, whatever the message
+        tools.append(replace(made, pinned=True))
     return tools
 
 
@@ -109,7 +118,7 @@ def test_a_hostile_result_leads_at_most_to_a_question(entry) -> None:
         return result_of(entry)
     records = remote_tool("lookup_record", "Look up a stored record.",
                           {"type": "object", "properties": {"id": {"type": "string"}}},
-                          lookup, source="mcp", server="evil-server",
+                          lookup, origin=origin("mcp", "evil-server"),
                           annotations={"readOnlyHint": True})
     asked, seen = [], []
 
@@ -143,7 +152,7 @@ def test_allowed_for_the_chat_is_asked_again_after_a_hostile_result() -> None:
     async def lookup(name, arguments):
         return result_of(entry)
     records = remote_tool("lookup_record", "Look up a stored record.", None, lookup,
-                          source="mcp", server="evil-server", annotations={"readOnlyHint": True})
+                          origin=origin("mcp", "evil-server"), annotations={"readOnlyHint": True})
     asked = []
     agent = Agent(FunctionModel(obedient_model("lookup_record", {}, target, [])),
                   tools=[records, *targets()],
@@ -163,8 +172,9 @@ def test_a_hostile_tool_description_leads_at_most_to_a_question(entry) -> None:
         return entry.get("text", "ok")
     try:
         hostile = remote_tool(spec["name"], spec["description"], spec.get("inputSchema"),
-                              execute, source=source, server="page" if source == "page"
-                              else "evil-server", annotations=spec.get("annotations"))
+                              execute, origin=origin(source, "page" if source == "page"
+                                                      else "evil-server"),
+                              annotations=spec.get("annotations"))
     except InvalidToolSchemaError as error:   # a name it may not take: skipped, said why
         assert spec["name"] == "none" and "not 'none'" in str(error)
         return

@@ -11,7 +11,8 @@ import re
 import pytest
 
 from py_agent import Agent, ToolPolicy, load_mcp_tools
-from py_agent.mcp import ToolServerError, connect_mcp
+from py_agent.mcp import ToolServerError, connect_mcp, mcp_server
+from py_agent.tools import Toolbox
 from py_agent.testing import FunctionModel, PromptCall, step_json, user_message
 from tests.tool_server_processes import calls, everything_server, python_server, reset
 from tests.unit.support import run
@@ -48,8 +49,9 @@ def test_the_reference_servers_tools_answer_a_message(everything) -> None:
     by_name = {t.name: t for t in tools}
     assert {"echo", "get-sum"} <= set(by_name)
     get_sum = by_name["get-sum"]
-    assert get_sum.metadata["source"] == "mcp"
-    assert get_sum.metadata["server"] == "mcp-servers/everything"
+    assert get_sum.origin.kind.value == "mcp" and get_sum.origin.untrusted
+    assert get_sum.origin.server == "mcp-servers/everything"
+    assert get_sum.origin.url == everything.url + "/mcp"
     assert get_sum.signature() == "get-sum(a: number, b: number)"
     assert not get_sum.confirm   # annotated read-only by the server
 
@@ -203,24 +205,21 @@ def test_the_server_vanishing_mid_call_costs_an_observation_and_its_state() -> N
 
 
 def test_a_tool_list_that_changes_mid_turn(ours) -> None:
-    server = run(connect_mcp(ours.url + "/mcp"))
-    agent = Agent(tool_calling_model("toggle_tool", {}), tools=server.tools)
-    server.on_change = lambda s: agent.set_tools(s.tools)
-    before = {t.name for t in agent.tools}
-    result = run(agent.run("Toggle the late tool."))
-    # the turn kept the tools it was offered; the next one has the new list
-    assert result.steps[0].ok and "late_tool" not in [n for n, _ in result.tools_offered]
-
-    async def settled():
-        for _ in range(50):
-            if "late_tool" in {t.name for t in agent.tools}:
-                return True
-            await asyncio.sleep(0.1)
-        return False
-    assert run(settled()) and "late_tool" not in before
-    late = next(t for t in agent.tools if t.name == "late_tool")
-    assert run(late.fn(text="hi")) == "late: hi"
-    run(server.close())
+    """The server's list_changed reaches the next turn's offer through the toolbox, with
+    no call of the app's: the agent was only given the toolbox."""
+    async def scenario():
+        toolbox = Toolbox(sources=[mcp_server(ours.url + "/mcp")])
+        agent = Agent(tool_calling_model("toggle_tool", {}), tools=toolbox, top_k=8)
+        result = await agent.run("Toggle the late tool.")
+        # the turn kept the tools it was offered...
+        assert result.steps[0].ok and "late_tool" not in [n for n, _ in result.tools_offered]
+        # ...and the next one is offered the new list
+        late = (await toolbox.settled(5)).named("late_tool")
+        assert late is not None and await late.fn(text="hi") == "late: hi"
+        offered = await agent.run("Use the late tool on some text.")
+        assert "late_tool" in [n for n, _ in offered.tools_offered]
+        await toolbox.close()
+    run(scenario())
 
 
 def test_five_hundred_tools_from_two_servers_retrieve_like_local_ones(ours) -> None:

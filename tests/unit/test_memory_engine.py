@@ -53,7 +53,7 @@ def rig(policy: MemoryPolicy = SMALL["memory"], window: int = SMALL["window"],
     async def emit(event: AgentEvent) -> None:
         events.append(event)
 
-    bases = BaseSessions(model, PrefixPlanner(policy, counter, SYSTEM_INSTRUCTION, [], 3),
+    bases = BaseSessions(model, PrefixPlanner(policy, counter, SYSTEM_INSTRUCTION, lambda: [], 3),
                          base_prompts(), emit)
     engine = MemoryEngine(table, bases, accountant, emit)
     return Rig(store, table, model, bases, engine, events)

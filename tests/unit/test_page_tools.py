@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -15,7 +16,7 @@ from py_agent.page import Block, PageSourceError, PageText, as_data, page_tools
 from py_agent.page.summary import PAGE_SUMMARY_SYSTEM
 from py_agent.page.tools import PAGE_ROOM_CHARS
 from py_agent.testing import FunctionModel
-from py_agent.tools import tool
+from py_agent.tools import OriginKind, RunContext, Trust, tool
 from py_agent.turn.tool_runner import run_tool
 
 from .support import run
@@ -71,8 +72,14 @@ class FakeSource:
         raise AssertionError(name)
 
 
-def tools_by_name(source, model=None) -> dict:
-    return {t.name: t for t in page_tools(source, (lambda: model) if model else None)}
+def tools_by_name(source) -> dict:
+    return {t.name: t for t in page_tools(source)}
+
+
+def with_model(model) -> RunContext:
+    """A tool call's context whose model is ``model``, reached as a turn's tools reach it:
+    through an agent's base sessions, with its memory policy and token counter."""
+    return RunContext(model=Agent(model=model).turns.model)
 
 
 def test_chunks_keep_their_heading_and_stay_within_their_size():
@@ -151,7 +158,7 @@ def test_summarize_reads_every_chunk_in_parts_that_fit_the_window():
                 ("" if old.startswith("(nothing") else old))[:2000]
 
     model = FunctionModel(reply, context_window=4000)
-    said = run(tools_by_name(FakeSource(long_page()), model)["summarize_page"].fn())
+    said = run(tools_by_name(FakeSource(long_page()))["summarize_page"].fn(with_model(model)))
     assert len(seen) > 3
     assert all(call.messages[0]["content"] == PAGE_SUMMARY_SYSTEM for call in model.calls)
     for n in range(1, 31):
@@ -162,15 +169,16 @@ def test_summarize_reads_every_chunk_in_parts_that_fit_the_window():
 
 def test_a_part_whose_summary_fails_the_check_is_named():
     model = FunctionModel(lambda call: "ok", context_window=4000)   # too short: invalid
-    said = run(tools_by_name(FakeSource(long_page()), model)["summarize_page"].fn())
+    said = run(tools_by_name(FakeSource(long_page()))["summarize_page"].fn(with_model(model)))
     assert "could not be summarized" in said
 
 
 def test_an_unreadable_page_is_a_clear_observation():
     source = FakeSource({}, error="That tab is a browser page (chrome://), which extensions "
                                   "may not read.")
-    for name, made in tools_by_name(source, FunctionModel(lambda c: "x")).items():
-        said = run(made.fn())  if name not in ("find_in_page",) else run(made.fn(query="x"))
+    context = with_model(FunctionModel(lambda c: "x"))
+    for name, made in tools_by_name(source).items():
+        said = run(made.invoke(context, {"query": "x"} if name == "find_in_page" else {}))
         assert said.startswith("The page could not be read: That tab is a browser page"), name
 
 
@@ -183,8 +191,9 @@ def test_selection_links_and_tabs_come_as_data():
 
 
 def test_every_page_tool_reads_only_and_is_marked_as_carrying_page_text():
-    for made in page_tools(FakeSource({}), lambda: None):
-        assert made.metadata["read_only"] and made.metadata["page_text"]
+    for made in page_tools(FakeSource({})):
+        assert not made.confirm and made.origin.trust is Trust.PAGE_TEXT
+        assert made.origin.kind is OriginKind.TAB
 
 
 def test_a_tool_may_ask_for_its_own_deadline_and_room():
@@ -197,13 +206,12 @@ def test_a_tool_may_ask_for_its_own_deadline_and_room():
     policy = ToolPolicy(timeout_s=0.05, max_observation_chars=500)
     outcome = run(run_tool(slow, {}, policy))
     assert not outcome.ok and "did not finish within 0.05 s" in outcome.observation
-    slow.timeout_s, slow.observation_chars = 2.0, 4000
-    outcome = run(run_tool(slow, {}, policy))
+    outcome = run(run_tool(replace(slow, timeout_s=2.0, observation_chars=4000), {}, policy))
     assert outcome.ok and len(outcome.observation) == 3000
 
 
 def test_the_agent_offers_the_page_tools_for_questions_about_the_page():
-    tools = page_tools(FakeSource(long_page()), lambda: None)
+    tools = page_tools(FakeSource(long_page()))
     agent = Agent(model=FunctionModel(lambda c: "{}"), store=InMemoryStore(), tools=tools)
     for question, expected in [("summarize this page", "summarize_page"),
                                ("which of these laptops has 32 GB?", "read_page"),
@@ -243,7 +251,7 @@ def test_after_page_text_a_consequential_call_is_asked_about_even_if_allowed_for
         asked.append(request.tool)
         return "chat" if len(asked) == 1 else "deny"
 
-    tools = [*page_tools(FakeSource(page), lambda: None), send_mail]
+    tools = [*page_tools(FakeSource(page)), send_mail]
     agent = Agent(model=FunctionModel(reply), store=InMemoryStore(), tools=tools, top_k=8,
                   approve=approve)
     run(agent.run("send hello by mail", session_id="s"))

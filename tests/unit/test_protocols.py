@@ -142,12 +142,31 @@ def module_requests(path: str) -> set[str]:
     return set(re.findall(r'"(\w+)"', block.group(1)))
 
 
+def routed(*parts: str) -> set[str]:
+    """The message types the worker's one routing table sends to ``parts``."""
+    from py_agent.browser.routes import ROUTES
+    return {route.kind for route in ROUTES if route.to in parts}
+
+
+def test_the_routing_table_is_the_handlers_own():
+    """py_agent/browser/routes.py names each message once: the agent's requests are
+    AgentHost's handler table, the switch's own are those BackendSwitch.handle answers,
+    the tool servers' and the approvals' those their modules serve, and only the
+    switch's routes wait while the model switches."""
+    from py_agent.browser.routes import AGENT_REQUESTS, ROUTES, SWITCH
+    kinds = [route.kind for route in ROUTES]
+    assert len(kinds) == len(set(kinds))
+    assert set(AGENT_REQUESTS) == agent_host_requests()
+    assert routed(SWITCH) == set(AGENT_REQUESTS) | compared("py_agent/browser/backends.py",
+                                                            "handle")
+    assert routed("tool-servers") == module_requests("py_agent/browser/tool_servers.py")
+    assert routed("approvals") == module_requests("py_agent/browser/approvals.py")
+    assert {r.kind for r in ROUTES if r.wait_for_switch} == routed(SWITCH)
+    assert "approve" not in routed(SWITCH)   # an answer never waits behind a switch
+
+
 def test_page_requests_are_the_ones_the_worker_handles():
-    # BackendSwitch.handle answers use_model and model_info itself; the rest go to AgentHost,
-    # but for the tool servers' and the approvals', which main.py routes to them first.
-    handled = (agent_host_requests() | compared("py_agent/browser/backends.py", "handle")
-               | module_requests("py_agent/browser/tool_servers.py")
-               | module_requests("py_agent/browser/approvals.py"))
+    handled = routed("approvals", "tool-servers", "switch")
     sent = (found("web/agent.js", r"this\._request\('(\w+)'")
             | {name for path in sorted((ROOT / "web" / "ui").glob("*.py"))
                for name in re.findall(r"\brequest\(\"(\w+)\"", path.read_text(encoding="utf-8"))})
@@ -164,9 +183,10 @@ def test_every_message_on_the_agent_workers_port_is_listed():
                     | found("py_agent/browser/backends.py", not_nested)
                     | found("py_agent/browser/main.py", not_nested)
                     | found("py_agent/browser/page_tools.py", not_nested)
+                    | found("py_agent/browser/approvals.py", not_nested)
                     | found("worker/agent_worker.js", r"post\(\{type: '([\w-]+)'", not_nested)
                     | found("worker/boot_snapshot.js", r"post\(\{type: '([\w-]+)'"))
-    worker_handles = found("py_agent/browser/main.py", r'\.get\("type"\) [!=]= "([\w-]+)"')
+    worker_handles = routed("llm", "page-tools")
     llm_messages = re.search(r"LLM_MESSAGES = \(([^)]*)\)", source("web/ui/link.py"))
     assert llm_messages
     page_handles = (found("web/ui/link.py", r'kind == "([\w-]+)"')
@@ -176,6 +196,8 @@ def test_every_message_on_the_agent_workers_port_is_listed():
     page_sends = (found("web/llm_host.js", r"type: '(llm-[\w-]+)'")
                   | found("web/page_tools.js", r"type: '(page-tools-[\w-]+)'"))
     worker_handles |= found("py_agent/browser/page_tools.py", r'kind [!=]= "([\w-]+)"')
+    assert worker_handles == found("py_agent/browser/page_tools.py", r'kind [!=]= "([\w-]+)"') \
+        | found("py_agent/browser/main.py", r'\.get\("type"\) [!=]= "([\w-]+)"')
     in_code = worker_sends | worker_handles | page_handles | page_sends
     assert {"reply", "boot", "llm", "llm-result"} <= in_code   # the scan sees both channels
     tables = catalogue()
@@ -187,9 +209,9 @@ def test_every_message_on_the_agent_workers_port_is_listed():
 def test_agent_events_are_listed():
     in_code = set(typing.get_args(EventType)) | {
         name for path in ("py_agent/browser/backends.py", "py_agent/browser/main.py",
-                          "py_agent/browser/tool_servers.py")
+                          "py_agent/browser/tool_servers.py", "py_agent/browser/approvals.py")
         for name in found(path, r'"event": \{"type": "(\w+)"')}
-    assert "model" in in_code and "turn_started" in in_code
+    assert {"model", "turn_started", "approval_withdrawn"} <= in_code
     assert catalogue()[(PAGE_AGENT, "Agent events")] == in_code
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from py_agent import Agent, InMemoryStore, ToolPolicy, tool
-from py_agent.turn.remote_tools import RemoteToolError, ToolWorkerClient, handle_call
+from py_agent.turn.remote_tools import WorkerToolError, ToolWorkerClient, handle_call
 from py_agent.testing import FunctionModel, PromptCall, step_json
 from tests.unit.support import run, stopped_turn
 
@@ -165,7 +165,7 @@ def test_closing_fails_a_running_call_at_once(client):
         await asyncio.sleep(BOOT_S + 0.1)   # booted, and the call is running
         started = time.perf_counter()
         workers.close()
-        with pytest.raises(RemoteToolError, match="closed"):
+        with pytest.raises(WorkerToolError, match="closed"):
             await asyncio.wait_for(call, 2)
         return time.perf_counter() - started
 
@@ -194,12 +194,17 @@ def test_built_in_tools_never_go_to_the_worker(client):
     from py_agent.turn import compact_tool
     workers = client()
 
+    from py_agent.tools import RunContext
+    from py_agent.turn.tool_services import TurnMemory
+    memory = TurnMemory(None)
+
     async def call():
         from py_agent.turn.tool_runner import run_tool
         return await run_tool(compact_tool(), {"focus": "x"}, ToolPolicy(timeout_s=1),
-                              workers.call)
+                              workers.call, context=RunContext(memory=memory))
 
-    assert run(call()).observation == "scheduled"
+    assert run(call()).observation.startswith("Memory compaction is scheduled")
+    assert memory.compaction_requests == 1 and memory.compaction_focus == ["x"]
     assert FakeWorker.spawned == []   # not even started
 
 

@@ -14,7 +14,7 @@ import pytest
 from py_agent.openai_compat import OpenAIModel, StdlibTransport, Timeouts
 from serving.common import PrepareError
 from serving.http_server import AppRequestHandler, AppServer
-from serving.model_server import check_model_server, model_server_from_args
+from serving.model_server import model_server_from_args, probe_model_server
 from tests.fake_openai_server import FakeServer, agent_responder
 from tests.unit.support import run
 
@@ -62,10 +62,10 @@ def free_port() -> int:
 
 def test_arguments_pick_direct_or_proxy_and_never_show_the_key():
     direct = model_server_from_args("http://localhost:11434/v1", "gemma3:4b", environ={})
-    assert not direct.proxy and direct.connect_sources() == " http://localhost:11434"
+    assert not direct.proxy and direct.connect_sources() == ["http://localhost:11434"]
     assert direct.manifest_entry()["url"] == "http://localhost:11434/v1"
     keyed = model_server_from_args("https://api.example.test", environ={"OPENAI_API_KEY": KEY})
-    assert keyed.proxy and keyed.connect_sources() == ""
+    assert keyed.proxy and keyed.connect_sources() == []
     entry = keyed.manifest_entry()
     assert entry["url"] == "/model/v1" and entry["proxied"] and KEY not in json.dumps(entry)
     assert KEY not in repr(keyed)
@@ -123,15 +123,15 @@ def test_the_proxy_says_clearly_when_the_server_is_down(page_server):
 
 def test_the_start_up_check_names_the_models_and_a_cors_refusal():
     with FakeServer(agent_responder, cors=False) as fake:
-        notes = check_model_server(model_server_from_args(fake.url, "nope", environ={}),
+        notes = probe_model_server(model_server_from_args(fake.url, "nope", environ={}),
                                    "http://127.0.0.1:8000")
     assert "directly from the page" in notes[0] and "serving fake-model" in notes[1]
     assert any("'nope' is not among them" in n for n in notes)
     assert any("CORS" in n and "--model-proxy" in n for n in notes)
     with FakeServer(agent_responder) as fake:
-        notes = check_model_server(model_server_from_args(fake.url, environ={}),
+        notes = probe_model_server(model_server_from_args(fake.url, environ={}),
                                    "http://127.0.0.1:8000")
     assert not any("warning" in n for n in notes)
-    notes = check_model_server(model_server_from_args(f"http://127.0.0.1:{free_port()}",
+    notes = probe_model_server(model_server_from_args(f"http://127.0.0.1:{free_port()}",
                                                       environ={}), "http://127.0.0.1:8000")
     assert "not reachable" in notes[-1]

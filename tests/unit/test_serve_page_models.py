@@ -78,7 +78,7 @@ def test_a_local_file_is_served_same_origin_with_its_size_and_checksum(gguf, tmp
     assert models.manifest_entries() == [{"url": "models/tiny.gguf", "name": "tiny.gguf",
                                           "size": len(data),
                                           "sha256": hashlib.sha256(data).hexdigest()}]
-    assert models.connect_sources() == "" and "1.0 MB" in models.notes[0]
+    assert models.connect_sources() == [] and "1.0 MB" in models.notes[0]
     server = serve(models)
     try:
         status, headers, body = get(server.url + "/models/tiny.gguf")

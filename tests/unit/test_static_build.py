@@ -13,8 +13,8 @@ import pytest
 from serving.common import PrepareError
 from serving.headers import inline_script_hashes
 from serving.model_server import model_server_from_args
-from serving.static_build import (MARKER, add_to_page, check_model_server, check_output,
-                                  check_site, meta_policy, page_policy)
+from serving.static_build import (MARKER, add_to_page, check_output, check_site, meta_policy,
+                                  page_policy, refuse_model_proxy)
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = """<!doctype html>
@@ -73,12 +73,12 @@ def test_the_model_servers_origin_is_in_the_policy_when_the_page_reaches_it(tmp_
 
 
 def test_the_proxy_and_api_keys_are_refused_with_the_reason():
-    check_model_server(model_server_from_args("http://127.0.0.1:11434/v1", environ={}))
+    refuse_model_proxy(model_server_from_args("http://127.0.0.1:11434/v1", environ={}))
     with pytest.raises(PrepareError, match="needs serve.py's own server"):
-        check_model_server(model_server_from_args("http://127.0.0.1:11434/v1", proxy=True,
+        refuse_model_proxy(model_server_from_args("http://127.0.0.1:11434/v1", proxy=True,
                                                   environ={}))
     with pytest.raises(PrepareError, match="PY_AGENT_API_KEY or OPENAI_API_KEY.*cannot keep"):
-        check_model_server(model_server_from_args("http://127.0.0.1:11434/v1",
+        refuse_model_proxy(model_server_from_args("http://127.0.0.1:11434/v1",
                                                   environ={"OPENAI_API_KEY": "sk-x"}))
 
 

@@ -111,7 +111,7 @@ def test_a_package_with_relative_imports_loads_by_folder(tmp_path):
 def test_loading_twice_gives_the_same_module_as_import_does(tmp_path):
     path = write(tmp_path, "counted.py", TEA + "\nLOADS = []\nLOADS.append(1)\n")
     first, second = load_tools(path), load_tools(path)
-    assert first[0] is second[0]
+    assert first[0].fn is second[0].fn and first[0] == second[0]
     assert sys.modules["counted"].LOADS == [1]
 
 

@@ -1,5 +1,5 @@
-"""Tools from elsewhere made `Tool`s (py_agent.tools.remote), kept per source
-(py_agent.tools.toolset), and handed to a running agent (Agent.set_tools)."""
+"""Tools from elsewhere made `Tool`s (py_agent.tools.remote), with their origin; how a
+toolbox holds several sources is tests/unit/test_toolbox.py's."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ import asyncio
 
 import pytest
 
-from py_agent import Agent, InvalidToolSchemaError, tool
-from py_agent.testing import FunctionModel
+from py_agent import InvalidToolSchemaError, tool
+from py_agent.tools import OriginKind, ToolOrigin, Trust
 from py_agent.tools.remote import (MAX_DESCRIPTION_CHARS, RemoteToolError, consequential,
-                                   remote_tool, render_result, resolve_clashes)
-from py_agent.tools.toolset import ToolSet
+                                   remote_tool, render_result)
+from py_agent.tools.toolbox import resolve_names
+
+
+def server_origin(server: str) -> ToolOrigin:
+    return ToolOrigin(kind=OriginKind.MCP, trust=Trust.UNTRUSTED, source=f"mcp:{server}",
+                      server=server, url=f"http://{server}/mcp")
 
 
 def make(name: str, server: str = "srv", annotations=None, trusted: bool = False,
@@ -22,7 +27,7 @@ def make(name: str, server: str = "srv", annotations=None, trusted: bool = False
         return result if result is not None else {"content": [{"type": "text",
                                                               "text": f"{remote_name} ok"}]}
     return remote_tool(name, f"The {name} tool.", {"type": "object", "properties": {
-        "text": {"type": "string"}}}, call, source="mcp", server=server,
+        "text": {"type": "string"}}}, call, origin=server_origin(server),
         annotations=annotations, trusted=trusted)
 
 
@@ -66,11 +71,13 @@ def test_results_become_text_and_images_are_described() -> None:
 def test_a_remote_tool_calls_its_server_by_its_own_name_and_raises_on_error_results() -> None:
     calls = []
     echo = make("echo", calls=calls)
-    assert echo.metadata["source"] == "mcp" and echo.metadata["server"] == "srv"
+    assert echo.origin == ToolOrigin(kind=OriginKind.MCP, trust=Trust.UNTRUSTED, source="mcp:srv",
+                                     server="srv", url="http://srv/mcp", name="echo")
+    assert echo.origin.untrusted and not echo.origin.local
     assert asyncio.run(echo.fn(**echo.bind({"text": "hi"}))) == "echo ok"
-    [renamed] = [t for t in resolve_clashes([make("echo", server="a"), echo]) if
-                 t.metadata["server"] == "srv"]
-    assert renamed.name == "srv_echo"
+    resolved, _ = resolve_names([[make("echo", server="a"), echo]])
+    [renamed] = [t for t in resolved if t.origin.server == "srv"]
+    assert renamed.name == "srv_echo" and renamed.origin.name == "echo"
     assert asyncio.run(renamed.fn(text="x")) == "echo ok" and calls[-1] == ("echo", {"text": "x"})
     failing = make("fail", result={"content": [{"type": "text", "text": "bad input"}],
                                    "isError": True})
@@ -79,11 +86,11 @@ def test_a_remote_tool_calls_its_server_by_its_own_name_and_raises_on_error_resu
 
 
 def test_long_descriptions_are_cut_and_bad_names_refused() -> None:
-    long = remote_tool("long", "word " * 1000, None, lambda *a: None, source="mcp", server="s")
+    long = remote_tool("long", "word " * 1000, None, lambda *a: None, origin=server_origin("s"))
     assert len(long.description) == MAX_DESCRIPTION_CHARS
     for bad in ("none", "has space", "", "x" * 129):
         with pytest.raises(InvalidToolSchemaError):
-            remote_tool(bad, "d", None, lambda *a: None, source="mcp", server="s")
+            remote_tool(bad, "d", None, lambda *a: None, origin=server_origin("s"))
 
 
 def test_clashes_prefix_the_server_tools_never_the_agents_own() -> None:
@@ -92,26 +99,7 @@ def test_clashes_prefix_the_server_tools_never_the_agents_own() -> None:
         """Repeat the text."""
         return text
 
-    tools = resolve_clashes([echo, make("echo", server="mcp-servers/everything"),
-                             make("echo", server="other"), make("add", server="other")])
+    tools, problems = resolve_names([[echo], [make("echo", server="mcp-servers/everything")],
+                                     [make("echo", server="other"), make("add", server="other")]])
     assert [t.name for t in tools] == ["echo", "mcp-servers_everything_echo", "other_echo", "add"]
-
-
-def test_toolset_sources_and_a_running_agent_follow_changes() -> None:
-    @tool
-    def local(text: str) -> str:
-        """A local tool."""
-        return text
-
-    seen = []
-    toolset = ToolSet([local])
-    toolset.subscribe(lambda tools: seen.append([t.name for t in tools]))
-    agent = Agent(FunctionModel(lambda prompt: "{}"), tools=toolset.tools())
-    toolset.subscribe(agent.set_tools)
-    toolset.set_source("mcp:a", [make("echo", server="a"), make("local", server="a")])
-    assert seen[-1] == ["local", "echo", "local"]
-    names = [t.name for t in agent.tools]
-    assert names[:3] == ["local", "echo", "a_local"] and "compact" in names
-    assert agent.retriever.tools == agent.tools
-    assert toolset.remove_source("mcp:a") and not toolset.remove_source("mcp:a")
-    assert [t.name for t in agent.tools if t.name not in ("compact", "recall")] == ["local"]
+    assert problems == []

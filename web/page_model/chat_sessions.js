@@ -13,7 +13,8 @@
  * Overflow follows Chrome: when a prompt does not fit, the oldest turns after the initial
  * prompts are dropped until it does and 'contextoverflow' is reported; only input that
  * cannot fit next to the initial prompts fails, with QuotaExceededError {requested,
- * quota}. A reply that fills the window ends there (the next prompt then drops turns).
+ * quota}. A reply that fills the window ends there (the next prompt then drops turns); one
+ * that reaches the session's maxTokens ends there too, and is no overflow.
  */
 
 import { namedError } from './engine.js';
@@ -181,7 +182,11 @@ export class ChatSessions {
           schema: responseConstraint, onText, signal, ...session.sampling,
         }));
       session.messages.push(...added, { role: 'assistant', content: result.text });
-      const full = result.finish === 'length';
+      // 'length' is the window filling up, or the session's own cap on a reply
+      // (maxTokens): only the first is an overflow.
+      const cap = session.sampling.maxTokens;
+      const capped = cap != null && result.completionTokens != null && result.completionTokens >= cap;
+      const full = result.finish === 'length' && !capped;
       session.usage = full ? this.window
         : (result.promptTokens ?? session.usage) + (result.completionTokens ?? 0);
       if (full) this.onOverflow(session.id);

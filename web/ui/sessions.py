@@ -130,6 +130,17 @@ def title_of(row, untitled="New session"):
     return row.get("title") or _pending_titles.get(row["session_id"]) or untitled
 
 
+def session_title(session_id):
+    """A chat's title as the list shows it; None for a chat the list does not show (one
+    that only another client of the agent, say WebMCP's, uses)."""
+    row = find_row(session_id)
+    if row is None:
+        if session_id != state["session"] and session_id not in _pending_titles:
+            return None
+        row = {"session_id": session_id}
+    return title_of(row)
+
+
 def row_node(session_id):
     for node in session_list.querySelectorAll("li[data-row]"):
         if node.getAttribute("data-row") == session_id:

@@ -23,7 +23,16 @@ def show_tool_errors(errors):
     tool_errors.hidden = not errors
 
 
-GROUP_TITLES = {"page": "From this page"}
+def group_of(tool):
+    """The heading a tool is listed under, from where it comes from (its kind: a tool
+    server is never shown as this page): (key, title), or None for the app's own."""
+    kind = tool.get("source") or ""
+    if kind == "page":
+        return ("page", "From this page")
+    if kind == "mcp":
+        server = tool.get("server") or tool.get("url") or "a tool server"
+        return ("mcp:" + (tool.get("url") or server), server)
+    return None
 
 
 def render_tools(tools):
@@ -32,11 +41,14 @@ def render_tools(tools):
     for tool in tools:
         name = tool.get("name", "")
         server = tool.get("server") or ""
-        if server != group:   # a tool server's (or the page's) tools, under its name
-            group = server
-            if server:
-                make("li", "tool-group", GROUP_TITLES.get(server, server),
-                     attrs={"data-testid": "tool-group", "data-server": server},
+        heading = group_of(tool)
+        key = heading[0] if heading else None
+        if key != group:   # a tool server's (or the page's) tools, under its name
+            group = key
+            if heading:
+                make("li", "tool-group", heading[1],
+                     attrs={"data-testid": "tool-group", "data-server": heading[0]
+                            if heading[0] == "page" else server},
                      parent=tools_list)
         item = make("li", "tool", attrs={"data-testid": "tool", "data-tool-name": name,
                                          "data-pinned": "true" if tool.get("pinned") else "false",
@@ -81,7 +93,11 @@ def mark_offered(names):
 
 def on_agent_event(event):
     if event.get("type") == "tools_changed":   # a page tool or a tool server's tools
-        load_tools()
+        tools = (event.get("data") or {}).get("tools")
+        if isinstance(tools, list):
+            render_tools(tools)
+        else:
+            load_tools()
         return
     if event.get("type") != "tools_retrieved" or turn_of(event) is None:
         return

@@ -182,9 +182,10 @@ def why_text(why):
     return " · ".join(parts)
 
 
-def show_offered(message, tools):
+def show_offered(message, tools, not_ready=None):
     """Which tools the retriever offered the model for this turn, with their scores
-    ("calculate 3.2 · convert_units 1.1 · pinned: compact") and, below, why each."""
+    ("calculate 3.2 · convert_units 1.1 · pinned: compact") and, below, why each; and the
+    tool sources (a tool server still connecting) whose tools were not there yet."""
     offered = part(message, ".tools-offered")
     clear(offered)
     reasons = part(message, ".tools-why")
@@ -216,6 +217,10 @@ def show_offered(message, tools):
             make("span", "why-text", reason, parent=item)
     if not ranked and not pinned:
         make("span", "offered-none", "none (the model answers on its own)", parent=offered)
+    if not_ready:
+        make("span", "offered-not-ready",
+             " · not ready yet, so not offered: " + ", ".join(not_ready),
+             attrs={"data-testid": "tools-not-ready"}, parent=offered)
     offered.setAttribute("data-filled", "true")
     offered.hidden = False
     if not missing(reasons):

@@ -103,7 +103,7 @@ class RunningTurn:
         if kind == "turn_started":
             message.setAttribute("data-turn-id", str(data.get("turn_id")))
         elif kind == "tools_retrieved":
-            trace.show_offered(message, data.get("tools"))
+            trace.show_offered(message, data.get("tools"), data.get("not_ready"))
         elif kind == "recalled":
             recalled.show_in_trace(message, data, self.session)
         elif kind == "step_started":
