@@ -17,6 +17,12 @@ Paths:
                      set (tests/data/bfcl) from K, P per tools/list page
     /raw/badschema   a 2025-style server with one good tool and two it cannot describe
     /raw/malformed   200 application/json that is not JSON
+    /raw/rpcerror?code=N   a 2025-style server whose tool quota_tool answers every call
+                     with a JSON-RPC error of code N (default -32000: one the server defines)
+    /raw/deep?depth=N      a 2025-style server whose tools/list reply nests about N levels
+                     deep (default 2000): good_tool, and deep_tool whose schema is the nesting
+    /raw/hanglist    a 2025-style server that connects and never answers tools/list
+    /silent/...      reads the request and never answers (until the client goes away)
     /html            an HTML page where an MCP server was expected
     /calls           what the tools were asked to do (JSON), for the tests to read
     /reset           forget the calls
@@ -185,8 +191,29 @@ BAD_TOOLS = [
 ]
 
 
+QUOTA_TOOL = {"name": "quota_tool", "description": "Look something up, within a daily quota.",
+              "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+              "annotations": {"readOnlyHint": True}}
+HANG = object()   # raw_reply's answer for "never answer this request"
+
+
+class DeepReply(bytes):
+    """A tools/list reply nested ``depth`` levels deep, written without recursion:
+    good_tool, and deep_tool whose input schema holds the nesting."""
+
+    def __new__(cls, request_id: Any, depth: int):
+        levels = max(depth - 5, 2) // 2   # the envelope holds five levels, a property two
+        schema = ('{"type": "object", "properties": {"a": ' * levels + '{"type": "string"}'
+                  + "}}" * levels)
+        return super().__new__(cls, (
+            '{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": {"tools": ['
+            + json.dumps(BAD_TOOLS[0]) + ', {"name": "deep_tool", "description": "Deep.", '
+            '"inputSchema": ' + schema + "}]}}").encode())
+
+
 def raw_reply(kind: str, query: dict[str, list[str]], message: dict[str, Any]) -> Any:
-    """A 2025-style server's JSON-RPC answer to one message (None for a notification)."""
+    """A 2025-style server's JSON-RPC answer to one message (None for a notification,
+    HANG for none ever, bytes for a reply written out already)."""
     method, request_id = message.get("method"), message.get("id")
     if request_id is None:
         return None
@@ -196,7 +223,13 @@ def raw_reply(kind: str, query: dict[str, list[str]], message: dict[str, Any]) -
                   "capabilities": {"tools": {}}, "serverInfo": {"name": f"raw-{kind}",
                                                                 "version": "1"}}
     elif method == "tools/list":
-        if kind == "many":
+        if kind == "hanglist":
+            return HANG
+        if kind == "deep":
+            return DeepReply(request_id, int(query.get("depth", ["2000"])[0]))
+        if kind == "rpcerror":
+            result = {"tools": [QUOTA_TOOL]}
+        elif kind == "many":
             count = int(query.get("count", ["250"])[0])
             offset = int(query.get("offset", ["0"])[0])
             size = int(query.get("page", ["50"])[0])
@@ -210,6 +243,10 @@ def raw_reply(kind: str, query: dict[str, list[str]], message: dict[str, Any]) -
     elif method == "tools/call":
         params = message.get("params", {})
         CALLS.append({"tool": params.get("name"), **(params.get("arguments") or {})})
+        if kind == "rpcerror":
+            return {"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": int(query.get("code", ["-32000"])[0]),
+                "message": "The daily quota of this service is used up: try again tomorrow."}}
         result = {"content": [{"type": "text", "text": f"{params.get('name')} was called "
                                                        f"with {json.dumps(params.get('arguments'))}"}]}
     elif method == "ping":
@@ -231,6 +268,12 @@ async def read_body(receive) -> bytes:
         body += message.get("body", b"")
         if not message.get("more_body"):
             return body
+
+
+async def wait_for_disconnect(receive) -> None:
+    """Answer nothing until the client goes away."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def respond(send, status: int, body: bytes, content_type: bytes,
@@ -278,7 +321,13 @@ def build_app():
             reply = raw_reply(kind, query, message)
             if reply is None:
                 return await respond(send, 202, b"", b"text/plain")
-            return await respond(send, 200, json.dumps(reply).encode(), b"application/json")
+            if reply is HANG:
+                return await wait_for_disconnect(receive)
+            body = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+            return await respond(send, 200, body, b"application/json")
+        if path.startswith("/silent/"):
+            await read_body(receive)
+            return await wait_for_disconnect(receive)
         if path.startswith("/auth/"):
             headers = dict(scope["headers"])
             given = headers.get(b"authorization", b"").decode()
