@@ -151,7 +151,7 @@ WHAT = {"connect": "the request to connect", "list": "tools/list", "call": "the 
 def explain(facts: FailureFacts) -> ToolServerError:
     """The kind of failure and what to do about it, from the facts alone."""
     url, stage, status = facts.url, facts.stage, facts.http_status
-    at = f"The tool server at {url}"
+    at = f"The tool server at {url}" if url else "The tool server"
     if facts.error_type == MISSING_SDK:
         return ToolServerError("missing-sdk", "This site was prepared without the MCP client: "
                                               "run serve.py again." if facts.in_page
