@@ -5,6 +5,7 @@ The page itself is checked in tests/e2e/test_tool_servers.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import time
 import pytest
 
 from py_agent.mcp import ToolServerError
-from py_agent.mcp.failures import facts_from, failure
+from py_agent.mcp.failures import FailureFacts, facts_from, failure
 from py_agent.mcp.python_client import python_connection
 from serving.paths import NODE_MODULES, ROOT
 from tests.tool_server_processes import free_port, python_server
@@ -21,6 +22,7 @@ from tests.unit.support import run
 
 pytest.importorskip("mcp")
 SDK = NODE_MODULES / "@modelcontextprotocol" / "client" / "dist" / "index.mjs"
+FIELDS = {field.name for field in dataclasses.fields(FailureFacts)}
 
 DRIVER = """
 import {connect} from %(client)s;
@@ -70,6 +72,8 @@ def page_outcomes(jobs: list[dict]) -> list[dict]:
     for entry in json.loads(done.stdout.strip().splitlines()[-1]):
         if "facts" in entry:
             assert entry["facts"], entry   # every failure carries its facts
+            # ... and only facts FailureFacts knows (none is silently dropped)
+            assert set(entry["facts"]) <= FIELDS, set(entry["facts"]) - FIELDS
             error = failure(facts_from(entry["facts"]))
             entry = {"kind": getattr(error, "kind", "tool-error"), "message": str(error),
                      "facts": entry["facts"], "seconds": entry["seconds"]}
