@@ -9,7 +9,8 @@ Paths:
                      send_payment (no annotations), hostile (a result of
                      tests/data/hostile by id), slow (sleeps; notes when it is cancelled),
                      huge (megabytes of text), picture (an image), toggle_tool (adds or
-                     removes late_tool and says the list changed)
+                     removes late_tool and says the list changed), daily_quota (answers
+                     with a JSON-RPC error -32000, the server's own)
     /auth/mcp        the same, behind a bearer token ("Bearer let-me-in"): 401 without
                      one, 403 with another
     /nocors/mcp      the same without any CORS header
@@ -22,6 +23,7 @@ Paths:
     /raw/deep?depth=N      a 2025-style server whose tools/list reply nests about N levels
                      deep (default 2000): good_tool, and deep_tool whose schema is the nesting
     /raw/hanglist    a 2025-style server that connects and never answers tools/list
+    /raw/...&sse=1   any of these answering with server-sent events instead of JSON
     /silent/...      reads the request and never answers (until the client goes away)
     /html            an HTML page where an MCP server was expected
     /calls           what the tools were asked to do (JSON), for the tests to read
@@ -41,6 +43,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -132,6 +135,12 @@ def build_mcp_server():
         """A very long text."""
         note("huge", megabytes=megabytes)
         return "all work and no play makes a long result " * int(megabytes * 1_000_000 / 42)
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def daily_quota(q: str) -> str:
+        """Look something up, within a daily quota (always used up)."""
+        note("daily_quota", q=q)
+        raise MCPError(-32000, "The daily quota of this service is used up: try again tomorrow.")
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def picture() -> CallToolResult:
@@ -324,6 +333,9 @@ def build_app():
             if reply is HANG:
                 return await wait_for_disconnect(receive)
             body = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+            if query.get("sse"):   # the same reply as one server-sent event
+                return await respond(send, 200, b"event: message\ndata: " + body + b"\n\n",
+                                     b"text/event-stream")
             return await respond(send, 200, body, b"application/json")
         if path.startswith("/silent/"):
             await read_body(receive)

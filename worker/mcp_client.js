@@ -93,7 +93,7 @@ function watchingFetch(seen) {
     try {
       response = await fetch(input, init);
     } catch (error) {
-      if (error?.name !== 'AbortError') seen.network = true;
+      if (!init?.signal?.aborted) seen.network = true;   // not our own abort
       throw error;
     }
     Object.assign(seen, {network: false, status: response.status, refused: '',

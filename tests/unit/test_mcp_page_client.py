@@ -112,11 +112,14 @@ def test_the_page_and_the_terminal_say_the_same_for_the_same_failure(ours) -> No
         {"url": base + "/raw/hanglist", "timeoutMs": 2000},
         {"url": base + "/silent/mcp", "timeoutMs": 3000},
         {"url": base + "/raw/rpcerror?code=-32000", "tool": "quota_tool", "args": {"q": "x"}},
-        {"url": base + "/raw/badschema"},
+        {"url": base + "/raw/badschema?sse=1"},
         {"url": "ftp://example.invalid/mcp"},
         {"url": base + "/auth/mcp"},
         {"url": base + "/raw/malformed"},
         {"url": f"http://127.0.0.1:{free_port()}/mcp"},
+        {"url": base + "/raw/deep?depth=2000&sse=1"},
+        {"url": base + "/raw/rpcerror?code=-32000&sse=1", "tool": "quota_tool", "args": {"q": "x"}},
+        {"url": base + "/mcp", "tool": "daily_quota", "args": {"q": "x"}},
     ]
     jobs = [{"timeoutMs": 5000, "args": {}, **job} for job in jobs]
     page = page_outcomes(jobs)
@@ -125,11 +128,11 @@ def test_the_page_and_the_terminal_say_the_same_for_the_same_failure(ours) -> No
         assert in_page["seconds"] < job["timeoutMs"] / 1000 + 0.7, (job, in_page)
         assert in_terminal["seconds"] < job["timeoutMs"] / 1000 + 0.7, (job, in_terminal)
         in_page.pop("seconds"), in_terminal.pop("seconds"), in_page.pop("facts", None)
-    exact, auth, malformed, unreachable = page[:8], page[8], page[9], page[10]
-    assert exact == terminal[:8]
+    exact, auth, malformed, unreachable = page[:8] + page[11:], page[8], page[9], page[10]
+    assert exact == terminal[:8] + terminal[11:]
     assert [p.get("kind", "listed") for p in exact] == [
         "not-mcp", "not-mcp", "malformed", "timeout", "timeout", "tool-error", "listed",
-        "address"]
+        "address", "malformed", "tool-error", "tool-error"]
     assert exact[6]["skipped"] == [
         "tool \"string_tool\" skipped: its input schema must be of type 'object', not \"string\""]
     # the same words, but where to give a token names each home's own control
