@@ -251,17 +251,18 @@ class PythonConnection:
         wire = Wire()
         token = _WIRE.set(wire)
         deadline = list_deadline(self.timeout_s)
+        limit = asyncio.timeout(deadline)
         try:
-            async with asyncio.timeout(deadline):
+            async with limit:
                 for _page in range(100):
                     page, cursor = await self._list_page(cursor)
                     tools.extend(page)
                     if not cursor:
                         break
-        except TimeoutError:
-            raise explain(FailureFacts(url=self.url, stage="list", timed_out=True,
-                                       timeout_s=deadline)) from None
         except Exception as exc:
+            if isinstance(exc, TimeoutError) and limit.expired():   # this limit's, not another's
+                raise explain(FailureFacts(url=self.url, stage="list", timed_out=True,
+                                           timeout_s=deadline)) from None
             raise self._explain(exc, "list", wire, deadline) from None
         finally:
             _WIRE.reset(token)
