@@ -14,7 +14,8 @@ Paths:
                      send_payment (no annotations), hostile (a result of
                      tests/data/hostile by id), slow (sleeps; notes when it is cancelled),
                      huge (megabytes of text), picture (an image), toggle_tool (adds or
-                     removes late_tool and says the list changed)
+                     removes late_tool and says the list changed), daily_quota (answers
+                     with a JSON-RPC error -32000, the server's own)
     /auth/mcp        the same, behind a bearer token ("Bearer let-me-in"): 401 without
                      one, 403 with another
     /nocors/mcp      the same without any CORS header
@@ -22,6 +23,13 @@ Paths:
                      set (tests/data/bfcl) from K, P per tools/list page
     /raw/badschema   a 2025-style server with one good tool and two it cannot describe
     /raw/malformed   200 application/json that is not JSON
+    /raw/rpcerror?code=N   a 2025-style server whose tool quota_tool answers every call
+                     with a JSON-RPC error of code N (default -32000: one the server defines)
+    /raw/deep?depth=N      a 2025-style server whose tools/list reply nests about N levels
+                     deep (default 2000): good_tool, and deep_tool whose schema is the nesting
+    /raw/hanglist    a 2025-style server that connects and never answers tools/list
+    /raw/...&sse=1   any of these answering with server-sent events instead of JSON
+    /silent/...      reads the request and never answers (until the client goes away)
     /html            an HTML page where an MCP server was expected
     /calls           what the tools were asked to do (JSON), for the tests to read
     /reset           forget the calls
@@ -41,6 +49,7 @@ from urllib.parse import parse_qs
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -134,6 +143,12 @@ def build_mcp_server():
         return "all work and no play makes a long result " * int(megabytes * 1_000_000 / 42)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def daily_quota(q: str) -> str:
+        """Look something up, within a daily quota (always used up)."""
+        note("daily_quota", q=q)
+        raise MCPError(-32000, "The daily quota of this service is used up: try again tomorrow.")
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def picture() -> CallToolResult:
         """A small picture of a red dot."""
         note("picture")
@@ -191,8 +206,29 @@ BAD_TOOLS = [
 ]
 
 
+QUOTA_TOOL = {"name": "quota_tool", "description": "Look something up, within a daily quota.",
+              "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+              "annotations": {"readOnlyHint": True}}
+HANG = object()   # raw_reply's answer for "never answer this request"
+
+
+class DeepReply(bytes):
+    """A tools/list reply nested ``depth`` levels deep, written without recursion:
+    good_tool, and deep_tool whose input schema holds the nesting."""
+
+    def __new__(cls, request_id: Any, depth: int):
+        levels = max(depth - 5, 2) // 2   # the envelope holds five levels, a property two
+        schema = ('{"type": "object", "properties": {"a": ' * levels + '{"type": "string"}'
+                  + "}}" * levels)
+        return super().__new__(cls, (
+            '{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": {"tools": ['
+            + json.dumps(BAD_TOOLS[0]) + ', {"name": "deep_tool", "description": "Deep.", '
+            '"inputSchema": ' + schema + "}]}}").encode())
+
+
 def raw_reply(kind: str, query: dict[str, list[str]], message: dict[str, Any]) -> Any:
-    """A 2025-style server's JSON-RPC answer to one message (None for a notification)."""
+    """A 2025-style server's JSON-RPC answer to one message (None for a notification,
+    HANG for none ever, bytes for a reply written out already)."""
     method, request_id = message.get("method"), message.get("id")
     if request_id is None:
         return None
@@ -202,7 +238,13 @@ def raw_reply(kind: str, query: dict[str, list[str]], message: dict[str, Any]) -
                   "capabilities": {"tools": {}}, "serverInfo": {"name": f"raw-{kind}",
                                                                 "version": "1"}}
     elif method == "tools/list":
-        if kind == "many":
+        if kind == "hanglist":
+            return HANG
+        if kind == "deep":
+            return DeepReply(request_id, int(query.get("depth", ["2000"])[0]))
+        if kind == "rpcerror":
+            result = {"tools": [QUOTA_TOOL]}
+        elif kind == "many":
             count = int(query.get("count", ["250"])[0])
             offset = int(query.get("offset", ["0"])[0])
             size = int(query.get("page", ["50"])[0])
@@ -216,6 +258,10 @@ def raw_reply(kind: str, query: dict[str, list[str]], message: dict[str, Any]) -
     elif method == "tools/call":
         params = message.get("params", {})
         CALLS.append({"tool": params.get("name"), **(params.get("arguments") or {})})
+        if kind == "rpcerror":
+            return {"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": int(query.get("code", ["-32000"])[0]),
+                "message": "The daily quota of this service is used up: try again tomorrow."}}
         result = {"content": [{"type": "text", "text": f"{params.get('name')} was called "
                                                        f"with {json.dumps(params.get('arguments'))}"}]}
     elif method == "ping":
@@ -237,6 +283,12 @@ async def read_body(receive) -> bytes:
         body += message.get("body", b"")
         if not message.get("more_body"):
             return body
+
+
+async def wait_for_disconnect(receive) -> None:
+    """Answer nothing until the client goes away."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def respond(send, status: int, body: bytes, content_type: bytes,
@@ -291,7 +343,16 @@ def build_app(allow_origins: list[str] = ()):
             reply = raw_reply(kind, query, message)
             if reply is None:
                 return await respond(send, 202, b"", b"text/plain")
-            return await respond(send, 200, json.dumps(reply).encode(), b"application/json")
+            if reply is HANG:
+                return await wait_for_disconnect(receive)
+            body = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+            if query.get("sse"):   # the same reply as one server-sent event
+                return await respond(send, 200, b"event: message\ndata: " + body + b"\n\n",
+                                     b"text/event-stream")
+            return await respond(send, 200, body, b"application/json")
+        if path.startswith("/silent/"):
+            await read_body(receive)
+            return await wait_for_disconnect(receive)
         if path.startswith("/auth/"):
             headers = dict(scope["headers"])
             given = headers.get(b"authorization", b"").decode()

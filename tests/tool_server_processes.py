@@ -18,6 +18,20 @@ EVERYTHING = ROOT / "node_modules" / "@modelcontextprotocol" / "server-everythin
 START_TIMEOUT_S = 30.0
 
 
+class SilentServer:
+    """A port that accepts TCP connections (the kernel completes the handshake) and never
+    answers a byte: a server that hangs. ``url`` is its base (no path); ``stop()`` closes it."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)   # never accept(): connections wait in the backlog
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def stop(self) -> None:
+        self.sock.close()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

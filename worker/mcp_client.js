@@ -14,12 +14,27 @@
 //
 // The SDK probes with server/discover (the 2026-07-28 revision) and falls back to the
 // initialize handshake with Mcp-Session-Id (2025 revisions), whichever the server answers.
-// Failures reject with an Error whose `kind` and message say what the user can do:
-// 'unreachable', 'cors' (naming the header the server must send), 'csp' (this page may
-// not connect there), 'unauthorized' (401: a token is needed), 'forbidden' (403),
-// 'not-mcp', 'malformed', 'timeout', 'closed'.
+//
+// A failure rejects with an Error whose `facts` is a plain object: what was observed, never
+// a judgement (py_agent/mcp/failures.py, FailureFacts, decides the kind and the words, the
+// same as in CPython; py_agent/browser/tool_servers.py hands it the facts): {url, stage
+// ('connect', 'list' or 'call'), http_status, content_type, network_error, csp_blocked,
+// opaque_reachable, cross_origin, timed_out, timeout_s, aborted, jsonrpc_code, error_type
+// ('protocol': a JSON-RPC error the server sent; 'closed'; 'invalid-reply'; 'address'),
+// detail (the SDK's or server's words, only shown), in_page}. Only what needs the browser
+// is done here: the CSP report, the no-cors probe, watching fetch, and the tools/list
+// clean-up (worker/tool_lists.js) the SDK needs before it parses.
+
+import {cleanToolsList, rpcRequest} from './tool_lists.js';
 
 let sdk = null;   // the bundled SDK module, imported once
+
+// SdkErrorCode's values (the SDK documents them as stable string codes).
+const REQUEST_TIMEOUT = 'REQUEST_TIMEOUT';
+const CONNECTION_CLOSED = 'CONNECTION_CLOSED';
+const INVALID_RESULT = 'INVALID_RESULT';
+const UNEXPECTED_CONTENT = 'CLIENT_HTTP_UNEXPECTED_CONTENT';
+const PARSE_ERROR = -32700;   // JSON-RPC; what a reply tool_lists.js refused becomes
 
 // Connections this page's Content-Security-Policy refused (connect-src), by origin.
 const cspBlocked = new Set();
@@ -29,144 +44,103 @@ globalThis.addEventListener?.('securitypolicyviolation', (event) => {
   }
 });
 
-function failure(kind, message) {
-  const error = new Error(message);
-  error.name = 'ToolServerError';
-  error.kind = kind;
+/** The Error this module rejects with: its facts, for the worker's Python to explain. */
+function failure(facts) {
+  const error = new Error(facts.detail || `tool server failure (${facts.stage})`);
+  error.name = 'ToolServerFailure';
+  error.facts = {in_page: true, ...facts};
   return error;
 }
 
-const CORS_HEADERS = 'Access-Control-Allow-Origin (this page\'s origin or *), ' +
-  'Access-Control-Allow-Headers (content-type, authorization, mcp-session-id, ' +
-  'mcp-protocol-version, last-event-id) and Access-Control-Expose-Headers (mcp-session-id)';
+function crossOrigin(url) {
+  try { return new URL(url).origin !== globalThis.location?.origin; } catch { return true; }
+}
 
-/** Why a request to `url` failed at the network level: CSP, CORS or unreachable. */
-async function networkFailure(url) {
+/** The network facts of a request to `url` that got no HTTP answer: whether this page's
+ * CSP refused it, and whether a no-cors request gets through (the server is there, but
+ * does not allow this page's origin: CORS). */
+async function networkFacts(url) {
   const origin = new URL(url).origin;
   await new Promise((resolve) => setTimeout(resolve, 20));   // a CSP report comes async
-  if (cspBlocked.has(origin)) {
-    return failure('csp', `This page may not connect to ${origin}: its Content-Security-` +
-      `Policy allows only the tool servers serve.py was started with. Restart it with ` +
-      `--mcp ${url}`);
-  }
+  if (cspBlocked.has(origin)) return {network_error: true, csp_blocked: true};
   try {
     // An opaque request is not subject to CORS: if it gets through, the server is there
     // and refused this page's origin. (A cross-origin isolated page, as serve.py's, gets
     // no opaque response without the server's Cross-Origin-Resource-Policy: there the
     // browser tells a refusal from silence in no way a page can read.)
     await fetch(url, {method: 'GET', mode: 'no-cors', cache: 'no-store'});
-    return failure('cors', `The tool server at ${url} is running but does not allow this ` +
-      `page to call it (CORS). The server must send ${CORS_HEADERS}.`);
+    return {network_error: true, opaque_reachable: true};
   } catch {
-    if (cspBlocked.has(origin)) return networkFailure(url);
-    return failure('unreachable', `The tool server at ${url} cannot be reached from this ` +
-      'page. Either it is not running (check the address), or it does not allow this page ' +
-      `to call it (CORS): then the server must send ${CORS_HEADERS}.`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return {network_error: true, csp_blocked: cspBlocked.has(origin)};
   }
 }
 
-// The SDK refuses a whole tools/list reply for one tool it cannot take (a schema not of
-// type object, no name): such tools are taken out of the reply here, and named to the
-// user, so that the server's other tools still work (py_agent/mcp/tool_lists.py does
-// the same in CPython).
-function unusable(tool) {
-  if (!tool || typeof tool !== 'object') return 'it is not an object';
-  if (typeof tool.name !== 'string' || !tool.name) return 'it has no name';
-  const schema = tool.inputSchema;
-  if (!schema || typeof schema !== 'object' || schema.type !== 'object') {
-    return `its input schema must be of type 'object', not ${JSON.stringify(schema?.type ?? typeof schema)}`;
-  }
-  if ('description' in tool && typeof tool.description !== 'string') return 'its description is not text';
-  return null;
-}
-
-function sanitizeMessage(message, skipped) {
-  const tools = message?.result?.tools;
-  if (!Array.isArray(tools)) return message;
-  const kept = [];
-  for (const tool of tools) {
-    const why = unusable(tool);
-    if (why) skipped.push(`tool ${JSON.stringify(tool?.name ?? null)} skipped: ${why}`);
-    else kept.push(tool);
-  }
-  return {...message, result: {...message.result, tools: kept}};
-}
-
-function sanitizeBody(text, contentType, skipped) {
-  try {
-    if (contentType.includes('event-stream')) {
-      return text.split('\n\n').map((event) => {
-        const lines = event.split('\n');
-        const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
-        if (!data) return event;
-        return [...lines.filter((l) => !l.startsWith('data:')),
-                `data: ${JSON.stringify(sanitizeMessage(JSON.parse(data), skipped))}`].join('\n');
-      }).join('\n\n');
-    }
-    const message = JSON.parse(text);
-    return JSON.stringify(Array.isArray(message) ? message.map((m) => sanitizeMessage(m, skipped))
-                                                 : sanitizeMessage(message, skipped));
-  } catch {
-    return text;   // unreadable here: the SDK says what is wrong with it
-  }
-}
-
-function isToolsList(init) {
-  if (init?.method !== 'POST' || typeof init.body !== 'string') return false;
-  try { return JSON.parse(init.body)?.method === 'tools/list'; } catch { return false; }
-}
-
-/** A fetch for the SDK's transport that remembers the last HTTP answer (for messages) and
- * takes unusable tools out of tools/list replies (into seen.skipped). */
+/** A fetch for the SDK's transport that notes what answered each JSON-RPC request (into
+ * `seen`: the last one's status, content type, a network failure, a refused reply) and
+ * cleans tools/list replies (worker/tool_lists.js; unusable tools into seen.skipped). */
 function watchingFetch(seen) {
   return async (input, init) => {
+    const rpc = init?.method === 'POST' ? rpcRequest(init.body) : null;
+    if (!rpc) return fetch(input, init);   // notifications, the GET stream, DELETE
+    const [requestId, method] = rpc;
     let response;
     try {
       response = await fetch(input, init);
     } catch (error) {
-      if (error?.name !== 'AbortError') seen.network = true;
+      if (!init?.signal?.aborted) seen.network = true;   // not our own abort
       throw error;
     }
-    seen.status = response.status;
-    seen.contentType = response.headers.get('content-type') || '';
-    if (!response.ok || !isToolsList(init)) return response;
-    const text = sanitizeBody(await response.text(), seen.contentType, seen.skipped);
-    return new Response(text, {status: response.status, statusText: response.statusText,
-                               headers: response.headers});
+    Object.assign(seen, {network: false, status: response.status, refused: '',
+                         contentType: response.headers.get('content-type') || ''});
+    if (!response.ok || method !== 'tools/list') return response;
+    const cleaned = cleanToolsList(await response.text(), seen.contentType, requestId, seen.skipped);
+    seen.refused = cleaned.refusal;
+    const headers = new Headers(response.headers);
+    headers.set('content-type', cleaned.contentType);
+    headers.delete('content-length');
+    return new Response(cleaned.text, {status: response.status, statusText: response.statusText,
+                                       headers});
   };
 }
 
-/** The error to show for `error`, thrown while talking to `url`. */
-async function explain(error, url, seen) {
-  if (error?.kind) return error;
-  const text = String(error?.message ?? error);
-  if (seen.network) return networkFailure(url);
-  if (seen.status === 401) {
-    return failure('unauthorized', `The tool server at ${url} needs a token (HTTP 401): ` +
-      'give one (a bearer token) with the server\'s address.');
+/** The facts of `error`, thrown by the SDK while talking to `url` at `stage`. */
+async function factsOf(error, url, stage, seen, {timeoutMs = null, aborted = false} = {}) {
+  const facts = {url, stage, cross_origin: crossOrigin(url),
+                 detail: String(error?.message ?? error ?? '').slice(0, 1000)};
+  if (aborted) return {...facts, aborted: true};
+  // the typed errors, the outermost first, then their causes
+  for (let e = error, depth = 0; e && depth < 5; e = e.cause, depth += 1) {
+    if (sdk.ProtocolError.isInstance(e)) {
+      if (e.code === PARSE_ERROR && seen.refused) {   // a reply tool_lists.js did not read
+        Object.assign(facts, {error_type: 'invalid-reply', detail: seen.refused});
+      } else {
+        Object.assign(facts, {error_type: 'protocol', jsonrpc_code: e.code, detail: e.message});
+      }
+      break;
+    }
+    if (sdk.SdkHttpError.isInstance(e) && typeof e.status === 'number') {
+      facts.http_status = e.status;
+      break;
+    }
+    if (sdk.SdkError.isInstance(e)) {
+      if (e.code === REQUEST_TIMEOUT) {
+        Object.assign(facts, {timed_out: true, timeout_s: timeoutMs / 1000});
+        break;
+      }
+      if (e.code === CONNECTION_CLOSED) { facts.error_type = 'closed'; break; }
+      if (e.code === INVALID_RESULT) { facts.error_type = 'invalid-reply'; break; }
+      if (e.code === UNEXPECTED_CONTENT) {
+        facts.content_type = String(e.data?.contentType ?? '');
+        break;
+      }
+    }
+    if (e instanceof SyntaxError) { facts.error_type = 'invalid-reply'; break; }
   }
-  if (seen.status === 403) {
-    return failure('forbidden', `The tool server at ${url} refused the token (HTTP 403): ` +
-      'check that it is right and allows these tools.');
-  }
-  if (seen.status === 404 || seen.status === 405 || seen.status === 415 ||
-      (seen.status && seen.contentType && !/json|event-stream/.test(seen.contentType))) {
-    return failure('not-mcp', `${url} does not answer as an MCP server (HTTP ${seen.status}` +
-      `${seen.contentType ? `, ${seen.contentType.split(';')[0]}` : ''}): check the address ` +
-      '(it usually ends in /mcp).');
-  }
-  if (error?.name === 'TimeoutError' || /timed? ?out/i.test(text)) {
-    return failure('timeout', `The tool server at ${url} did not answer in time.`);
-  }
-  if (/JSON|parse|Unexpected token|invalid.*message|ZodError|expected/i.test(text)) {
-    return failure('malformed', `The tool server at ${url} sent a reply that is not valid ` +
-      `MCP (JSON-RPC): ${text.slice(0, 300)}`);
-  }
-  if (seen.status >= 500) {
-    return failure('server-error', `The tool server at ${url} failed (HTTP ${seen.status}): ` +
-      text.slice(0, 300));
-  }
-  return failure('failed', `The tool server at ${url}: ${text.slice(0, 300)}`);
+  if (seen.network) Object.assign(facts, await networkFacts(url));
+  if (facts.http_status === undefined && seen.status != null) facts.http_status = seen.status;
+  if (facts.http_status === seen.status && !facts.content_type) facts.content_type = seen.contentType;
+  return facts;
 }
 
 /** A value the worker's Python can take: JSON-clean. */
@@ -177,16 +151,13 @@ function plain(value) {
 export async function connect(clientURL, url, {token = '', timeoutMs = 30_000,
                                                onToolsChanged = null, onClosed = null} = {}) {
   sdk ??= await import(clientURL);
-  let parsed;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw failure('address', `${url} is not an address (it looks like http://host:port/mcp).`);
+  let parsed = null;
+  try { parsed = new URL(url); } catch { /* below */ }
+  if (!parsed || !/^https?:$/.test(parsed.protocol)) {
+    throw failure({url, stage: 'connect', error_type: 'address', detail: 'not an http(s) address'});
   }
-  if (!/^https?:$/.test(parsed.protocol)) {
-    throw failure('address', `${url}: a tool server is reached over http or https.`);
-  }
-  const seen = {skipped: []};
+  const seen = {skipped: [], status: null, contentType: '', network: false, refused: ''};
+  const fresh = () => Object.assign(seen, {status: null, contentType: '', network: false, refused: ''});
   const headers = token ? {Authorization: `Bearer ${token}`} : {};
   const transport = new sdk.StreamableHTTPClientTransport(parsed, {
     fetch: watchingFetch(seen), requestInit: {headers}});
@@ -200,7 +171,7 @@ export async function connect(clientURL, url, {token = '', timeoutMs = 30_000,
     await client.connect(transport, {timeout: timeoutMs});
   } catch (error) {
     client.close().catch(() => {});
-    throw await explain(error, url, seen);
+    throw failure(await factsOf(error, url, 'connect', seen, {timeoutMs}));
   }
   const calls = new Map();   // call id -> AbortController
   const server = client.getServerVersion() ?? {};
@@ -212,25 +183,29 @@ export async function connect(clientURL, url, {token = '', timeoutMs = 30_000,
     skipped: seen.skipped,   // the tools the last list held that could not be taken, and why
     async listTools() {
       seen.skipped.length = 0;
+      fresh();
+      const listMs = timeoutMs;   // every page within it
       try {
-        const {tools} = await client.listTools(undefined, {timeout: timeoutMs});
+        const {tools} = await client.listTools(undefined, {
+          timeout: listMs, signal: AbortSignal.timeout(listMs)});
         return plain((tools ?? []).map((t) => ({
           name: t.name, title: t.title ?? t.annotations?.title ?? '',
           description: t.description ?? '', inputSchema: t.inputSchema ?? null,
           annotations: t.annotations ?? {}})));
       } catch (error) {
-        throw await explain(error, url, seen);
+        throw failure(await factsOf(error, url, 'list', seen, {timeoutMs: listMs}));
       }
     },
     async callTool(name, args, callId, callTimeoutMs = timeoutMs) {
       const controller = new AbortController();
       calls.set(callId, controller);
+      fresh();
       try {
         return plain(await client.callTool({name, arguments: args ?? {}},
                                            {signal: controller.signal, timeout: callTimeoutMs}));
       } catch (error) {
-        if (controller.signal.aborted) throw failure('cancelled', 'the call was stopped');
-        throw await explain(error, url, seen);
+        throw failure(await factsOf(error, url, 'call', seen, {
+          timeoutMs: callTimeoutMs, aborted: controller.signal.aborted}));
       } finally {
         calls.delete(callId);
       }

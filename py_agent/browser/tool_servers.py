@@ -25,6 +25,7 @@ from typing import Any, Callable
 from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-not-found]
 
 from ..mcp import ToolServer, ToolServerError
+from ..mcp.failures import facts_from, failure
 from ..replies import reply
 from ..tools import Toolbox
 from ._js import to_py
@@ -40,12 +41,17 @@ def _object_from_entries() -> Any:
     return js.Object.fromEntries
 
 
-def _server_error(exc: BaseException) -> ToolServerError:
-    """A JavaScript failure of mcp_client.js as a ToolServerError (its kind and message)."""
+def _server_error(exc: BaseException) -> Exception:
+    """A JavaScript failure of mcp_client.js, explained by py_agent.mcp.failures from the
+    facts it carries (``error.facts``): a ToolServerError, or the tool's own error for a
+    call the server answered with a JSON-RPC error. An error without facts (a fault in
+    mcp_client.js or the SDK) is a plain failure, its words shown."""
     error = getattr(exc, "js_error", exc)
-    kind = getattr(error, "kind", None)
-    message = getattr(error, "message", None) or str(exc)
-    return ToolServerError(str(kind) if isinstance(kind, str) else "failed", str(message))
+    facts = to_py(getattr(error, "facts", None))
+    if not isinstance(facts, dict):
+        message = getattr(error, "message", None) or str(exc)
+        facts = {"detail": str(message), "in_page": True}
+    return failure(facts_from(facts))
 
 
 class BrowserConnection:

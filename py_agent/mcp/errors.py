@@ -1,4 +1,7 @@
-"""What can go wrong with a tool server, said so that the user knows what to do."""
+"""What can go wrong with a tool server, said so that the user knows what to do.
+
+:class:`ToolServerError` is what both homes raise; which kind, and its words, are decided
+in one place from the facts of the failure (:mod:`py_agent.mcp.failures`)."""
 
 from __future__ import annotations
 

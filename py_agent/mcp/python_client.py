@@ -14,20 +14,46 @@ list change arrives as ``notifications/tools/list_changed`` (2025) or on a
 from __future__ import annotations
 
 import asyncio
+import codecs
+import contextvars
+import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..tools.remote import RemoteToolError
 from .errors import ToolServerError
-from .tool_lists import is_tools_list, sanitize_body
+from .failures import (CLOSED, INSTALL_HINT, INVALID_REPLY, MISSING_SDK, PROTOCOL,
+                       FailureFacts, explain, failure)
+from .tool_lists import clean_tools_list, nests_deeper, rpc_request
 
 log = logging.getLogger("py_agent.mcp")
 
-# JSON-RPC codes the SDK raises for the connection itself (mcp_types.jsonrpc).
-CONNECTION_CLOSED = -32000
-REQUEST_TIMEOUT = -32001
+__all__ = ["INSTALL_HINT", "PythonConnection", "python_connection"]   # the terminal's hint
 
-INSTALL_HINT = ("Tool servers need the MCP SDK for Python: pip install 'py-agent[mcp]' "
-                "(or pip install mcp)")
+
+
+@dataclass
+class Wire:
+    """What the HTTP transport saw for the last JSON-RPC request of one operation (a
+    connection's start, one list, one call): the facts a failure is explained from."""
+
+    status: int | None = None
+    content_type: str = ""
+    network_error: bool = False
+    rpc_error: int | None = None   # the code of a JSON-RPC error the server sent
+    refused: str = ""              # why its reply was not read (tool_lists rule 1)
+
+    def answered(self, status: int, content_type: str) -> None:
+        self.status, self.content_type = status, content_type
+        self.network_error, self.rpc_error, self.refused = False, None, ""
+
+
+# The operation a request belongs to. The SDK runs each request's HTTP exchange in the
+# context of the task that sent it (its streams carry the sender's context), so the
+# transport finds the right Wire here even with calls running side by side.
+_WIRE: contextvars.ContextVar[Wire | None] = contextvars.ContextVar("py_agent_mcp_wire",
+                                                                    default=None)
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -37,44 +63,47 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def explain(exc: BaseException, url: str, seen: dict[str, Any]) -> ToolServerError:
-    """What went wrong talking to ``url``, from the exception and the last HTTP answer."""
+def facts_of(exc: BaseException, url: str, stage: str, wire: Wire,
+             timeout_s: float | None) -> FailureFacts:
+    """The facts of a failure in CPython: the SDK's and httpx2's typed errors, the
+    JSON-RPC error codes of ``mcp_types``, and what the transport saw (``wire``)."""
+    import anyio
+    import httpx2
+    import pydantic
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
+
     exc = _unwrap(exc)
-    if isinstance(exc, ToolServerError):
-        return exc
-    text = str(exc) or type(exc).__name__
-    name = type(exc).__name__
-    status, content_type = seen.get("status"), seen.get("content_type", "")
-    if status == 401:
-        return ToolServerError("unauthorized", f"The tool server at {url} needs a token (HTTP "
-                                               "401): give one with headers={'Authorization': "
-                                               "'Bearer TOKEN'} (--mcp-token in the terminal).")
-    if status == 403:
-        return ToolServerError("forbidden", f"The tool server at {url} refused the token "
-                                            "(HTTP 403): check that it is right.")
-    if name in ("ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror") or (
-            status is None and ("connect" in text.lower() or "refused" in text.lower())):
-        return ToolServerError("unreachable", f"The tool server at {url} cannot be reached: "
-                                              "is it running, and is the address right?")
-    if status in (404, 405, 415) or (status and content_type and
-                                     not any(k in content_type for k in ("json", "event-stream"))):
-        return ToolServerError("not-mcp", f"{url} does not answer as an MCP server (HTTP "
-                                          f"{status}{', ' + content_type.split(';')[0] if content_type else ''}"
-                                          "): check the address (it usually ends in /mcp).")
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or "timed out" in text.lower() \
-            or "timeout" in name.lower():
-        return ToolServerError("timeout", f"The tool server at {url} did not answer in time.")
-    if name in ("RemoteProtocolError", "ReadError", "ClosedResourceError", "EndOfStream",
-                "BrokenResourceError") or "closed" in text.lower():
-        return ToolServerError("closed", f"The tool server at {url} went away ({name}).")
-    if name in ("ValidationError", "JSONDecodeError") or "json" in text.lower() \
-            or "parse" in text.lower():
-        return ToolServerError("malformed", f"The tool server at {url} sent a reply that is "
-                                            f"not valid MCP (JSON-RPC): {text.splitlines()[0][:300]}")
-    if status and status >= 500:
-        return ToolServerError("server-error", f"The tool server at {url} failed (HTTP "
-                                               f"{status}): {text[:300]}")
-    return ToolServerError("failed", f"The tool server at {url}: {name}: {text[:300]}")
+    error_type, code, timed_out, network = "", None, False, wire.network_error
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, MCPError):
+        code = exc.code
+        if wire.rpc_error is not None and wire.rpc_error == code:
+            error_type = PROTOCOL           # the server's own answer, as the wire carried it
+        elif code == REQUEST_TIMEOUT:
+            timed_out = True
+        elif code == CONNECTION_CLOSED:
+            error_type = CLOSED
+        elif code == PARSE_ERROR:
+            error_type = INVALID_REPLY
+            detail = wire.refused or detail
+        # any other code the SDK made up from the HTTP answer: wire.status says it
+    elif isinstance(exc, httpx2.ConnectError):
+        network = True
+    elif isinstance(exc, (httpx2.TimeoutException, TimeoutError)):
+        timed_out = True
+    elif isinstance(exc, (httpx2.NetworkError, httpx2.RemoteProtocolError,
+                          anyio.ClosedResourceError, anyio.BrokenResourceError,
+                          anyio.EndOfStream)):
+        error_type = CLOSED
+    elif isinstance(exc, (pydantic.ValidationError, httpx2.DecodingError, ValueError)):
+        error_type = INVALID_REPLY
+    elif isinstance(exc, OSError):
+        network = True
+    return FailureFacts(url=url, stage=stage, http_status=wire.status,
+                        content_type=wire.content_type, network_error=network,
+                        timed_out=timed_out, timeout_s=timeout_s if timed_out else None,
+                        jsonrpc_code=code, error_type=error_type, detail=detail)
 
 
 class PythonConnection:
@@ -90,11 +119,19 @@ class PythonConnection:
         self.on_closed = on_closed
         self.info: dict[str, Any] = {}
         self.client: Any = None
-        self.seen: dict[str, Any] = {}
-        self.skipped: list[str] = []   # tools taken out of tools/list replies, and why
+        self.wire = Wire()                 # the connection's own requests (start, listen)
+        self.skipped: list[str] = []       # tools taken out of tools/list replies, and why
         self._stop = asyncio.Event()
         self._owner: asyncio.Task | None = None
         self._closing = False
+
+    def _explain(self, exc: BaseException, stage: str, wire: Wire,
+                 timeout_s: float | None = None) -> Exception:
+        """What to raise for ``exc`` (py_agent.mcp.failures decides from its facts)."""
+        inner = _unwrap(exc)
+        if isinstance(inner, (ToolServerError, RemoteToolError)):
+            return inner
+        return failure(facts_of(inner, self.url, stage, wire, timeout_s))
 
     async def open(self) -> "PythonConnection":
         """Connect (at most ``timeout_s``); :class:`ToolServerError` says why not."""
@@ -103,13 +140,24 @@ class PythonConnection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.timeout_s)
         except asyncio.TimeoutError:
-            await self.close()
-            raise ToolServerError("timeout", f"The tool server at {self.url} did not answer "
-                                             f"within {self.timeout_s:g} s.") from None
+            # nothing was opened that a goodbye could close: stop at once
+            await self._abandon()
+            raise explain(FailureFacts(url=self.url, stage="connect", timed_out=True,
+                                       timeout_s=self.timeout_s)) from None
         except BaseException:
             await self.close()
             raise
         return self
+
+    async def _abandon(self) -> None:
+        self._closing = True
+        owner = self._owner
+        if owner is not None and not owner.done():
+            owner.cancel()
+            try:
+                await asyncio.wait_for(owner, 1)
+            except (asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                pass
 
     async def _own(self, ready: asyncio.Future) -> None:
         """Hold the SDK's client open until close(); tell how it ended."""
@@ -118,18 +166,14 @@ class PythonConnection:
             from mcp.client.client import Client
             from mcp.client.streamable_http import streamable_http_client
         except ImportError:
-            ready.set_exception(ToolServerError("missing-sdk", INSTALL_HINT))
+            ready.set_exception(explain(FailureFacts(url=self.url, error_type=MISSING_SDK)))
             return
-
-        async def note(response: Any) -> None:
-            self.seen["status"] = response.status_code
-            self.seen["content_type"] = response.headers.get("content-type", "")
-
+        _WIRE.set(self.wire)
         try:
             async with httpx2.AsyncClient(headers=self.headers,
                                           timeout=httpx2.Timeout(self.timeout_s, read=300),
-                                          transport=_listing_transport(httpx2, self.skipped),
-                                          event_hooks={"response": [note]}) as http:
+                                          transport=_watching_transport(httpx2, self.skipped)
+                                          ) as http:
                 transport = streamable_http_client(self.url, http_client=http)
                 async with Client(transport, mode="auto", message_handler=self._on_message,
                                   read_timeout_seconds=self.timeout_s,
@@ -145,7 +189,8 @@ class PythonConnection:
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and self._closing:
                 return
-            error = explain(exc, self.url, self.seen)
+            # the connection's own exchange failed: at its start, or later (it ended)
+            error = self._explain(exc, "connect", self.wire, self.timeout_s)
             if not ready.done():
                 ready.set_exception(error)
             elif not self._closing and self.on_closed is not None:
@@ -154,8 +199,7 @@ class PythonConnection:
                 raise
         else:
             if not self._closing and self.on_closed is not None:
-                self.on_closed(ToolServerError("closed", f"The tool server at {self.url} "
-                                                         "closed the connection."))
+                self.on_closed(explain(FailureFacts(url=self.url, error_type=CLOSED)))
 
     async def _hold(self, client: Any) -> None:
         """Wait for close(); on a 2026-07-28 session, listen for tool list changes."""
@@ -173,6 +217,7 @@ class PythonConnection:
         await self._stop.wait()
 
     async def _listen(self, client: Any) -> None:
+        _WIRE.set(Wire())   # its long request is not the connection's start
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
@@ -189,19 +234,29 @@ class PythonConnection:
             self.on_tools_changed()
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        """Every page of ``tools/list`` (at most 100 pages); ``skipped`` says which tools
-        the replies held that could not be used, and why."""
+        """Every page of ``tools/list`` (at most 100 pages), all within ``timeout_s``;
+        ``skipped`` says which tools the replies held that could not be used, and why."""
         self.skipped.clear()
         tools: list[dict[str, Any]] = []
         cursor = None
+        wire = Wire()
+        token = _WIRE.set(wire)
+        deadline = self.timeout_s
+        limit = asyncio.timeout(deadline)
         try:
-            for _page in range(100):
-                page, cursor = await self._list_page(cursor)
-                tools.extend(page)
-                if not cursor:
-                    break
+            async with limit:
+                for _page in range(100):
+                    page, cursor = await self._list_page(cursor)
+                    tools.extend(page)
+                    if not cursor:
+                        break
         except Exception as exc:
-            raise explain(exc, self.url, self.seen) from None
+            if isinstance(exc, TimeoutError) and limit.expired():   # this limit's, not another's
+                raise explain(FailureFacts(url=self.url, stage="list", timed_out=True,
+                                           timeout_s=deadline)) from None
+            raise self._explain(exc, "list", wire, deadline) from None
+        finally:
+            _WIRE.reset(token)
         return tools
 
     async def _list_page(self, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
@@ -210,26 +265,19 @@ class PythonConnection:
                 result.next_cursor)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
-        """``tools/call``; the result as a plain dict."""
+        """``tools/call``; the result as a plain dict. A JSON-RPC error the server answers
+        with is the tool's error (:class:`~py_agent.tools.remote.RemoteToolError`)."""
+        wire = Wire()
+        token = _WIRE.set(wire)
         try:
             result = await self.client.call_tool(name, arguments,
                                                  read_timeout_seconds=timeout_s)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            inner = _unwrap(exc)
-            code = getattr(getattr(inner, "error", None), "code", None)
-            if code == CONNECTION_CLOSED:
-                raise ToolServerError("closed", f"The tool server at {self.url} went away "
-                                                "during the call.") from None
-            if code == REQUEST_TIMEOUT:
-                raise ToolServerError("timeout", f"The tool server at {self.url} did not "
-                                                 f"answer within {timeout_s:g} s.") from None
-            if type(inner).__name__ == "MCPError" and self.seen.get("status") in (None, 200, 202):
-                # the server answered the call with a JSON-RPC error (an unknown tool, bad
-                # arguments): the model reads it
-                return {"content": [{"type": "text", "text": str(inner)}], "isError": True}
-            raise explain(exc, self.url, self.seen) from None
+            raise self._explain(exc, "call", wire, timeout_s) from None
+        finally:
+            _WIRE.reset(token)
         return result.model_dump(by_alias=True, exclude_none=True)
 
     async def close(self) -> None:
@@ -244,25 +292,93 @@ class PythonConnection:
                 owner.cancel()
 
 
-def _listing_transport(httpx2: Any, skipped: list[str]) -> Any:
-    """An HTTP transport that takes unusable tools out of tools/list replies
-    (py_agent.mcp.tool_lists), noting them in ``skipped``."""
+def _note_rpc_error(data: str, wire: Wire) -> None:
+    """Note the code of a JSON-RPC error in one reply (JSON text), as the wire carried it."""
+    if nests_deeper(data):
+        return   # the SDK refuses it (and its error is not the server's)
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return
+    for item in message if isinstance(message, list) else [message]:
+        error = item.get("error") if isinstance(item, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            wire.rpc_error = code
 
-    class ListingTransport(httpx2.AsyncHTTPTransport):
+
+def _watching_transport(httpx2: Any, skipped: list[str]) -> Any:
+    """An HTTP transport that notes, for each JSON-RPC request, what answered it (into the
+    sending operation's :class:`Wire`), and takes unusable tools out of tools/list
+    replies (py_agent.mcp.tool_lists), noting them in ``skipped``."""
+
+    class ObservedEvents(httpx2.AsyncByteStream):
+        """A server-sent-events body passed through unchanged, its events' JSON-RPC errors
+        noted on the way (a call's reply streams: it is not held back)."""
+
+        MAX_PENDING = 2_000_000   # an event longer than this is the SDK's to refuse
+
+        def __init__(self, stream: Any, wire: Wire) -> None:
+            self.stream = stream
+            self.wire = wire
+            self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            self.pending = ""
+
+        async def __aiter__(self):
+            async for chunk in self.stream:
+                self._feed(chunk)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+        def _feed(self, chunk: bytes) -> None:
+            self.pending = (self.pending + self.decoder.decode(chunk)).replace("\r\n", "\n")
+            *events, self.pending = self.pending.split("\n\n")
+            if len(self.pending) > self.MAX_PENDING:
+                self.pending = ""
+            for event in events:
+                data = "\n".join(line[6:] if line.startswith("data: ") else line[5:]
+                                 for line in event.split("\n") if line.startswith("data:"))
+                if data:
+                    _note_rpc_error(data, self.wire)
+
+    class WatchingTransport(httpx2.AsyncHTTPTransport):
         async def handle_async_request(self, request: Any) -> Any:
-            response = await super().handle_async_request(request)
-            if request.method != "POST" or not is_tools_list(request.content):
-                return response
-            body = await response.aread()
-            kind = response.headers.get("content-type", "")
+            wire = _WIRE.get()
+            rpc = rpc_request(request.content) if request.method == "POST" else None
+            if rpc is None or wire is None:   # notifications, the GET stream, DELETE
+                return await super().handle_async_request(request)
+            request_id, method = rpc
+            try:
+                response = await super().handle_async_request(request)
+            except httpx2.ConnectError:
+                wire.network_error = True
+                raise
+            content_type = response.headers.get("content-type", "")
+            wire.answered(response.status_code, content_type)
+            media = content_type.split(";")[0].strip().lower()
             headers = [(k, v) for k, v in response.headers.items()
                        if k.lower() not in ("content-length", "content-encoding",
                                             "transfer-encoding")]
-            return httpx2.Response(response.status_code, headers=headers,
-                                   content=sanitize_body(body, kind, skipped),
+            if media == "text/event-stream" and method != "tools/list":
+                return httpx2.Response(response.status_code, headers=headers,
+                                       stream=ObservedEvents(response.stream, wire),
+                                       request=request, extensions=response.extensions)
+            if media not in ("application/json", "text/event-stream"):
+                return response
+            body = await response.aread()
+            if method == "tools/list" and response.is_success:
+                body, content_type, wire.refused = clean_tools_list(
+                    body, content_type, request_id, skipped)
+                headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
+                headers.append(("content-type", content_type))
+            if not wire.refused:
+                _note_rpc_error(body.decode("utf-8", "replace"), wire)
+            return httpx2.Response(response.status_code, headers=headers, content=body,
                                    request=request, extensions=response.extensions)
 
-    return ListingTransport()
+    return WatchingTransport()
 
 
 async def python_connection(url: str, *, headers: dict[str, str] | None = None,
@@ -272,8 +388,7 @@ async def python_connection(url: str, *, headers: dict[str, str] | None = None,
                             ) -> PythonConnection:
     """Open a connection to the tool server at ``url``."""
     if not url.startswith(("http://", "https://")):
-        raise ToolServerError("address", f"{url}: a tool server is reached over http or "
-                                         "https (an address like http://host:port/mcp).")
+        raise explain(FailureFacts(url=url, error_type="address"))
     return await PythonConnection(url, headers=headers, timeout_s=timeout_s,
                                   on_tools_changed=on_tools_changed,
                                   on_closed=on_closed).open()

@@ -27,6 +27,7 @@ from .errors import ToolServerError
 log = logging.getLogger("py_agent.mcp")
 
 DEFAULT_TIMEOUT_S = 30.0
+LIST_BACKSTOP_S = 1.0
 
 
 class Connection(Protocol):
@@ -155,7 +156,14 @@ class ToolServer:
 
     async def _list(self) -> None:
         assert self.connection is not None
-        listed = await asyncio.wait_for(self.connection.list_tools(), self.timeout_s)
+        try:
+            # The connection bounds the list itself and says what timed out; this is the
+            # backstop for one that does not.
+            listed = await asyncio.wait_for(self.connection.list_tools(),
+                                            self.timeout_s + LIST_BACKSTOP_S)
+        except asyncio.TimeoutError:
+            raise ToolServerError("timeout", f"The tool server at {self.url} did not answer "
+                                             f"tools/list within {self.timeout_s:g} s.") from None
         tools = []
         skipped = [f"{self.name}: {why}" for why in getattr(self.connection, "skipped", ())]
         origin = self.origin

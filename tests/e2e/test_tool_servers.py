@@ -34,6 +34,7 @@ RULES = r"""[
     [/weather in (\w+)/i, (m) => ['weather', {city: m[1]}]],
     [/delete the file (\S+)/i, (m) => ['delete_file', {path: m[1]}]],
     [/delete my note (.+)$/i, (m) => ['delete_note', {note: m[1]}]],
+    [/quota for (\w+)/i, (m) => ['quota_tool', {q: m[1]}]],
 ]"""
 # A model that does what a hostile result or page tool tells it: the worst case.
 OBEY = """(tool, observation) => ['hostile_result_of', 'read_article'].includes(tool)
@@ -376,3 +377,45 @@ def test_webmcp_tools_of_the_page_are_offered_and_the_agents_tools_can_be_regist
     assert names.count("calculate") == 1
     app.evaluate("window.__unexpose()")
     assert "calculate" not in {t["name"] for t in app.webmcp.tools()}
+
+
+def terminal_error(url: str) -> tuple[str, str]:
+    """What CPython (the terminal, py_agent.load_mcp_tools) says of the server at ``url``."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    from py_agent.mcp import connect_mcp
+
+    with ThreadPoolExecutor(1) as thread:   # Playwright's loop runs in this one
+        server = thread.submit(asyncio.run, connect_mcp(url, timeout_s=10)).result(timeout=30)
+    return server.kind, server.error
+
+
+def test_the_page_says_what_the_terminal_says(app: Page, servers) -> None:
+    """A failure's words come from py_agent.mcp.failures in both homes (issue 37, item 5),
+    issue 38/9's deep list included: malformed, not "HTTP 405"."""
+    everything, ours = servers
+    for path in ("/html?again", "/nowhere", "/raw/deep?depth=2000"):
+        url = ours.url + path
+        shown = ask_worker(app, "connect_tool_server", url=url)
+        assert (shown["kind"], shown["error"]) == terminal_error(url), path
+    deep = ours.url + "/raw/deep?depth=2000"
+    expect(server_item(app, deep).get_by_test_id("tool-server-error")).to_have_text(
+        f"The tool server at {deep} sent a reply that is not valid MCP (JSON-RPC): its "
+        "tools/list reply nests deeper than 100 levels.", timeout=TURN_TIMEOUT_MS)
+    expect(server_item(app, deep)).to_have_attribute("data-kind", "malformed")
+    for url in (ours.url + "/html?again", ours.url + "/nowhere", deep):
+        ask_worker(app, "disconnect_tool_server", url=url)
+
+
+def test_a_servers_json_rpc_error_on_a_call_is_the_tools_error(app: Page, servers) -> None:
+    """Issue 38/9a in the page: -32000 answering a call is the server's own error code; the
+    model reads the server's words, and the server stays connected."""
+    everything, ours = servers
+    url = ours.url + "/raw/rpcerror?code=-32000"
+    assert ask_worker(app, "connect_tool_server", url=url)["state"] == "connected"
+    new_chat(app)
+    assert chat(app, "Use the quota for rain") == "quota_tool -> " + data(
+        "quota_tool", "raw-rpcerror", "Error: quota_tool raised an error: The daily quota of "
+        "this service is used up: try again tomorrow.")
+    expect(server_item(app, url)).to_have_attribute("data-state", "connected")
+    ask_worker(app, "disconnect_tool_server", url=url)

@@ -291,3 +291,25 @@ def test_page_tools_messages_are_listed():
     assert catalogue()[("Agent worker ↔ page tools host", "Page tools messages")] == in_code
     ui = re.search(r"PAGE_TOOLS_MESSAGES = \(([^)]*)\)", source("web/ui/link.py"))
     assert ui and set(re.findall(r'"([\w-]+)"', ui.group(1))) == worker_sends
+
+
+# ------------------------------------------------------------------ agent worker ↔ MCP client
+
+MCP_CLIENT = "Agent worker ↔ MCP client"
+
+
+def test_mcp_client_methods_and_failure_facts_are_listed():
+    import dataclasses
+
+    from py_agent.mcp.failures import FailureFacts
+
+    text = section(MCP_CLIENT)
+    for part in ("**Errors.**", "**Timeouts"):
+        assert part in text
+    path = "worker/mcp_client.js"
+    defined = found(path, r"^export async function (\w+)\(", r"^    (?:async )?(\w+)\([^)]*\) \{")
+    assert catalogue()[(MCP_CLIENT, "method")] == defined
+    called = found("py_agent/browser/tool_servers.py", r"\.handle\.(\w+)\(", r"_module\.(\w+)\(")
+    assert called - {"importModule"} <= defined and {"connect", "callTool"} <= called
+    facts = set(re.findall(r"^\| `(\w+)` \| mcp_client\.js → Python \|", text, re.M))
+    assert facts == {f.name for f in dataclasses.fields(FailureFacts)}
