@@ -219,7 +219,7 @@ def build_extension(folder: Path, *, tools: Iterable[Path] = (),
     started = time.monotonic()
     folder = folder.resolve()
     sites = check_sites(sites)
-    refuse_model_proxy(model_server)
+    refuse_model_proxy(model_server, "an extension")
     check_output(folder, "--extension", MARKER)
     manifest = prepared_manifest(tools, model_server, page_models, tool_servers)
     if "boot_snapshot" not in manifest:

@@ -194,21 +194,22 @@ def root_references(text: str) -> list[str]:
     return sorted(set(_ROOT_REFERENCE.findall(text)))
 
 
-def refuse_model_proxy(model_server: ModelServer | None) -> None:
+def refuse_model_proxy(model_server: ModelServer | None, home: str = "a static site") -> None:
     """:class:`PrepareError` if ``model_server`` needs serve.py's proxy (``--model-proxy``,
-    an API key, an IPv6 address), which a build (static site or extension) cannot carry."""
+    an API key, an IPv6 address), which a build (``home``: a static site, an extension)
+    cannot carry."""
     if model_server is None or not model_server.proxy:
         return
     if model_server.api_key:
         raise PrepareError(
-            f"an API key is set ({' or '.join(API_KEY_VARIABLES)}): a static site cannot keep "
-            "it secret, since every visitor's browser would get it. Serve the page with "
+            f"an API key is set ({' or '.join(API_KEY_VARIABLES)}): {home} cannot keep "
+            "it secret, since every user's browser would get it. Serve the page with "
             "`python serve.py --model-url ...` (its proxy adds the key), or build without "
             "the key for a server that needs none")
     raise PrepareError(
         "the model proxy (--model-proxy, or a server address the policy cannot name, such as "
-        "an IPv6 literal) needs serve.py's own server: a static site reaches the model server "
-        "directly, so that server must allow the site's origin (CORS). Build without "
+        f"an IPv6 literal) needs serve.py's own server: {home} reaches the model server "
+        "directly, so that server must allow its origin (CORS). Build without "
         "--model-proxy, or serve with `python serve.py --model-url ... --model-proxy`")
 
 

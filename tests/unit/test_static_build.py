@@ -77,9 +77,15 @@ def test_the_proxy_and_api_keys_are_refused_with_the_reason():
     with pytest.raises(PrepareError, match="needs serve.py's own server"):
         refuse_model_proxy(model_server_from_args("http://127.0.0.1:11434/v1", proxy=True,
                                                   environ={}))
-    with pytest.raises(PrepareError, match="PY_AGENT_API_KEY or OPENAI_API_KEY.*cannot keep"):
+    with pytest.raises(PrepareError, match="PY_AGENT_API_KEY or OPENAI_API_KEY.*a static "
+                                           "site cannot keep"):
         refuse_model_proxy(model_server_from_args("http://127.0.0.1:11434/v1",
                                                   environ={"OPENAI_API_KEY": "sk-x"}))
+    # the extension's build says so of an extension
+    with pytest.raises(PrepareError, match="an extension cannot keep"):
+        refuse_model_proxy(model_server_from_args("http://127.0.0.1:11434/v1",
+                                                  environ={"OPENAI_API_KEY": "sk-x"}),
+                           "an extension")
 
 
 def test_only_a_new_empty_or_earlier_build_folder_is_written(tmp_path):
