@@ -106,7 +106,7 @@ function watchingFetch(seen) {
 
 /** The facts of `error`, thrown by the SDK while talking to `url` at `stage`. */
 async function factsOf(error, url, stage, seen, {timeoutMs = null, aborted = false} = {}) {
-  const facts = {url, stage, cross_origin: crossOrigin(url),
+  const facts = {url, stage, cross_origin: crossOrigin(url), token_sent: Boolean(seen.tokenSent),
                  detail: String(error?.message ?? error ?? '').slice(0, 1000)};
   if (aborted) return {...facts, aborted: true};
   // the typed errors, the outermost first, then their causes
@@ -156,7 +156,8 @@ export async function connect(clientURL, url, {token = '', timeoutMs = 30_000,
   if (!parsed || !/^https?:$/.test(parsed.protocol)) {
     throw failure({url, stage: 'connect', error_type: 'address', detail: 'not an http(s) address'});
   }
-  const seen = {skipped: [], status: null, contentType: '', network: false, refused: ''};
+  const seen = {skipped: [], status: null, contentType: '', network: false, refused: '',
+                tokenSent: Boolean(token)};
   const fresh = () => Object.assign(seen, {status: null, contentType: '', network: false, refused: ''});
   const headers = token ? {Authorization: `Bearer ${token}`} : {};
   const transport = new sdk.StreamableHTTPClientTransport(parsed, {

@@ -65,6 +65,8 @@ class FailureFacts:
         error_type: what the SDK's error was, as a category (``ERROR_TYPES``).
         detail: the SDK's or the server's own words, for display only.
         in_page: it happened in the page (whose controls the advice names).
+        token_sent: the requests carried a bearer token (a 403 refused the token, or the
+            client itself: its origin, say).
     """
 
     url: str
@@ -82,6 +84,7 @@ class FailureFacts:
     error_type: str = ""
     detail: str = ""
     in_page: bool = False
+    token_sent: bool = False
 
 
 def facts_from(data: Mapping[str, Any] | None, url: str = "") -> FailureFacts:
@@ -117,7 +120,7 @@ def facts_from(data: Mapping[str, Any] | None, url: str = "") -> FailureFacts:
         timed_out=flag("timed_out"), timeout_s=number("timeout_s"), aborted=flag("aborted"),
         jsonrpc_code=integer("jsonrpc_code"),
         error_type=error_type if error_type in ERROR_TYPES else "",
-        detail=text("detail"), in_page=flag("in_page"))
+        detail=text("detail"), in_page=flag("in_page"), token_sent=flag("token_sent"))
 
 
 def as_dict(facts: FailureFacts) -> dict[str, Any]:
@@ -184,8 +187,14 @@ def explain(facts: FailureFacts) -> ToolServerError:
                  "the terminal).")
         return ToolServerError("unauthorized", f"{at} needs a token (HTTP 401): {where}")
     if status == 403:
-        return ToolServerError("forbidden", f"{at} refused the token (HTTP 403): check that "
-                                            "it is right and allows these tools.")
+        if facts.token_sent:
+            return ToolServerError("forbidden", f"{at} refused the token (HTTP 403): check "
+                                                "that it is right and allows these tools.")
+        return ToolServerError("forbidden", f"{at} refused the request (HTTP 403) and no token "
+                                            "was sent: it may want one, or it may not allow "
+                                            "this client's origin (a server made with the MCP "
+                                            "SDK for Python refuses other origins unless told "
+                                            "to allow them).")
     if facts.error_type == PROTOCOL:
         said = _said(facts.detail, ": ")
         return ToolServerError("failed", f"{at} refused {WHAT[stage]}{said.rstrip('.')} "

@@ -14,6 +14,7 @@ list change arrives as ``notifications/tools/list_changed`` (2025) or on a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import codecs
 import contextvars
 import json
@@ -131,7 +132,9 @@ class PythonConnection:
         inner = _unwrap(exc)
         if isinstance(inner, (ToolServerError, RemoteToolError)):
             return inner
-        return failure(facts_of(inner, self.url, stage, wire, timeout_s))
+        facts = facts_of(inner, self.url, stage, wire, timeout_s)
+        sent = any(k.lower() == "authorization" for k in self.headers)
+        return failure(dataclasses.replace(facts, token_sent=sent))
 
     async def open(self) -> "PythonConnection":
         """Connect (at most ``timeout_s``); :class:`ToolServerError` says why not."""

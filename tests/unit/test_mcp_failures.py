@@ -50,8 +50,13 @@ CORS = ("Access-Control-Allow-Origin (this page's origin or *), Access-Control-A
      "TOKEN'} (--mcp-token in the terminal)."),
     (dict(http_status=401, in_page=True), "unauthorized",
      f"{AT} needs a token (HTTP 401): give one (a bearer token) when you connect it."),
-    (dict(http_status=403, error_type=PROTOCOL, jsonrpc_code=-32600), "forbidden",
+    (dict(http_status=403, error_type=PROTOCOL, jsonrpc_code=-32600, token_sent=True),
+     "forbidden",
      f"{AT} refused the token (HTTP 403): check that it is right and allows these tools."),
+    (dict(http_status=403), "forbidden",
+     f"{AT} refused the request (HTTP 403) and no token was sent: it may want one, or it "
+     "may not allow this client's origin (a server made with the MCP SDK for Python "
+     "refuses other origins unless told to allow them)."),
     (dict(stage="list", error_type=PROTOCOL, jsonrpc_code=-32601,
           detail="Method not found.\nmore"), "failed",
      f"{AT} refused tools/list: Method not found (JSON-RPC error -32601)."),
@@ -136,7 +141,8 @@ def test_the_pages_plain_facts_are_held_to_their_types() -> None:
         "url": URL, "stage": "list", "http_status": 404, "content_type": "text/html",
         "network_error": False, "csp_blocked": False, "opaque_reachable": False,
         "cross_origin": False, "timed_out": True, "timeout_s": 2.5, "aborted": False,
-        "jsonrpc_code": None, "error_type": "", "detail": "", "in_page": True}
+        "jsonrpc_code": None, "error_type": "", "detail": "", "in_page": True,
+        "token_sent": False}
     assert facts_from(None, URL) == FailureFacts(url=URL)
     assert facts_from({"stage": "elsewhere", "timeout_s": float("nan"),
                        "http_status": 401.5}, URL) == FailureFacts(url=URL)
