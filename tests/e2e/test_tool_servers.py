@@ -17,7 +17,8 @@ import threading
 from serving.http_server import make_server
 from serving.tool_servers import tool_servers_from_args
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path
-from tests.tool_server_processes import calls, everything_server, free_port, python_server, reset
+from tests.tool_server_processes import (SilentServer, calls, everything_server, free_port,
+                                         python_server, reset)
 from tests.e2e.pages import (ASSISTANT, BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, answer_to, ask_worker,
                              boot, chat, install_fake_lm_scripts, tool_call_responder,
                              wait_until)
@@ -140,6 +141,30 @@ def test_a_message_sent_the_moment_the_page_is_ready_is_offered_the_servers_tool
             page.close()
     finally:
         context.close()
+
+
+def test_a_server_that_is_not_ready_is_named_in_the_trace_and_the_turn_goes_on(
+        webmcp_browser: Browser) -> None:
+    """A --mcp server that never answers: the first turn waits for it a few seconds, then
+    goes on without its tools, and the trace says which server was not ready."""
+    silent = SilentServer()
+    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+                         tool_servers=tool_servers_from_args([silent.url + "/mcp"]))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    context = webmcp_browser.new_context()
+    try:
+        page = context.new_page()
+        install_fake_lm_scripts(page, {"responderSource": tool_call_responder(RULES, OBEY)})
+        boot(page, server.url + "/")
+        answer = chat(page, "What is the sum of 19 and 23?")
+        assert answer.startswith("NOT OFFERED get-sum"), answer
+        name = silent.url.removeprefix("http://")
+        expect(page.get_by_test_id("tools-not-ready").last).to_contain_text(name)
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+        silent.stop()
 
 
 def test_connecting_from_the_tools_panel_and_what_goes_wrong(app: Page, servers) -> None:
