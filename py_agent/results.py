@@ -28,6 +28,7 @@ class StepTrace:
     raw: str = ""
     constraint: str = ""  # the response-constraint level the reply was asked under
     approval: str = ""    # a consequential call: "once", "chat" or "deny" (py_agent.turn.approval)
+    untrusted: str = ""   # whose words the observation is, when not the app's (StepRecord)
 
     @property
     def corrective(self) -> bool:
@@ -35,14 +36,16 @@ class StepTrace:
 
     def record(self) -> StepRecord:
         return StepRecord(thought=self.thought, tool=self.tool, tool_input=self.tool_input,
-                          observation=self.observation, corrective=self.corrective)
+                          observation=self.observation, corrective=self.corrective,
+                          untrusted=self.untrusted)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "kind": self.kind, "thought": self.thought,
                 "tool": self.tool, "tool_input": self.tool_input,
                 "observation": self.observation, "ok": self.ok,
                 "model_ms": round(self.model_ms, 1), "tool_ms": round(self.tool_ms, 1),
-                "constraint": self.constraint, "approval": self.approval}
+                "constraint": self.constraint, "approval": self.approval,
+                "untrusted": self.untrusted}
 
 
 @dataclass

@@ -142,7 +142,8 @@ def test_recalled_turns_stay_within_the_planned_room(make_agent):
     prompt = first_prompts(model)[-1].input
     section = prompt[prompt.index(RECALLED_HEADING):prompt.index("\n\nTools for this request:")]
     assert agent.accountant.counter.count(section) <= 120
-    assert DETAIL in section and section.endswith("…")  # the best turn, cut to fit
+    # the best turn, cut to fit, its words as data
+    assert DETAIL in section and section.endswith("… \u27e6end of data\u27e7")
     event = recalled_events(events)[-1]
     assert event["tokens"] <= event["budget"] == 120
     assert [h["shown"] for h in event["hits"]] == [True, False, False]
