@@ -101,6 +101,10 @@ class MemoryState:
     # whether the session is private (then it neither shows nor adds to the profile).
     profile: list[Fact] = field(default_factory=list)
     private: bool = False
+    # The summary's marked part: made from turns that read someone else's words (whose:
+    # ``untrusted_sources``), shown to the model only as data (docs/memory.md).
+    untrusted_summary: str = ""
+    untrusted_sources: list[str] = field(default_factory=list)
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
