@@ -264,6 +264,12 @@ class Agent:
         :class:`~py_agent.profile.UnknownProfileFactError` or ValueError."""
         return await self.profile_control.edit(fact_id, text)
 
+    async def confirm_profile_fact(self, fact_id: str) -> ProfileFact:
+        """Confirm a profile fact taken from untrusted text (``ProfileFact.unconfirmed``):
+        from now on every chat that is not private shows it. Returns the confirmed fact;
+        raises :class:`~py_agent.profile.UnknownProfileFactError`."""
+        return await self.profile_control.confirm(fact_id)
+
     async def forget_profile_fact(self, fact_id: str) -> ProfileFact:
         """Forget a profile fact: it leaves the profile and every prompt, the session it
         came from included, and is not taken again from the turns that said it. Returns

@@ -123,7 +123,9 @@ class MemoryState:
                 "detached": self.detached, "degraded": self.degraded,
                 "consecutive_failures": self.consecutive_failures, "prefix": self.prefix,
                 "recalled": list(self.recalled),
-                "profile": [f.to_dict() for f in self.profile], "private": self.private}
+                "profile": [f.to_dict() for f in self.profile], "private": self.private,
+                "untrusted_summary": self.untrusted_summary,
+                "untrusted_sources": list(self.untrusted_sources)}
 
 
 @dataclass
