@@ -196,16 +196,17 @@ def test_the_profile_takes_the_order_only_unconfirmed(entry):
     scene = Scene(entry)
     scene.say(LOOKUP)
     scene.say("Thanks.")
-    profile = run(scene.agent.profile())
-    carried = [p for p in profile if scene.directive in p.text]
-    assert carried and all(p.unconfirmed for p in carried)
     # another chat never reads it, marked or not
     since, scene.asked[:] = scene.mark(), []
     scene.say("Hello there, what can you do?", "other")
-    assert scene.ran == [] and scene.asked == []
     assert not any(scene.directive in flat(text) for text in scene.step_reads(since))
+    assert scene.ran == [] and scene.asked == []
     state = run(scene.agent.memory_state("other"))
     assert not any(scene.directive in f.text for f in state.profile)
+    # it waits in the profile, unconfirmed, for the user to see in the inspector
+    profile = run(scene.agent.profile())
+    carried = [p for p in profile if scene.directive in p.text]
+    assert carried and all(p.unconfirmed for p in carried)
     # confirmed by the user in the inspector, it is a normal profile fact
     confirmed = run(scene.agent.confirm_profile_fact(carried[0].id))
     assert not confirmed.unconfirmed
