@@ -89,12 +89,11 @@ def where_said(hit: Hit, session_id: str, titles: Callable[[str], str]) -> str:
 
 def hit_block(hit: Hit, session_id: str, titles: Callable[[str], str], now: datetime,
               text: str | None = None) -> str:
-    """One recalled turn as a prompt or an observation shows it: its words as data."""
+    """One recalled turn as a prompt or an observation shows it: its words as data, the
+    marks naming where and when it was said."""
     day = when_said(hit, now)
-    where = where_said(hit, session_id, titles)
-    head = f"[From {where}" + (f", {day}]" if day else "]")
-    words = untrusted_text(hit.text if text is None else text)
-    return head + "\n" + data_block(f"a turn recalled from {where}", words)
+    where = where_said(hit, session_id, titles) + (f", {day}" if day else "")
+    return data_block(where, untrusted_text(hit.text if text is None else text))
 
 
 def hit_reason(hit: Hit, session_id: str, titles: Callable[[str], str]) -> str:
