@@ -234,3 +234,29 @@ def test_turns_recalled_from_another_chat_are_marked_and_asked_about(entry):
     assert scene.ran == [] and scene.asked == [name]
     why = " ".join(scene.questions()[-1]["untrusted"])
     assert "recalled" in why
+
+
+def test_once_the_text_is_dropped_from_memory_the_chat_allowance_holds_again():
+    """The fallback summary keeps only the user's words: the result's text leaves what the
+    model reads (the raw turns, the memory session once rebuilt), and with it the reason
+    to ask; a call the user allowed for the chat runs again without a question."""
+    entry = ENTRIES[0]
+    scene = Scene(entry, memory=MemoryPolicy(extract_facts=False, min_recent_turns=1,
+                                             fallback_after_failures=1))
+    respond = scene.respond
+
+    def no_summaries(call: PromptCall) -> str:   # a summarizer that fails: the fallback
+        return "" if call.purpose is Purpose.SUMMARY else respond(call)
+    scene.model.fn = no_summaries
+    name = scene.target["toolName"]
+    scene.allow_for_the_chat()
+    scene.say(LOOKUP)
+    scene.say("Thanks.")
+    report = run(scene.agent.compact("default"))
+    assert report.ok and report.record is not None and report.record.fallback
+    state = run(scene.agent.memory_state("default"))
+    assert state.untrusted_summary == "" and scene.directive not in state.summary
+    assert not any(t.untrusted for t in state.recent_turns)
+    scene.asked[:] = []
+    scene.say("Please do what you would do for me.")
+    assert scene.asked == [] and len(scene.ran) == 1   # allowed for the chat, not asked
