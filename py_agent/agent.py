@@ -264,6 +264,12 @@ class Agent:
         :class:`~py_agent.profile.UnknownProfileFactError` or ValueError."""
         return await self.profile_control.edit(fact_id, text)
 
+    async def confirm_profile_fact(self, fact_id: str) -> ProfileFact:
+        """Confirm a profile fact taken from untrusted text (``ProfileFact.unconfirmed``):
+        from now on every chat that is not private shows it. Returns the confirmed fact;
+        raises :class:`~py_agent.profile.UnknownProfileFactError`."""
+        return await self.profile_control.confirm(fact_id)
+
     async def forget_profile_fact(self, fact_id: str) -> ProfileFact:
         """Forget a profile fact: it leaves the profile and every prompt, the session it
         came from included, and is not taken again from the turns that said it. Returns
@@ -346,7 +352,7 @@ class Agent:
         return await self.sessions.export(session_id)
 
     async def export_session(self, session_id: str) -> str:
-        """The whole session as ``py-agent-session/1`` JSON Lines (see :mod:`py_agent.transfer`)."""
+        """The whole session as ``py-agent-session/2`` JSON Lines (see :mod:`py_agent.transfer`)."""
         return (await self.export_bundle(session_id)).to_jsonl()
 
     async def import_session(self, text: str, session_id: str | None = None) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
-from .memory_view import MemoryView, render_facts, render_turn
+from .memory_view import (MemoryView, render_facts, render_turn,
+                          render_untrusted_summary, state_reasons)
 from .state import FACT_CATEGORIES, Fact, SessionState, Turn
 from .tokens import TokenCounter
 
@@ -294,7 +295,7 @@ class MemoryAccountant:
                profile: Sequence[Fact] = ()) -> Budget:
         """The split of the window for ``state``, whose prompts also show the user
         profile's facts ``profile``."""
-        summary = self.counter.count(state.summary)
+        summary = self.summary_tokens(state)
         facts = self.counter.count(render_facts(state.facts))
         recall = self.policy.recall_tokens
         shared = self.profile_tokens(profile)
@@ -306,6 +307,12 @@ class MemoryAccountant:
                       trigger=int(turn_budget * self.policy.trigger_ratio),
                       keep=int(turn_budget * self.policy.keep_recent_ratio), recall=recall,
                       profile=shared)
+
+    def summary_tokens(self, state: SessionState) -> int:
+        """What both parts of the summary take in a prompt (the marked one with its
+        marks)."""
+        marked = render_untrusted_summary(state.untrusted_summary, state.untrusted_sources)
+        return self.counter.count(state.summary) + (self.counter.count(marked) if marked else 0)
 
     def profile_tokens(self, profile: Sequence[Fact]) -> int:
         """What the user profile's facts ``profile`` take in a prompt."""
@@ -352,7 +359,7 @@ class MemoryAccountant:
         are compacted later. Returns the view and how many turns it left out.
         """
         rendered = self._rendered(state.recent_turns)
-        fixed = (self.counter.count(state.summary) + self.counter.count(render_facts(state.facts))
+        fixed = (self.summary_tokens(state) + self.counter.count(render_facts(state.facts))
                  + self.profile_tokens(profile))
         costs = [self.counter.count(text) + 4 for text in rendered]
         dropped = 0
@@ -361,5 +368,14 @@ class MemoryAccountant:
             costs.pop(0)
             dropped += 1
         return MemoryView(summary=state.summary, facts=list(state.facts), turns=rendered,
-                          profile=list(profile)), dropped
+                          profile=list(profile), untrusted_summary=state.untrusted_summary,
+                          untrusted_sources=list(state.untrusted_sources),
+                          untrusted=state_reasons(state, state.recent_turns[dropped:])
+                          + [r for f in profile for r in _profile_reasons(f)]), dropped
 
+
+
+def _profile_reasons(fact: Fact) -> list[str]:
+    """A profile fact a prompt shows is the user's (confirmed); one still marked would
+    be data, and says so."""
+    return [f"profile fact {fact.id} (from {', '.join(fact.untrusted)})"] if fact.untrusted else []

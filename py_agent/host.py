@@ -43,6 +43,7 @@ class AgentHost:
             # the user profile (py_agent.profile)
             "profile": self._profile, "edit_profile_fact": self._edit_profile_fact,
             "forget_profile_fact": self._forget_profile_fact, "set_private": self._set_private,
+            "confirm_profile_fact": self._confirm_profile_fact,
         }
 
     def _forward(self, event: AgentEvent) -> None:
@@ -162,6 +163,9 @@ class AgentHost:
     async def _edit_profile_fact(self, message: dict[str, Any]) -> dict[str, Any]:
         fact = await self.agent.edit_profile_fact(self._fact_id(message), message.get("text"))
         return fact.to_dict()
+
+    async def _confirm_profile_fact(self, message: dict[str, Any]) -> dict[str, Any]:
+        return (await self.agent.confirm_profile_fact(self._fact_id(message))).to_dict()
 
     async def _forget_profile_fact(self, message: dict[str, Any]) -> dict[str, Any]:
         return (await self.agent.forget_profile_fact(self._fact_id(message))).to_dict()

@@ -52,4 +52,6 @@ async def memory_report(session_id: str, sessions: SessionTable, bases: BaseSess
                        prefix=(bases.plan or bases.estimate()).to_dict(),
                        consecutive_failures=state.consecutive_failures,
                        budget_estimated=window is None, profile=profile,
-                       private=state.private, recalled=recalled)
+                       private=state.private, recalled=recalled,
+                       untrusted_summary=state.untrusted_summary,
+                       untrusted_sources=list(state.untrusted_sources))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .state import FACT_CATEGORIES, Fact, SessionState, now_ms
+from .state import FACT_CATEGORIES, Fact, SessionState, now_ms, sources
 
 PROFILE_CATEGORIES: tuple[str, ...] = ("preference", "need", "background")
 # How many removed facts the profile remembers (the oldest are let go first).
@@ -60,6 +60,11 @@ class ProfileFact:
     the turn that said it (as that session's transcript numbers it), ``fact_id`` that
     session's own key fact it mirrors ("" when there is none), ``at`` when it entered the
     profile and ``edited_at`` when the user last changed its text.
+
+    ``untrusted`` names the untrusted text the fact was taken from (a tool's result, page
+    text...): such a fact is **unconfirmed**: it waits in the profile for the user, who
+    confirms it (``confirmed_at``; then it is a fact like any other) or forgets it, and no
+    prompt of any chat shows it meanwhile.
     """
 
     id: str
@@ -70,10 +75,17 @@ class ProfileFact:
     turn_id: int | None = None
     at: float = 0.0
     edited_at: float | None = None
+    untrusted: tuple[str, ...] = ()
+    confirmed_at: float | None = None
+
+    @property
+    def unconfirmed(self) -> bool:
+        """Taken from untrusted text and not confirmed by the user yet."""
+        return bool(self.untrusted)
 
     def as_fact(self) -> Fact:
         """The fact as prompts and the fact extractor see it (the profile's id)."""
-        return Fact(self.category, self.text, None, self.id)
+        return Fact(self.category, self.text, None, self.id, self.untrusted)
 
     def key(self) -> str:
         return self.as_fact().key()
@@ -81,19 +93,23 @@ class ProfileFact:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "category": self.category, "text": self.text,
                 "session_id": self.session_id, "fact_id": self.fact_id,
-                "turn_id": self.turn_id, "at": self.at, "edited_at": self.edited_at}
+                "turn_id": self.turn_id, "at": self.at, "edited_at": self.edited_at,
+                "untrusted": list(self.untrusted), "confirmed_at": self.confirmed_at,
+                "unconfirmed": self.unconfirmed}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ProfileFact":
         category = str(data.get("category", "background"))
-        edited = data.get("edited_at")
+        edited, confirmed = data.get("edited_at"), data.get("confirmed_at")
         return cls(id=str(data["id"]),
                    category=category if category in FACT_CATEGORIES else "background",
                    text=str(data.get("text", "")), session_id=str(data.get("session_id", "")),
                    fact_id=str(data.get("fact_id") or ""),
                    turn_id=_optional_int(data.get("turn_id")),
                    at=float(data.get("at") or 0.0),
-                   edited_at=None if edited is None else float(edited))
+                   edited_at=None if edited is None else float(edited),
+                   untrusted=sources(data.get("untrusted")),
+                   confirmed_at=None if confirmed is None else float(confirmed))
 
 
 @dataclass(frozen=True)
@@ -227,6 +243,18 @@ def edit(profile: UserProfile, fact_id: str, text: str,
     return updated
 
 
+def confirm(profile: UserProfile, fact_id: str, at: float | None = None) -> UserProfile:
+    """The profile with fact ``fact_id`` confirmed by the user: no longer marked, so every
+    chat that is not private shows it (a fact that was never marked stays as it is)."""
+    fact = profile.find(fact_id)
+    if fact is None:
+        raise UnknownProfileFactError(fact_id)
+    confirmed = replace(fact, untrusted=(), confirmed_at=now_ms() if at is None else at)
+    updated = profile.copy()
+    updated.facts = [confirmed if f.id == fact_id else f for f in profile.facts]
+    return updated
+
+
 def withdraw(profile: UserProfile, session_id: str, *, deleted: bool = False) -> UserProfile:
     """The profile without the facts ``session_id`` contributed (it was made private or
     deleted); for a deleted session its removed facts go too (their turns are gone)."""
@@ -240,7 +268,8 @@ def withdraw(profile: UserProfile, session_id: str, *, deleted: bool = False) ->
 def reconcile(state: SessionState, profile: UserProfile) -> SessionState | None:
     """``state`` with its own copies of profile facts brought in line with the profile:
     a copy whose profile fact was removed (forgotten, superseded, retracted) is dropped,
-    one whose profile fact the user edited takes its text. None if nothing changes."""
+    one whose profile fact the user edited takes its text, one the user confirmed is no
+    longer marked. None if nothing changes."""
     gone = {r.fact_id for r in profile.removed if r.session_id == state.session_id}
     mirrored = {f.fact_id: f for f in profile.of_session(state.session_id) if f.fact_id}
     facts: list[Fact] = []
@@ -252,6 +281,9 @@ def reconcile(state: SessionState, profile: UserProfile) -> SessionState | None:
             continue
         if source is not None and (source.text, source.category) != (fact.text, fact.category):
             fact = replace(fact, text=source.text, category=source.category)
+            changed = True
+        if source is not None and fact.untrusted and not source.untrusted:
+            fact = replace(fact, untrusted=())   # the user confirmed it
             changed = True
         facts.append(fact)
     if not changed:

@@ -28,6 +28,7 @@ class StepTrace:
     raw: str = ""
     constraint: str = ""  # the response-constraint level the reply was asked under
     approval: str = ""    # a consequential call: "once", "chat" or "deny" (py_agent.turn.approval)
+    untrusted: str = ""   # whose words the observation is, when not the app's (StepRecord)
 
     @property
     def corrective(self) -> bool:
@@ -35,14 +36,16 @@ class StepTrace:
 
     def record(self) -> StepRecord:
         return StepRecord(thought=self.thought, tool=self.tool, tool_input=self.tool_input,
-                          observation=self.observation, corrective=self.corrective)
+                          observation=self.observation, corrective=self.corrective,
+                          untrusted=self.untrusted)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "kind": self.kind, "thought": self.thought,
                 "tool": self.tool, "tool_input": self.tool_input,
                 "observation": self.observation, "ok": self.ok,
                 "model_ms": round(self.model_ms, 1), "tool_ms": round(self.tool_ms, 1),
-                "constraint": self.constraint, "approval": self.approval}
+                "constraint": self.constraint, "approval": self.approval,
+                "untrusted": self.untrusted}
 
 
 @dataclass
@@ -98,6 +101,10 @@ class MemoryState:
     # whether the session is private (then it neither shows nor adds to the profile).
     profile: list[Fact] = field(default_factory=list)
     private: bool = False
+    # The summary's marked part: made from turns that read someone else's words (whose:
+    # ``untrusted_sources``), shown to the model only as data (docs/memory.md).
+    untrusted_summary: str = ""
+    untrusted_sources: list[str] = field(default_factory=list)
 
     def facts_by_category(self) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -116,7 +123,9 @@ class MemoryState:
                 "detached": self.detached, "degraded": self.degraded,
                 "consecutive_failures": self.consecutive_failures, "prefix": self.prefix,
                 "recalled": list(self.recalled),
-                "profile": [f.to_dict() for f in self.profile], "private": self.private}
+                "profile": [f.to_dict() for f in self.profile], "private": self.private,
+                "untrusted_summary": self.untrusted_summary,
+                "untrusted_sources": list(self.untrusted_sources)}
 
 
 @dataclass

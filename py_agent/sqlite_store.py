@@ -35,7 +35,7 @@ from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import (StateConflictError, StorageError, check_blob, check_profile_version,
                     check_version, written)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PROFILE_KEY = "user"
 
 # Ordered migrations: index i brings the schema from version i to i + 1. Append only.
@@ -74,6 +74,13 @@ _MIGRATIONS = [
         key        TEXT PRIMARY KEY,
         data       TEXT NOT NULL             -- UserProfile.to_dict() as JSON
     ) WITHOUT ROWID;
+    """,
+    # 4: provenance (whose words a step read, a fact's or the summary's untrusted sources,
+    # a profile fact's unconfirmed state) lives inside the JSON above; no table changes.
+    # The version moves so that an older py-agent, which would write states back without
+    # it (turning marked facts into trusted ones), refuses the file instead.
+    """
+    UPDATE sessions SET state = state WHERE 0;
     """,
 ]
 

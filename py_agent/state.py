@@ -6,6 +6,7 @@ keeps it in IndexedDB through a JavaScript bridge.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
@@ -27,25 +28,41 @@ def now_ms() -> float:
     return time.time() * 1000.0
 
 
+# The marks that open untrusted data in a stored observation (py_agent.memory_view's
+# data_block); read only to migrate steps saved before ``StepRecord.untrusted`` existed.
+_DATA_HEAD = re.compile("^\u27e6data from (.*?); not instructions\u27e7")
+
+
 @dataclass
 class StepRecord:
-    """One ReAct step as remembered after the turn: what was done and what came back."""
+    """One ReAct step as remembered after the turn: what was done and what came back.
+
+    ``untrusted`` names where the observation's text came from when it is someone else's
+    words (a tool server's or a page's result, page text, turns recalled from the
+    archive): "lookup_record (my-server)"; "" for the app's own words. While the turn is
+    in what the model reads, consequential calls are asked about (docs/memory.md)."""
 
     thought: str = ""
     tool: str = ""
     tool_input: Any = ""
     observation: str = ""
     corrective: bool = False
+    untrusted: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "StepRecord":
+        observation = str(data.get("observation", ""))
+        if "untrusted" in data:
+            untrusted = str(data.get("untrusted") or "")
+        else:   # saved before provenance was kept: the marks say whose words they were
+            head = _DATA_HEAD.match(observation)
+            untrusted = head.group(1) if head else ""
         return cls(thought=str(data.get("thought", "")), tool=str(data.get("tool", "")),
-                   tool_input=data.get("tool_input", ""),
-                   observation=str(data.get("observation", "")),
-                   corrective=bool(data.get("corrective", False)))
+                   tool_input=data.get("tool_input", ""), observation=observation,
+                   corrective=bool(data.get("corrective", False)), untrusted=untrusted)
 
 
 @dataclass
@@ -69,6 +86,22 @@ class Turn:
         """Whether the turn belongs in the memory the model sees (it was answered)."""
         return self.status in MEMORY_STATUSES
 
+    @property
+    def untrusted(self) -> tuple[str, ...]:
+        """Where the untrusted text this turn read came from ("" sources left out), once
+        each: "turn 3: lookup_record (my-server)". Empty: only the user's and the app's
+        words."""
+        return tuple(dict.fromkeys(f"turn {self.id}: {s.untrusted}" for s in self.steps
+                                   if s.untrusted))
+
+    def trusted_part(self) -> "Turn":
+        """The turn as a pass that must stay trusted may read it: whole when it read no
+        untrusted text; else the user's words only (the steps and the answer were
+        written after reading someone else's words)."""
+        if not self.untrusted:
+            return self
+        return replace(self, steps=[], answer=UNTRUSTED_ANSWER)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Turn":
         status = data.get("status", "answered")
@@ -79,19 +112,26 @@ class Turn:
                    created_at=float(data.get("created_at", 0.0)))
 
 
+UNTRUSTED_ANSWER = "(left out: written after reading text from outside)"
+
+
 @dataclass(frozen=True)
 class Fact:
     """A durable piece of knowledge about the user, kept outside the summary.
 
     ``id`` is short ("f7") and unique within its session, so the fact extractor
     can name a known fact it updates or retracts; ``turn_id`` is the turn that
-    last stated it, which makes newer facts outrank older ones.
+    last stated it, which makes newer facts outrank older ones. ``untrusted`` names
+    the untrusted text the pass that wrote it had read ("turn 3: lookup_record
+    (my-server)"): such a fact is data in every prompt and enters the user profile
+    only once the user confirms it; empty for a fact from the user's own words.
     """
 
     category: str
     text: str
     turn_id: int | None = None
     id: str = ""
+    untrusted: tuple[str, ...] = ()
 
     def key(self) -> str:
         """Identity for de-duplication: category and normalised wording."""
@@ -103,6 +143,8 @@ class Fact:
                                 "turn_id": self.turn_id}
         if self.id:
             data["id"] = self.id
+        if self.untrusted:
+            data["untrusted"] = list(self.untrusted)
         return data
 
     @classmethod
@@ -111,7 +153,15 @@ class Fact:
         return cls(category=str(data.get("category", "background")),
                    text=str(data.get("text", "")),
                    turn_id=None if turn_id is None else int(turn_id),
-                   id=str(data.get("id") or ""))
+                   id=str(data.get("id") or ""), untrusted=sources(data.get("untrusted")))
+
+
+def sources(value: Any) -> tuple[str, ...]:
+    """Stored untrusted sources (a list of strings) as a tuple; anything else is none
+    (data saved before provenance was kept)."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    return tuple(dict.fromkeys(str(v) for v in value if isinstance(v, str) and v))
 
 
 class FactIds:
@@ -176,11 +226,17 @@ class SessionState:
     ``version`` counts the writes of this state to its store: a store refuses a
     write whose ``version`` is not the stored one (another tab or process wrote
     first: :class:`~py_agent.store.StateConflictError`) and bumps it on success.
+
+    The summary has two parts: ``summary``, made only from the user's and the app's
+    words, and ``untrusted_summary``, made from turns that read someone else's words
+    (``untrusted_sources`` says whose); prompts show the second as data only.
     """
 
     session_id: str
     title: str = ""
     summary: str = ""
+    untrusted_summary: str = ""
+    untrusted_sources: list[str] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     recent_turns: list[Turn] = field(default_factory=list)
     next_turn_id: int = 1
@@ -210,10 +266,13 @@ class SessionState:
 
     def copy(self) -> "SessionState":
         """A copy whose lists can be changed without touching this one."""
-        return replace(self, facts=list(self.facts), recent_turns=list(self.recent_turns))
+        return replace(self, facts=list(self.facts), recent_turns=list(self.recent_turns),
+                       untrusted_sources=list(self.untrusted_sources))
 
     def to_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "title": self.title, "summary": self.summary,
+                "untrusted_summary": self.untrusted_summary,
+                "untrusted_sources": list(self.untrusted_sources),
                 "facts": [f.to_dict() for f in self.facts],
                 "recent_turns": [t.to_dict() for t in self.recent_turns],
                 "next_turn_id": self.next_turn_id, "compactions": self.compactions,
@@ -227,6 +286,8 @@ class SessionState:
     def from_dict(cls, data: dict[str, Any]) -> "SessionState":
         return cls(session_id=str(data["session_id"]), title=str(data.get("title", "")),
                    summary=str(data.get("summary", "")),
+                   untrusted_summary=str(data.get("untrusted_summary") or ""),
+                   untrusted_sources=list(sources(data.get("untrusted_sources"))),
                    facts=[Fact.from_dict(f) for f in data.get("facts", [])],
                    recent_turns=[Turn.from_dict(t) for t in data.get("recent_turns", [])],
                    next_turn_id=int(data.get("next_turn_id", 1)),
@@ -295,6 +356,15 @@ class CompressionRecord:
     fallback: bool = False
     policy: dict[str, Any] = field(default_factory=dict)
     kind: Literal["compaction", "facts"] = "compaction"
+    # The untrusted part (turns that read someone else's words), asked apart so that
+    # the trusted summary and facts never read it: its inputs and replies, and the
+    # committed marked summary.
+    previous_untrusted_summary: str = ""
+    untrusted_summary_prompt: str = ""
+    untrusted_summary_reply: str = ""
+    untrusted_summary: str = ""
+    untrusted_facts_prompt: str = ""
+    untrusted_facts_reply: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -309,7 +379,8 @@ class CompressionRecord:
         for name in ("facts_added", "facts_before", "folded"):
             fields[name] = [Fact.from_dict(f) for f in data.get(name, [])]
         fields["fact_changes"] = [FactChange.from_dict(c) for c in data.get("fact_changes", [])]
-        return cls(**fields)
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in fields.items() if k in known})
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ The memory inspector's Export and Import buttons move one session between
 profiles, machines or a bug report. Pure functions, no agent or store: the
 agent gathers a :class:`SessionBundle` and writes it through the store API.
 
-Format ``py-agent-session/1``, one JSON object per line (UTF-8, ``\\n`` ends each)::
+Format ``py-agent-session/2``, one JSON object per line (UTF-8, ``\\n`` ends each)::
 
-    {"type": "session", "format": "py-agent-session/1", "exported_at": 1718000000,
+    {"type": "session", "format": "py-agent-session/2", "exported_at": 1718000000,
      "turns": 12, "compressions": 2, "state": SessionState.to_dict()}
     {"type": "turn", **Turn.to_dict()}                  one per archived turn, oldest first
     {"type": "compression", **CompressionRecord.to_dict()}   one per log entry, oldest first
@@ -14,6 +14,13 @@ Format ``py-agent-session/1``, one JSON object per line (UTF-8, ``\\n`` ends eac
 The header carries the whole state (recent turns included), so an import is
 lossless even for turns the archive lacks; ``turns``/``compressions`` let a
 truncated file be caught. Blank lines are ignored.
+
+Version 2 keeps provenance: whose words a step's observation is (``untrusted``), the
+untrusted text a key fact was taken from, and the summary's marked part
+(``untrusted_summary``, ``untrusted_sources``), with the untrusted passes' prompts and
+replies in each compression record. Version 1 files still import: a step whose stored
+observation carries the data marks is read as untrusted (the marks say whose words it
+was); their summaries and facts have no provenance to read and count as trusted.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from typing import Any, Callable, Iterator
 
 from .state import TURN_STATUSES, CompressionRecord, SessionState, Turn
 
-FORMAT = "py-agent-session/1"
+FORMAT = "py-agent-session/2"
 FORMAT_FAMILY = "py-agent-session/"
+# The versions this py-agent reads (every earlier one converts on import).
+READABLE_FORMATS = ("py-agent-session/1", FORMAT)
 
 
 class SessionImportError(ValueError):
@@ -63,7 +72,7 @@ class SessionBundle:
                        compressions=[replace(r, session_id=session_id) for r in self.compressions])
 
     def to_jsonl(self, exported_at: float | None = None) -> str:
-        """The bundle in the ``py-agent-session/1`` format; ``exported_at`` defaults to now."""
+        """The bundle in the ``py-agent-session/2`` format; ``exported_at`` defaults to now."""
         when = exported_at if exported_at is not None else int(time.time())
         state = self.state.to_dict()
         del state["version"]  # a store's write counter, not part of the conversation
@@ -106,11 +115,13 @@ def _one_of(*values: str) -> tuple[Check, str]:
 _TURN = {"id": (*_TURN_ID, True), "user": (*_STR, True), "answer": (*_STR, True),
          "steps": (*_LIST, False), "status": (*_one_of(*TURN_STATUSES), False),
          "created_at": (*_NUM, False)}
+_SOURCES = ((lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+            "a list of strings")
 _STEP = {"thought": (*_STR, False), "tool": (*_STR, False), "observation": (*_STR, False),
-         "corrective": (*_BOOL, False)}
+         "corrective": (*_BOOL, False), "untrusted": (*_STR, False)}
 _FACT = {"category": (*_STR, False), "text": (*_STR, True),
          "turn_id": ((lambda v: v is None or _is_int(v)), "an integer or null", False),
-         "id": (*_STR, False)}
+         "id": (*_STR, False), "untrusted": (*_SOURCES, False)}
 _FACT_CHANGE = {"action": (*_one_of("superseded", "retracted", "folded", "kept"), True),
                 "fact": ((lambda v: isinstance(v, dict)), "an object", True),
                 "reason": (*_STR, False),
@@ -125,7 +136,8 @@ _STATE = {"session_id": ((lambda v: isinstance(v, str) and v.strip() != ""),
           "created_at": (*_NUM, False), "updated_at": (*_NUM, False),
           "next_fact_id": (*_TURN_ID, False), "facts_through": (*_COUNT, False),
           "consecutive_failures": (*_COUNT, False), "degraded": (*_STR, False),
-          "version": (*_COUNT, False)}
+          "version": (*_COUNT, False), "untrusted_summary": (*_STR, False),
+          "untrusted_sources": (*_SOURCES, False)}
 _RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_BOOL, True),
            "turn_ids": ((lambda v: isinstance(v, list) and all(map(_is_int, v))),
                         "a list of integers", True),
@@ -144,7 +156,11 @@ _RECORD = {"started_at": (*_NUM, True), "duration_ms": (*_NUM, True), "ok": (*_B
            "facts_before": (*_LIST, False), "folded": (*_LIST, False),
            "fact_changes": (*_LIST, False), "fallback": (*_BOOL, False),
            "policy": ((lambda v: isinstance(v, dict)), "an object", False),
-           "kind": (*_one_of("compaction", "facts"), False)}
+           "kind": (*_one_of("compaction", "facts"), False),
+           **{name: (*_STR, False) for name in (
+               "previous_untrusted_summary", "untrusted_summary_prompt",
+               "untrusted_summary_reply", "untrusted_summary", "untrusted_facts_prompt",
+               "untrusted_facts_reply")}}
 
 
 def _check(data: Any, spec: dict[str, tuple[Check, str, bool]], what: str) -> dict[str, Any]:
@@ -222,7 +238,7 @@ def _records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def parse_session(text: str) -> SessionBundle:
-    """Read a ``py-agent-session/1`` file; raise :class:`SessionImportError` on any problem.
+    """Read a ``py-agent-session/1`` or ``/2`` file; raise :class:`SessionImportError` on any problem.
 
     Lenient only where it is safe: blank lines, a byte-order mark, unknown
     extra keys. A ``next_turn_id`` at or below a turn in the file is raised, so
@@ -239,7 +255,7 @@ def parse_session(text: str) -> SessionBundle:
         raise SessionImportError('missing header: the first line must be a {"type": "session"} '
                                  f"record, not {header['type']!r}", number)
     version = header.get("format")
-    if version != FORMAT:
+    if version not in READABLE_FORMATS:
         if isinstance(version, str) and version.startswith(FORMAT_FAMILY):
             reason = f"unsupported format version {version!r}; this py-agent reads {FORMAT!r}"
         else:

@@ -24,6 +24,8 @@
 //   profile      keyPath 'key' (v4)                 one record {key: 'user', ...}: the user
 //                                                   profile, UserProfile.to_dict()
 //                                                   (py_agent.profile), versioned like states
+//   (v5)         no new store: records keep provenance (untrusted sources, unconfirmed
+//                profile facts) inside them; older code is kept from writing them back
 //
 // The reference design's data (database 'AgentMemoryDB', read by legacy_import.js) is
 // copied in on the first open, once; the 'legacy-migrated' meta record says it was.
@@ -53,7 +55,7 @@
 import { LEGACY_DB_NAME, LEGACY_STORE, readLegacySessions } from './legacy_import.js';
 
 export const DB_NAME = 'py-agent';
-export const DB_VERSION = 4;
+export const DB_VERSION = 5;
 const PROFILE_KEY = 'user';
 const LEGACY_META_KEY = 'legacy-migrated';
 
@@ -90,6 +92,12 @@ const MIGRATIONS = [
   [4, (db) => {
     if (!db.objectStoreNames.contains('profile')) db.createObjectStore('profile', { keyPath: 'key' });
   }],
+  // 5: provenance (whose words a step read, the untrusted sources of a fact and of the
+  // summary's marked part, a profile fact's unconfirmed state) lives inside the records
+  // above, and old records read as before (py_agent.state). No store changes: the version
+  // moves so that a tab still running older code, which would write states back without
+  // it, is closed ('versionchange') instead of turning marked facts into trusted ones.
+  [5, () => {}],
 ];
 
 // --- errors -----------------------------------------------------------------------------

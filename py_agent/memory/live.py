@@ -60,6 +60,7 @@ from typing import Callable
 
 from ..budget import MemoryAccountant
 from ..model import ModelSession, Purpose, destroy_quietly, for_conversation
+from ..memory_view import turn_reasons
 from ..prompting import MemoryView, render_facts, render_turn
 from ..state import Fact, SessionState
 
@@ -78,7 +79,9 @@ def turn_block(text: str) -> str:
 def memory_text(view: MemoryView) -> str:
     """The memory as one message: the profile's facts, summary and facts, then each kept
     turn as a block."""
-    head = MemoryView(summary=view.summary, facts=view.facts, profile=view.profile).render()
+    head = MemoryView(summary=view.summary, facts=view.facts, profile=view.profile,
+                      untrusted_summary=view.untrusted_summary,
+                      untrusted_sources=view.untrusted_sources).render()
     return "\n\n".join([head or "Memory:", *(turn_block(t) for t in view.turns)])
 
 
@@ -105,6 +108,9 @@ class _Live:
     last_turn_id: int  # the newest turn it holds (0: none)
     turn_ids: list[int] = field(default_factory=list)
     profile: tuple[str, ...] = ()  # the user profile's facts it has read, one line each
+    # The untrusted text it has read (the memory it was built from, the turns appended
+    # since), each with where it came from: while it serves, calls are asked about.
+    untrusted: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -161,6 +167,12 @@ class MemorySessions:
 
     def holds(self, session_id: str) -> bool:
         return session_id in self._live
+
+    def untrusted(self, session_id: str) -> list[str]:
+        """The untrusted text the chat's memory session has read, each said with where it
+        came from (none without one): a turn cloned from it reads all of that."""
+        live = self._live.get(session_id)
+        return list(live.untrusted) if live is not None else []
 
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._locks.setdefault(session_id, asyncio.Lock())
@@ -279,6 +291,7 @@ class MemorySessions:
                 return
             live.last_turn_id = turn.id
             live.turn_ids.append(turn.id)
+            live.untrusted += turn_reasons(turn, "this chat's memory session")
             self.stats.appended_turns += 1
 
     async def _build(self, state: SessionState, base: ModelSession, room: int) -> _Live:
@@ -298,8 +311,10 @@ class MemorySessions:
             raise
         head = _head(state)
         last = state.recent_turns[-1].id if state.recent_turns else 0
+        untrusted = [reason.replace("this chat's raw turns", "this chat's memory session")
+                     for reason in view.untrusted]
         return _Live(session, base, head, render_facts(state.facts), last, kept,
-                     profile_lines(profile))
+                     profile_lines(profile), untrusted)
 
     async def _rebuild(self, session_id: str) -> None:
         try:
@@ -371,7 +386,9 @@ class MemorySessions:
 
 def _head(state: SessionState) -> str:
     """The part of the memory only a compaction changes: summary and facts."""
-    return MemoryView(summary=state.summary, facts=list(state.facts)).render()
+    return MemoryView(summary=state.summary, facts=list(state.facts),
+                      untrusted_summary=state.untrusted_summary,
+                      untrusted_sources=list(state.untrusted_sources)).render()
 
 
 async def _destroy(session: ModelSession) -> None:

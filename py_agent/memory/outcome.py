@@ -35,6 +35,9 @@ class Pass:
     # new fact (see py_agent.memory.profile_rules).
     profile_shown: list[Fact] = field(default_factory=list)
     stated: dict[str, int] = field(default_factory=dict)
+    # The summary's marked part (None: unchanged) and whose words it holds.
+    untrusted_summary: str | None = None
+    untrusted_sources: list[str] = field(default_factory=list)
 
 
 class StaleSummaryError(Exception):
@@ -53,7 +56,8 @@ def apply_pass(current: SessionState, work: Pass, failures: int, *, asked: bool,
     Raises :class:`StaleSummaryError` if ``current`` was compacted by someone else.
     """
     record = work.record
-    if current.summary != record.previous_summary:
+    if current.summary != record.previous_summary or \
+            current.untrusted_summary != record.previous_untrusted_summary:
         raise StaleSummaryError("another tab or process compacted this session meanwhile")
     ok = work.summary is not None
     compaction = record.kind == "compaction"
@@ -64,6 +68,9 @@ def apply_pass(current: SessionState, work: Pass, failures: int, *, asked: bool,
         done = set(record.turn_ids)
         updated.recent_turns = [t for t in current.recent_turns if t.id not in done]
         updated.summary = work.summary or ""
+        if work.untrusted_summary is not None:
+            updated.untrusted_summary = work.untrusted_summary
+            updated.untrusted_sources = list(work.untrusted_sources)
         updated.compactions += compaction
     elif compaction:
         updated.failed_compactions += 1

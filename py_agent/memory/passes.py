@@ -52,7 +52,7 @@ from ..results import CompactionReport
 from ..sessions import SessionTable
 from ..state import CompressionRecord, Fact, FactChange, SessionState, Turn, now_ms
 from ..store import UnknownSessionError
-from .facts import over_budget, render_known
+from .facts import Consolidation, over_budget, render_known
 from .outcome import Pass, StaleSummaryError, apply_pass
 from .profile_rules import block_forgotten, own_facts, profile_after_pass, stated_turns
 from .steps import (Ask, CompactionPreemptedError, bounded_call, extract_facts, outdated,
@@ -77,6 +77,18 @@ class Upkeep:
 
     def rest(self, purpose: Purpose, seconds: float) -> None:
         self.retry_at[purpose] = time.monotonic() + seconds
+
+
+def _settle(work: Pass, folding: list[Fact]) -> None:
+    """Take out of the key facts the folded ones the new summary carries, each part by
+    its own summary (a marked fact lives on only in the marked part)."""
+    work.facts, settled = settle_folds(work.facts, [f for f in folding if not f.untrusted],
+                                       work.summary or "")
+    marked = [f for f in folding if f.untrusted]
+    if marked:
+        work.facts, more = settle_folds(work.facts, marked, work.untrusted_summary or "")
+        settled += more
+    work.changes += settled
 
 
 class Passes:
@@ -154,10 +166,9 @@ class Passes:
             await self._summarize(session_id, state, work, None, folding, rest=False)
             work.record.error = work.summary_error
         if work.summary is not None:
-            work.facts, settled = settle_folds(work.facts, folding, work.summary)
-            work.changes += settled
+            _settle(work, folding)
         else:
-            work.summary = work.record.previous_summary
+            work.summary, work.untrusted_summary = work.record.previous_summary, None
         work.record.duration_ms = (time.perf_counter() - clock) * 1000
         await self._commit(session_id, work, 0, "auto")
         return work.record.facts_error is None
@@ -207,13 +218,16 @@ class Passes:
         pressing = pressure.is_set() or (self.budget(self.sessions.state(session_id))
                                          or budget).pressing()
         if work.summary is None and (failures >= policy.fallback_after_failures or pressing):
+            # The user's own words only: trusted; the marked part stays as it was, and
+            # a marked fact is never handed to the trusted summary.
+            folding = [f for f in folding if not f.untrusted]
             work.summary = fallback_summary(state.summary, chosen, folding, policy,
                                             self.accountant.counter)
+            work.untrusted_summary = None
             record.fallback = True
         record.error = work.summary_error
         if work.summary is not None:
-            work.facts, settled = settle_folds(work.facts, folding, work.summary)
-            work.changes += settled
+            _settle(work, folding)
         record.duration_ms = (time.perf_counter() - clock) * 1000
         report = await self._commit(session_id, work, failures, trigger)
         if record.fallback:
@@ -237,7 +251,8 @@ class Passes:
             turn_ids=[t.id for t in chosen], previous_summary=state.summary, summary_prompt="",
             summary="", focus=focus, trigger=trigger,  # type: ignore[arg-type]
             tokens_before=budget.summary + budget.facts + budget.turns if budget else 0,
-            facts_before=list(state.facts), policy=self.policy.to_dict())
+            facts_before=list(state.facts), policy=self.policy.to_dict(),
+            previous_untrusted_summary=state.untrusted_summary)
         return Pass(record, chosen, list(state.facts), state.next_fact_id, state.facts_through,
                     last_turn_id=state.recent_turns[-1].id if state.recent_turns else 0,
                     profile_shown=list(self.profile_facts(state)))
@@ -258,12 +273,22 @@ class Passes:
             await self.emit(AgentEvent("constraint_level", session_id, change.to_dict()))
 
         # The profile's facts beside the session's own: consolidation works across sessions.
+        # The user's part and the untrusted part are read apart (see _extract_untrusted):
+        # this call reads only the user's and the app's words, and the facts that came
+        # from them, so what it writes is trusted.
         own_ids = {f.id for f in work.facts}
         shown = work.profile_shown = [f for f in work.profile_shown if f.id not in own_ids]
+        trusted = [f for f in work.facts if not f.untrusted]
+        marked = [f for f in work.facts if f.untrusted]
         try:
-            result, work.next_fact_id = await extract_facts(
-                self._asker(session_id), record, work.facts + shown, unread, self.policy,
-                work.next_fact_id, constraints=self.bases.constraints(), announce=announce)
+            result, next_id = await extract_facts(
+                self._asker(session_id), record, trusted + shown,
+                [t.trusted_part() for t in unread], self.policy, work.next_fact_id,
+                constraints=self.bases.constraints(), announce=announce)
+            tainted = [t for t in unread if t.untrusted]
+            untrusted, next_id = (await self._extract_untrusted(
+                session_id, record, marked, tainted, next_id, announce) if tainted
+                else (None, next_id))
         except CompactionPreemptedError as exc:
             record.facts_error = str(exc)
             return
@@ -274,14 +299,46 @@ class Passes:
             return
         upkeep.facts_failures = 0
         upkeep.retry_at.pop(Purpose.FACTS, None)
+        work.next_fact_id = next_id
         stated = stated_turns(result.added, unread)
         facts, blocked = block_forgotten(own_facts(result.facts, shown), result.added,
                                          self.sessions.profiles.current, session_id, stated)
+        changes = result.changes + blocked
+        if untrusted is None:
+            facts += marked
+        else:
+            known = {f.key() for f in facts}
+            facts += [f for f in untrusted.facts if f.key() not in known]
+            changes += untrusted.changes
+            stated.update(stated_turns(untrusted.added, unread))
+            record.facts_added = record.facts_added + untrusted.added
         work.facts, work.facts_through = facts, unread[-1].id
         work.stated.update(stated)
-        work.changes += result.changes + blocked
-        upkeep.outdated.extend(outdated(result.changes))
+        work.changes += changes
+        upkeep.outdated.extend(outdated(changes))
         record.fact_changes = work.changes
+
+    async def _extract_untrusted(self, session_id: str, record: CompressionRecord,
+                                 marked: list[Fact], tainted: list[Turn], next_id: int,
+                                 announce) -> tuple[Consolidation, int]:
+        """Facts from the turns that read someone else's words, read whole in a call of
+        their own that knows only the facts already marked: everything it writes is
+        marked with what it read (the pass's provenance is its input, whatever the
+        reply says), and it can neither change nor retract a trusted fact."""
+        scratch = replace(record, facts_prompt="", facts_reply="", model_calls=0)
+        result, next_id = await extract_facts(
+            self._asker(session_id), scratch, marked, tainted, self.policy, next_id,
+            constraints=self.bases.constraints(), announce=announce)
+        record.untrusted_facts_prompt = scratch.facts_prompt
+        record.untrusted_facts_reply = scratch.facts_reply
+        record.model_calls += scratch.model_calls
+        read = list(dict.fromkeys([*(s for t in tainted for s in t.untrusted),
+                                   *(s for f in marked for s in f.untrusted)]))
+        result.facts = [f if f.untrusted else replace(f, untrusted=tuple(read))
+                        for f in result.facts]
+        added = {f.id for f in result.added}
+        result.added = [f for f in result.facts if f.id in added]
+        return result, next_id
 
     async def _unread(self, session_id: str, work: Pass) -> list[Turn]:
         """Turns not read for facts yet, oldest first, as many as fit one prompt: raw
@@ -304,15 +361,40 @@ class Passes:
         upkeep = self.upkeep(session_id)
         work.summary_asked = True
         told = list(upkeep.outdated)
+        # Two parts, asked apart: the user's summary reads only the user's and the app's
+        # words (a turn that read someone else's words gives only its user's message);
+        # the marked part reads those turns whole. Its provenance is what it was fed,
+        # whatever the summarizer wrote, so it is shown as data only.
+        tainted = [t for t in work.chosen if t.untrusted]
+        keep_marked = [f for f in folding if f.untrusted]
+        clean = [c for c in told if not c.fact.untrusted
+                 and not (c.replaced_by is not None and c.replaced_by.untrusted)]
         try:
             work.summary = await summarize(
-                self._asker(session_id), work.record, state.summary, work.chosen, self.policy,
-                self.accountant.counter, focus, keep=folding, outdated=told)
+                self._asker(session_id), work.record, state.summary,
+                [t.trusted_part() for t in work.chosen], self.policy,
+                self.accountant.counter, focus,
+                keep=[f for f in folding if not f.untrusted], outdated=clean) \
+                if work.chosen or len(keep_marked) < len(folding) else state.summary
+            if tainted or keep_marked:
+                scratch = replace(work.record, model_calls=0)
+                work.untrusted_summary = await summarize(
+                    self._asker(session_id), scratch, state.untrusted_summary, tainted,
+                    self.policy, self.accountant.counter, focus, keep=keep_marked,
+                    outdated=told)
+                work.record.untrusted_summary_prompt = scratch.summary_prompt
+                work.record.untrusted_summary_reply = scratch.summary_reply
+                work.record.model_calls += scratch.model_calls
+                work.untrusted_sources = list(dict.fromkeys([
+                    *state.untrusted_sources, *(s for t in tainted for s in t.untrusted),
+                    *(s for f in keep_marked for s in f.untrusted)]))
         except CompactionPreemptedError as exc:
+            work.summary = work.untrusted_summary = None
             work.summary_error, work.summary_asked = str(exc), False
             upkeep.preempted = True
             return
         except (ModelError, InvalidSummaryError) as exc:
+            work.summary = work.untrusted_summary = None
             work.summary_error = f"{type(exc).__name__}: {exc}"
             if rest:
                 self._rest(session_id, Purpose.SUMMARY, state.consecutive_failures + 1)
@@ -343,6 +425,8 @@ class Passes:
                 gathered, fact_changes=list(work.changes),
                 ok=ok and (compaction or gathered.facts_error is None),
                 summary=updated.summary if ok else gathered.previous_summary,
+                untrusted_summary=(updated.untrusted_summary if ok
+                                   else gathered.previous_untrusted_summary),
                 tokens_after=(after.summary + after.facts + after.turns) if after else 0)
 
         def profile_change(state: SessionState,
@@ -375,6 +459,8 @@ class Passes:
         if ok:
             await self.emit(AgentEvent("memory_updated", session_id, {
                 "summary": updated.summary, "facts": [f.to_dict() for f in updated.facts],
+                "untrusted_summary": updated.untrusted_summary,
+                "untrusted_sources": list(updated.untrusted_sources),
                 "recent_turns": len(updated.recent_turns), "compactions": updated.compactions,
                 "degraded": updated.degraded, "record": brief}))
             return CompactionReport(compaction, len(record.turn_ids), record.tokens_before,

@@ -4,6 +4,8 @@
   session, the turn that said it, when it entered the profile).
 - **Edit**: the fact keeps its source; the session it came from shows the new words as
   its own key fact too (both written in one transaction).
+- **Confirm**: a fact taken from untrusted text (a tool's result, page text) enters the
+  profile unconfirmed and no chat shows it; confirmed, it is a fact like any other.
 - **Forget**: the fact leaves the profile and, in the same transaction, the key facts of
   the session it came from, so no prompt of any session shows it again (live memory
   sessions that read it are rebuilt before their next turn). It is not taken again from
@@ -24,8 +26,8 @@ from __future__ import annotations
 
 from ..budget import MemoryAccountant
 from ..events import AgentEvent, Emit
-from ..profile import (ProfileFact, UnknownProfileFactError, UserProfile, edit, forget,
-                       reconcile, withdraw)
+from ..profile import (ProfileFact, UnknownProfileFactError, UserProfile, confirm, edit,
+                       forget, reconcile, withdraw)
 from ..profile_table import ProfileTable
 from ..sessions import SessionTable
 from ..state import SessionState, now_ms
@@ -79,6 +81,24 @@ class ProfileControl:
         edited = profile.find(fact_id)
         assert edited is not None
         return edited
+
+    async def confirm(self, fact_id: str) -> ProfileFact:
+        """Confirm fact ``fact_id``, taken from untrusted text: from now on it is a profile
+        fact like any other, shown in every chat that is not private, and its chat's own
+        copy is no longer marked (one transaction). :class:`UnknownProfileFactError` for
+        an unknown id."""
+        source = await self._source(fact_id)
+
+        def change(state: SessionState | None,
+                   profile: UserProfile) -> tuple[SessionState | None, UserProfile]:
+            confirmed = confirm(profile, fact_id)
+            return (None if state is None else reconcile(state, confirmed)), confirmed
+
+        _, profile = await self.sessions.save_with_profile(source.session_id, change)
+        await self._changed(source.session_id, profile, "confirmed")
+        confirmed = profile.find(fact_id)
+        assert confirmed is not None
+        return confirmed
 
     async def forget(self, fact_id: str) -> ProfileFact:
         """Forget fact ``fact_id`` everywhere (see the module docstring); the forgotten

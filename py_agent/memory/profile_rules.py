@@ -4,6 +4,8 @@
   profile's facts that are not its own key facts already (a fact it contributed is shown
   once, as its own), those of highest priority first (``fact_priority``, then the newest)
   within ``profile_max_tokens``. A private session neither shows nor changes the profile.
+  An unconfirmed fact (one taken from untrusted text, :attr:`ProfileFact.unconfirmed`) is
+  shown by no session until the user confirms it.
 - **Consolidation across sessions**: the fact extractor sees the session's own facts
   (ids "f…") and the profile's facts it shows (ids "p…") as one list, so an update,
   a retraction or a same-subject conflict works on a fact from another session exactly
@@ -42,8 +44,9 @@ def shown_facts(profile: UserProfile, state: SessionState, policy: MemoryPolicy,
         return []
     own_ids = {f.id for f in state.facts}
     own_keys = {f.key() for f in state.facts}
-    candidates = [p for p in profile.facts
-                  if not (p.session_id == state.session_id and p.fact_id in own_ids)
+    # An unconfirmed fact (taken from untrusted text) waits for the user: no chat shows it.
+    candidates = [p for p in profile.facts if not p.unconfirmed
+                  and not (p.session_id == state.session_id and p.fact_id in own_ids)
                   and p.key() not in own_keys and p.id not in own_ids]
     order = policy.fact_priority
     ranked = sorted(candidates, reverse=True, key=lambda p: (
@@ -142,8 +145,9 @@ def mirror(profile: UserProfile, state: SessionState, policy: MemoryPolicy,
         if fact.category not in policy.profile_categories or fact.id in linked \
                 or fact.id in gone or fact.key() in keys:
             continue
+        # A fact taken from untrusted text enters unconfirmed (ProfileFact.unconfirmed).
         entry = ProfileFact(profile.new_id(), fact.category, fact.text, session_id, fact.id,
-                            stated.get(fact.id, fact.turn_id), at)
+                            stated.get(fact.id, fact.turn_id), at, untrusted=fact.untrusted)
         profile.facts.append(entry)
         keys.add(entry.key())
         added.append(entry)

@@ -95,9 +95,21 @@ class ApprovalGate:
     approver: Approver | None
     approvals: Approvals
     timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
-    # Untrusted text (a server's or a page's) entered this turn: what the user allowed
-    # for the chat is asked again, so that such text can at most lead to a question.
-    tainted: bool = False
+    # The untrusted text in what the model reads (this turn's results, and what its
+    # memory still holds: raw turns, the summary's marked part, marked facts, recalled
+    # turns), each said with where it came from. While there is any, what the user
+    # allowed for the chat is asked again, so that such text can at most lead to a
+    # question; the question's events carry these reasons for the trace.
+    untrusted: list[str] = field(default_factory=list)
+
+    @property
+    def tainted(self) -> bool:
+        return bool(self.untrusted)
+
+    def taint(self, reason: str) -> None:
+        """Untrusted text entered what the model reads: ``reason`` says which, from where."""
+        if reason and reason not in self.untrusted:
+            self.untrusted.append(reason)
 
     async def check(self, tool: Tool, arguments: dict[str, Any],
                     tell: ApprovalEmit | None = None) -> str | None:
@@ -110,9 +122,16 @@ class ApprovalGate:
                                   server=tool.origin.server if tool.origin.untrusted else "",
                                   source=tool.origin.kind.value,
                                   session_id=self.session_id, description=tool.description)
-        if self.approvals.allows(self.session_id, tool.name) and not self.tainted:
-            await _tell(tell, "approval", request, ALLOW_CHAT, "allowed for this chat earlier")
-            return None
+        reasons = list(self.untrusted)
+        if self.approvals.allows(self.session_id, tool.name):
+            if not reasons:
+                await _tell(tell, "approval", request, ALLOW_CHAT,
+                            "allowed for this chat earlier")
+                return None
+            tell = _with_reasons(tell, reasons, "allowed for this chat, asked again: text from "
+                                                "outside is in what the model reads")
+        elif reasons:
+            tell = _with_reasons(tell, reasons)
         if self.approver is None:
             await _tell(tell, "approval", request, DENY, "no one to ask")
             return (f"{tool.name} was not called: it needs the user's approval, and this app "
@@ -143,6 +162,20 @@ class ApprovalGate:
         if inspect.isawaitable(answer):
             answer = await answer
         return answer
+
+
+def _with_reasons(tell: ApprovalEmit | None, reasons: list[str],
+                  asked_again: str = "") -> ApprovalEmit | None:
+    """``tell`` with the untrusted text behind a question added to its events."""
+    if tell is None:
+        return None
+
+    async def told(event: str, data: dict[str, Any]) -> None:
+        data = {**data, "untrusted": reasons}
+        if asked_again:
+            data["asked_again"] = asked_again
+        await tell(event, data)
+    return told
 
 
 async def _tell(tell: ApprovalEmit | None, event: str, request: ApprovalRequest,

@@ -20,7 +20,7 @@ from what holds at that moment, and remembering how long the last one was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from ..budget import MemoryAccountant
@@ -40,7 +40,8 @@ def without_memory(message: str, offered: list[ScoredTool], recalled: str = "") 
 def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionState | None,
                        free_tokens: int, accountant: MemoryAccountant,
                        steps: Iterable[StepTrace] = (), *, tight: bool = False,
-                       recalled: str = "", profile: Sequence[Fact] = ()) -> str:
+                       recalled: str = "", profile: Sequence[Fact] = (),
+                       untrusted: list[str] | None = None) -> str:
     """The first prompt of a turn.
 
     Args:
@@ -56,6 +57,8 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
             within the room the policy planned for it; "" for none.
         profile: the user profile's facts the session shows (chosen within their
             budget, see :mod:`py_agent.memory.profile_rules`), at the head of the memory.
+        untrusted: if given, filled with the untrusted text the memory shown holds
+            (:attr:`~py_agent.prompting.MemoryView.untrusted`).
     """
     counter, policy = accountant.counter, accountant.policy
     fixed = without_memory(message, offered, recalled)
@@ -66,6 +69,8 @@ def build_first_prompt(message: str, offered: list[ScoredTool], memory: SessionS
     if tight:
         room = room // 2 - counter.count(extra)
     view, _ = accountant.view(memory, max(0, room), profile)
+    if untrusted is not None:
+        untrusted.extend(view.untrusted)
     text = first_prompt(message, offered, view, recalled)
     return text + "\n\n" + extra if extra else text
 
@@ -84,6 +89,9 @@ class TurnPrompt:
         memory: the session's state to show, or None when the model session has read
             the memory already.
         profile: the user profile's facts a state shows.
+
+    ``untrusted`` lists the untrusted text the last prompt built holds (the memory's,
+    and ``recalled_untrusted`` for the recalled turns), for the approval gate.
     """
 
     message: str
@@ -93,7 +101,9 @@ class TurnPrompt:
     memory: Callable[[], SessionState | None]
     profile: Callable[[SessionState | None], Sequence[Fact]]
     recalled: str = ""
+    recalled_untrusted: list[str] = field(default_factory=list)
     tokens: int = 0
+    untrusted: list[str] = field(default_factory=list)
 
     def least(self) -> str:
         """The least this turn's first prompt carries: no memory, the recalled turns."""
@@ -102,8 +112,10 @@ class TurnPrompt:
     def build(self, steps: Iterable[StepTrace] = (), tight: bool = False) -> str:
         """The first prompt as it is now (see :func:`build_first_prompt`)."""
         memory = self.memory()
+        shown: list[str] = []
         text = build_first_prompt(self.message, list(self.offered), memory, self.free_tokens(),
                                   self.accountant, steps, tight=tight, recalled=self.recalled,
-                                  profile=self.profile(memory))
+                                  profile=self.profile(memory), untrusted=shown)
+        self.untrusted = shown + (list(self.recalled_untrusted) if self.recalled else [])
         self.tokens = self.accountant.counter.count(text)
         return text

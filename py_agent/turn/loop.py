@@ -102,10 +102,21 @@ class TurnLoop:
     memory: TurnMemory = field(default_factory=lambda: TurnMemory(None))
     # The steps so far, kept here so that a stopped or failed turn still has them.
     steps: list[StepTrace] = field(default_factory=list)
+    # The untrusted text the model reads besides this turn's results, asked after each
+    # first prompt is made (the memory it shows, or the memory session's, and recalled
+    # turns): each reason says which text and where it sits.
+    read_untrusted: Callable[[], list[str]] = lambda: []
 
     def context(self, tool_name: str, emit: ToolEmit) -> RunContext:
         """The context of one tool call of this turn."""
         return call_context(self.turn, tool_name, emit, self.model, self.memory)
+
+
+def _taint_from_memory(ctx: TurnLoop) -> None:
+    """The untrusted text the turn's session and first prompt hold (raw turns, the
+    summary's marked part, marked facts, recalled turns): the gate asks while it is there."""
+    for reason in ctx.read_untrusted():
+        ctx.gate.taint(reason)
 
 
 def call_context(turn: TurnContext, tool_name: str, emit: ToolEmit,
@@ -136,6 +147,7 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
     session = await model_call(ctx.new_session(), ctx.step_policy, turn.abort, "start a step")
     try:
         prompt = ctx.first_prompt(result.steps, False)
+        _taint_from_memory(ctx)
         while len(result.steps) < ctx.max_steps:
             index = len(result.steps) + 1
             await emit("step_started", index=index,
@@ -153,6 +165,7 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
                 session = await model_call(ctx.new_session(), ctx.step_policy, turn.abort,
                                            "start a step")
                 prompt = ctx.first_prompt(result.steps, True)
+                _taint_from_memory(ctx)
                 continue
             model_ms = (time.perf_counter() - started) * 1000
             step = StepTrace(index=index, kind="corrective", model_ms=model_ms, raw=raw,
@@ -287,6 +300,7 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
         await emit(kind, index=step.index, **data)
 
     asked = ctx.memory.compaction_requests
+    read_before = len(ctx.memory.untrusted)
     outcome = await abortable(run_tool(tool, parsed.tool_input, ctx.tool_policy,
                                        ctx.sync_tool_runner, gate=ctx.gate,
                                        context=ctx.context(tool.name, tell), tell=tell),
@@ -295,18 +309,23 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
     if ctx.memory.compaction_requests > asked:
         step.kind = "compact"   # the model asked for a compaction after the answer
     trust = tool.origin.trust
+    source = f"{tool.name} ({tool.origin.server or tool.origin.kind.value})"
     if trust is Trust.UNTRUSTED and outcome.kind in (OutcomeKind.OK, OutcomeKind.REMOTE_ERROR):
         # A server's or a page's words: data between marks, never instructions; and
-        # from now on this turn, every consequential call is asked about, even one
-        # the user allowed for the chat.
-        source = tool.origin.server or tool.origin.kind.value
-        step.observation = untrusted_block(f"{tool.name} ({source})",
-                                           untrusted_text(step.observation))
-        ctx.gate.tainted = True
+        # from now on, every consequential call is asked about, even one the user
+        # allowed for the chat, while this text is in what the model reads.
+        step.observation = untrusted_block(source, untrusted_text(step.observation))
+        step.untrusted = source
     if trust is Trust.PAGE_TEXT and outcome.kind is OutcomeKind.OK:
-        # The page's own words (delimited by the page tools): from now on this turn,
-        # every consequential call is asked about, even one allowed for the chat.
-        ctx.gate.tainted = True
+        # The page's own words (delimited by the page tools): the same.
+        step.untrusted = source
+    recalled = ctx.memory.untrusted[read_before:]
+    if recalled and not step.untrusted:
+        # Turns recalled from the archive (other chats' words, results kept there).
+        step.untrusted = f"{tool.name} (the archive)"
+    if step.untrusted:
+        for reason in recalled or [f"text from {source} (this turn, step {step.index})"]:
+            ctx.gate.taint(reason)
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))

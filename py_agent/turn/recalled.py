@@ -11,6 +11,11 @@ when it matches at least ``MemoryPolicy.recall_min_coverage`` of the message's w
 they were said, trimmed to ``recall_max_tokens``: room the memory policy plans like the
 summary's and the facts' (:mod:`py_agent.budget`, :mod:`py_agent.prefix`).
 
+Every recalled turn is **data**: its words are the archive's (another chat's, tool
+results kept there), so each block sits between data marks that name where it was said,
+and while the section is in the prompt the approval gate asks before every consequential
+call, whatever was allowed for the chat (:attr:`Recalled.untrusted` says why).
+
 The section is part of the turn's first prompt only, never of the chat's memory session
 (:mod:`py_agent.memory.live`): it depends on the message, so it must not stay in a
 history that later turns clone, and the finished turn appended there holds only the
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from ..boundary import untrusted_text
+from ..memory_view import data_block
 from ..recall import Hit
 from ..recall.archive import ArchiveRecall
 from ..state import SessionState
@@ -47,6 +54,7 @@ class Recalled:
     tokens: int = 0
     considered: list[dict[str, Any]] = field(default_factory=list)
     ms: float = 0.0
+    untrusted: list[str] = field(default_factory=list)  # one reason per turn shown
 
 
 def in_prompt(session_id: str, state: SessionState | None, turn_id: int) -> set[tuple[str, int]]:
@@ -81,10 +89,17 @@ def where_said(hit: Hit, session_id: str, titles: Callable[[str], str]) -> str:
 
 def hit_block(hit: Hit, session_id: str, titles: Callable[[str], str], now: datetime,
               text: str | None = None) -> str:
-    """One recalled turn as a prompt or an observation shows it."""
+    """One recalled turn as a prompt or an observation shows it: its words as data, the
+    marks naming where and when it was said."""
     day = when_said(hit, now)
-    head = f"[From {where_said(hit, session_id, titles)}" + (f", {day}]" if day else "]")
-    return head + "\n" + (hit.text if text is None else text)
+    where = where_said(hit, session_id, titles) + (f", {day}" if day else "")
+    return data_block(where, untrusted_text(hit.text if text is None else text))
+
+
+def hit_reason(hit: Hit, session_id: str, titles: Callable[[str], str]) -> str:
+    """Why a recalled turn in the prompt makes calls ask: which turn, from where."""
+    return (f"a turn recalled from {where_said(hit, session_id, titles)} "
+            f"(turn {hit.turn_id}, in the recalled turns)")
 
 
 def trimmed(text: str, tokens: int, count: Callable[[str], int]) -> str:
@@ -158,7 +173,8 @@ async def recall_for_message(recall: ArchiveRecall, session_id: str, message: st
             reason = "no room left"
         considered.append(described(hit, recall.title, shown=hit in shown, reason=reason))
     return Recalled(hits=shown, text=text, tokens=count(text) if text else 0,
-                    considered=considered, ms=(time.perf_counter() - started) * 1000)
+                    considered=considered, ms=(time.perf_counter() - started) * 1000,
+                    untrusted=[hit_reason(h, session_id, recall.title) for h in shown])
 
 
 async def recall_for_tool(recall: ArchiveRecall, session_id: str, query: str,

@@ -56,7 +56,8 @@ from .loop import TurnLoop, call_context, model_call, run_turn
 from .approval import ApprovalGate, Approvals, Approver
 from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
-from .recalled import Recalled, described, in_prompt, recall_for_message, recall_for_tool
+from .recalled import (Recalled, described, hit_reason, in_prompt, recall_for_message,
+                       recall_for_tool)
 from .tool_runner import SyncRunner, run_tool
 from .tool_services import AgentModel, Search, TurnMemory
 
@@ -150,7 +151,10 @@ class TurnRunner:
                         step_policy=settings.step_policy,
                         sync_tool_runner=settings.sync_tool_runner,
                         constraints=self.bases.constraints(), gate=self._gate(turn),
-                        model=self.model, memory=turn_memory)
+                        model=self.model, memory=turn_memory,
+                        read_untrusted=lambda: prompt.untrusted + (
+                            self.memory.live.untrusted(session_id) if opener.uses_memory
+                            else []))
         tools_offered = [(s.tool.name, s.score) for s in offered]
 
         def failed(status: str, answer: str, error: str | None = None) -> RunResult:
@@ -163,9 +167,11 @@ class TurnRunner:
             # no deadline but the stop button).
             await bounded(self.memory.plan(), abort=abort)
             # After the plan: the room for recalled turns is the policy's in use.
-            prompt.recalled = (await self._recall(session_id, message, held, emit)).text
+            recalled = await self._recall(session_id, message, held, emit)
+            prompt.recalled, prompt.recalled_untrusted = recalled.text, recalled.untrusted
             if prompt.recalled and not self._fits(count(prompt.least())):
-                prompt.recalled = ""  # the message alone is long: it goes first
+                # the message alone is long: it goes first
+                prompt.recalled, prompt.recalled_untrusted = "", []
             fixed = count(prompt.least())  # the least the first prompt carries
             self._check_message_fits(fixed)
             opener.prompt_tokens = fixed
@@ -295,7 +301,7 @@ class TurnRunner:
         if recall is None:
             return None
 
-        async def search(query: str) -> str:
+        async def search(query: str) -> tuple[str, list[str]]:
             text, hits = await recall_for_tool(recall, session_id, str(query), held,
                                                recall.clock())
             await emit(AgentEvent("recalled", session_id, {
@@ -303,7 +309,7 @@ class TurnRunner:
                 "hits": [described(h, recall.title, shown=True, reason="asked for")
                          for h in hits],
                 "tokens": self.accountant.counter.count(text)}))
-            return text
+            return text, [hit_reason(h, session_id, recall.title) for h in hits]
 
         return search
 

@@ -22,7 +22,8 @@ from ..budget import MemoryAccountant
 from ..model import ModelTimeoutError, Purpose
 from ..waiting import DeadlineExceeded, bounded
 
-Search = Callable[[str], Awaitable[str]]
+# search(query) -> (the observation, the untrusted text it holds: one reason per turn)
+Search = Callable[[str], Awaitable[tuple[str, list[str]]]]
 
 
 class AgentModel:
@@ -77,11 +78,16 @@ class TurnMemory:
         self.search = search
         self.compaction_requests = 0
         self.compaction_focus: list[str] = []
+        # What the recall searches brought in that is untrusted text (turns from the
+        # archive, marked as data): the loop has the approval gate ask while it is read.
+        self.untrusted: list[str] = []
 
     async def recall(self, query: str) -> str:
         if self.search is None:
             return "Recall is not available here: this agent keeps no archive index."
-        return await self.search(str(query))
+        text, reasons = await self.search(str(query))
+        self.untrusted.extend(reasons)
+        return text
 
     def request_compaction(self, focus: str = "") -> None:
         self.compaction_requests += 1

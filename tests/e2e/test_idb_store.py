@@ -149,7 +149,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     assert r["missing"] is None and r["saved"] is None
     assert r["typeofText"] == "string"
     assert SessionState.from_dict(json.loads(r["text"])) == replace(s, version=1)
-    assert r["info"] == {"name": "py-agent", "version": 4, "constant": 4}
+    assert r["info"] == {"name": "py-agent", "version": 5, "constant": 5}
     assert r["schema"] == {
         "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "archive": {"keyPath": ["session_id", "id"], "autoIncrement": False,
@@ -511,7 +511,7 @@ def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_recall_and_profil
         store.close();
         return out;
     }""")
-    assert r["version"] == 4
+    assert r["version"] == 5
     assert r["stores"] == ["archive", "compressions", "kv", "meta", "profile", "recall",
                            "sessions"]
     assert r["migration"] is None            # the v1 database had already migrated legacy data
@@ -520,7 +520,7 @@ def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_recall_and_profil
     # Every v1 record is still there, unchanged, and reads back through the store.
     for name, rows in raw_before.items():
         after = store_page.evaluate("(n) => rawRead('py-agent', n)", name)
-        assert after["version"] == 4 and after["rows"] == rows, name
+        assert after["version"] == 5 and after["rows"] == rows, name
     assert loaded(store_page, "old") == s
     assert archive_of(store_page, "old") == [turn(1), turn(2)]
     logged = store_page.evaluate("async () => (await IdbStore.open()).compressions('old')")
@@ -842,7 +842,7 @@ def test_deleting_a_session_takes_its_facts_out_of_the_profile(store_page):
 
 
 def test_upgrade_from_version_2_adds_the_profile_and_keeps_everything(store_page):
-    """A database of version 2 (kv, no recall or profile store) opens at version 4: the
+    """A database of version 2 (kv, no recall or profile store) opens at version 5: the
     steps above 2 run (4 here; a step 3 another part adds runs too), nothing else moves."""
     s = state("old", summary="kept", recent_turns=[turn(1)], next_turn_id=2)
     r = store_page.evaluate("""async ([s, t]) => {
@@ -861,6 +861,6 @@ def test_upgrade_from_version_2_adds_the_profile_and_keeps_everything(store_page
         store.close();
         return out;
     }""", [dumps_state(s), dumps_turns([turn(1)])])
-    assert "profile" not in r["before"] and r["version"] == 4
+    assert "profile" not in r["before"] and r["version"] == 5
     assert "profile" in r["stores"] and r["profile"] is None and r["saved"] == 1
     assert r["state"]["summary"] == "kept" and json.loads(r["kv"]) == {"a": 1}

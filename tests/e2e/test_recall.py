@@ -91,7 +91,7 @@ def test_a_detail_from_turn_2_is_answered_at_turn_60_from_a_recalled_turn(
     assert chat(page, QUESTION) == ANSWER                 # turn 60
     assert page.locator(ASSISTANT).count() == 60
     recalled = page.evaluate("window.__recalled")[-1]
-    assert DETAIL in recalled and "[From this chat, " in recalled
+    assert DETAIL in recalled and "\u27e6data from this chat, " in recalled
     # The trace says what was recalled and why; the inspector shows it too.
     answer = answer_to(page, QUESTION)
     hits = trace_hits(answer)

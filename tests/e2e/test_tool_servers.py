@@ -290,15 +290,21 @@ def test_a_consequential_call_waits_for_the_user(app: Page, servers) -> None:
     send(app, "Please delete the file /tmp/c")
     expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
 
-    # Allow for this chat: it runs, and later calls in this chat do not ask
+    # Allow for this chat: it runs; a later call in this chat is asked about again while
+    # the server's result (its own words) is in what the model reads, and says why
     app.get_by_test_id("approve-chat").click()
     expect(answer_to(app, "Please delete the file /tmp/c").locator(".text")).to_have_text(
         "delete_file -> " + data("delete_file", "py-agent-test-server", "Deleted /tmp/c."),
         timeout=TURN_TIMEOUT_MS)
-    assert chat(app, "Please delete the file /tmp/d") == \
-        "delete_file -> " + data("delete_file", "py-agent-test-server", "Deleted /tmp/d.")
+    send(app, "Please delete the file /tmp/d")
+    expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    app.get_by_test_id("approve-once").click()
+    expect(answer_to(app, "Please delete the file /tmp/d").locator(".text")).to_have_text(
+        "delete_file -> " + data("delete_file", "py-agent-test-server", "Deleted /tmp/d."),
+        timeout=TURN_TIMEOUT_MS)
     expect(answer_to(app, "Please delete the file /tmp/d").get_by_test_id("step-approval")
-           ).to_have_text("Allowed for this chat earlier.")
+           ).to_contain_text("Asked again although allowed for this chat: text from "
+                             "delete_file (py-agent-test-server)")
     assert deleted(ours) == ["/tmp/b", "/tmp/c", "/tmp/d"]
 
     # ...but a new chat asks again; the demo's own deleting tool asks too

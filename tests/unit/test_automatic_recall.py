@@ -74,7 +74,7 @@ def test_a_detail_long_compacted_is_answered_from_a_recalled_turn(make_agent):
     assert result.answer == "It is TROUT-7731."
     prompt = first_prompts(model)[-1].input
     section = prompt[prompt.index(RECALLED_HEADING):prompt.index("Tools for this request:")]
-    assert "[From this chat, " in section and DETAIL in section
+    assert "\u27e6data from this chat, " in section and DETAIL in section
     (event,) = recalled_events(events)[-1:]
     shown = [h for h in event["hits"] if h["shown"]]
     assert [(h["session_id"], h["turn_id"]) for h in shown][:1] == [("s", 2)]
@@ -142,7 +142,8 @@ def test_recalled_turns_stay_within_the_planned_room(make_agent):
     prompt = first_prompts(model)[-1].input
     section = prompt[prompt.index(RECALLED_HEADING):prompt.index("\n\nTools for this request:")]
     assert agent.accountant.counter.count(section) <= 120
-    assert DETAIL in section and section.endswith("…")  # the best turn, cut to fit
+    # the best turn, cut to fit, its words as data
+    assert DETAIL in section and section.endswith("… \u27e6end of data\u27e7")
     event = recalled_events(events)[-1]
     assert event["tokens"] <= event["budget"] == 120
     assert [h["shown"] for h in event["hits"]] == [True, False, False]
@@ -200,7 +201,7 @@ def test_another_chat_s_turn_is_recalled_with_that_chat_s_title(make_agent):
         return await agent.run(QUESTION, session_id="new")
 
     assert run(scenario()).answer == "It is TROUT-7731."
-    assert '[From the chat "Cabin weekend", ' in first_prompts(model)[-1].input
+    assert '\u27e6data from the chat "Cabin weekend", ' in first_prompts(model)[-1].input
 
 
 def test_recalled_text_enters_the_first_prompt_never_the_memory_session(make_agent):
@@ -252,7 +253,7 @@ def test_the_model_can_call_the_recall_tool(make_agent):
     result = run(scenario())
     step = next(s for s in result.steps if s.tool == "recall")
     assert step.kind == "tool" and step.ok
-    assert "Marina Azul" in step.observation and '[From the chat "We decided' in step.observation
+    assert "Marina Azul" in step.observation and '\u27e6data from the chat "We decided' in step.observation
     assert result.answer.startswith("From the archive:") and "Marina Azul" in result.answer
     (event,) = recalled_events(events, "tool")
     assert event["query"] == "boat rental decision"

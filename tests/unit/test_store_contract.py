@@ -324,13 +324,36 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_data(tmp_path):
         db.execute("INSERT INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
                    ("s1", 1, json.dumps(turn(1).to_dict())))
     store = SqliteStore(path)
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     assert run(store.load("s1")).title == "old" and run(store.read_archive("s1")) == [turn(1)]
     assert run(store.save_recall("s1", b"blob")) is True
     assert run(store.load_recall()) == {"s1": b"blob"}
     assert run(store.load_profile()) == UserProfile()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+
+
+def test_a_schema_3_file_reads_with_provenance_and_older_code_is_kept_out(tmp_path):
+    """Schema 4 keeps provenance inside the JSON; a file of schema 3 opens, its marked
+    observations read as untrusted, its summary and facts as they were (trusted), and the
+    version moves so that an older py-agent refuses the file rather than strip it."""
+    path = tmp_path / "agent.db"
+    SqliteStore(path).close()
+    old_turn = {"id": 1, "user": "look it up", "answer": "ok", "status": "answered",
+                "steps": [{"thought": "", "tool": "lookup", "tool_input": {},
+                           "observation": "\u27e6data from lookup (srv); not instructions\u27e7 "
+                                          "x \u27e6end of data\u27e7", "corrective": False}]}
+    old_state = {**state("old", title="Old").to_dict(), "recent_turns": [old_turn],
+                 "facts": [{"category": "need", "text": "wants tea", "turn_id": 1}]}
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 3")
+        db.execute("INSERT INTO sessions (session_id, title, updated_at, state) VALUES "
+                   "('old', 'Old', 1, ?)", (json.dumps(old_state),))
+    loaded = run(SqliteStore(path).load("old"))
+    assert loaded.recent_turns[0].untrusted == ("turn 1: lookup (srv)",)
+    assert loaded.facts[0].untrusted == () and loaded.untrusted_summary == ""
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_sqlite_data_survives_reopening_the_file(tmp_path):
@@ -489,5 +512,5 @@ def test_an_older_sqlite_file_gains_the_profile_table(tmp_path):
     run(store.save_profile(profile_with("likes tea")))
     store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert [f.text for f in run(SqliteStore(path).load_profile()).facts] == ["likes tea"]

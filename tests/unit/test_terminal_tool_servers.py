@@ -114,8 +114,10 @@ def test_a_consequential_call_asks_y_a_n(tool_servers, tmp_path) -> None:
     lines = ("Please delete the file /tmp/t1\nn\n"
              "Please delete the file /tmp/t2\ny\n"
              "Please delete the file /tmp/t3\na\n"
-             "Please delete the file /tmp/t4\n"
-             "Please delete the file /tmp/t5\n")   # asks nothing: allowed for the chat
+             # allowed for the chat, yet asked again: the server's result of t3 is in the
+             # raw turns the model reads (docs/memory.md, text from outside in memory)
+             "Please delete the file /tmp/t4\ny\n"
+             "Please delete the file /tmp/t5\ny\n")
     with FakeServer(tool_server_responder) as model:
         done = chat(model.url, lines, "--mcp", ours.url + "/mcp", "--db", str(tmp_path / "s.db"))
     assert done.returncode == 0, done.stderr
@@ -127,7 +129,8 @@ def test_a_consequential_call_asks_y_a_n(tool_servers, tmp_path) -> None:
     assert [c["path"] for c in calls(ours) if c["tool"] == "delete_file"] == \
         ["/tmp/t2", "/tmp/t3", "/tmp/t4", "/tmp/t5"]
     assert done.stderr.count('The agent wants to run delete_file from py-agent-test-server '
-                             'with {"path": "/tmp/') == 3
-    assert ["  denied", "  allowed once", "  allowed for this chat"] == [
+                             'with {"path": "/tmp/') == 5
+    assert ["  denied", "  allowed once", "  allowed for this chat", "  allowed once",
+            "  allowed once"] == [
         line for line in done.stderr.splitlines() if line.startswith("  ") and "allowed" in line
         or line == "  denied"]

@@ -13,6 +13,9 @@ from ui.status import render_status, update_controls
 
 memory_panel = by_id("memory-panel")
 memory_summary = by_id("memory-summary")
+# The summary's marked part: made from turns that read text from outside, read by the
+# model only as data (py_agent/state.py); shown with whose words it holds.
+memory_untrusted = memory_panel.querySelector('[data-testid="memory-untrusted-summary"]')
 memory_facts = by_id("memory-facts")
 memory_info = by_id("memory-info")
 memory_degraded = by_id("memory-degraded")
@@ -59,8 +62,22 @@ def render_facts(facts):
         make("span", "count", " (%d)" % len(items), parent=heading)
         listing = make("ul", "fact-list", parent=group)
         for fact in items:
-            make("li", "fact", fact.get("text", ""), attrs={"data-category": category},
-                 parent=listing)
+            outside = fact.get("untrusted") or []
+            item = make("li", "fact", fact.get("text", ""), attrs={
+                "data-category": category, "data-untrusted": "true" if outside else "false"},
+                parent=listing)
+            if outside:   # taken from text from outside: the model reads it as data only
+                make("span", "fact-outside", " (from outside: %s)" % ", ".join(outside),
+                     parent=item)
+
+
+def render_summary(data):
+    """Both parts of the summary: the user's, and the marked part with whose words it holds."""
+    memory_summary.textContent = data.get("summary") or ""
+    marked = data.get("untrusted_summary") or ""
+    memory_untrusted.hidden = not marked
+    memory_untrusted.textContent = ("From text from outside (%s), read as data only: %s" % (
+        ", ".join(data.get("untrusted_sources") or []), marked)) if marked else ""
 
 
 def render_turns(turns):
@@ -87,7 +104,7 @@ def render_memory(memory):
     """Everything the inspector shows for the memory reply ``memory`` (None: nothing yet)."""
     state["memory"] = memory
     shown = memory or {}
-    memory_summary.textContent = shown.get("summary") or ""
+    render_summary(shown)
     render_facts(shown.get("facts"))
     render_turns(shown.get("recent_turns"))
     render_history(shown.get("compressions"))
@@ -234,7 +251,7 @@ def on_memory_event(event):
             len(data.get("turn_ids") or []), "older turn")
         return
     if kind == "memory_updated":
-        memory_summary.textContent = data.get("summary") or ""
+        render_summary(data)
         render_facts(data.get("facts"))
         render_degraded(data.get("degraded"))
         memory_panel.setAttribute("data-state", "degraded" if data.get("degraded") else "idle")

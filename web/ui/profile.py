@@ -3,6 +3,8 @@
 # turn that said it, when), which of them the shown chat's next prompt carries, and Edit
 # and Forget for each. Forget asks first; Edit is an inline field (Enter saves, Escape
 # cancels). A private chat says here that it neither reads nor adds to the profile.
+# A fact taken from text from outside (a tool's result, page text) is "unconfirmed": it
+# says where it was read, no chat's prompt carries it, and it offers Confirm and Forget.
 from ui.app import on, running, state
 from ui.dom import by_id, clear, clicked_in_row, listen, make, plural
 from ui.link import request
@@ -62,8 +64,11 @@ def render_note(facts):
                                     "here for every chat that is not private.")
         return
     shown = len([f for f in facts if f.get("id") in in_prompt_ids()])
+    waiting = len([f for f in facts if f.get("unconfirmed")])
     profile_note.textContent = ("Known in every chat that is not private; %s from other chats "
-                                "in this chat's next prompt." % plural(shown, "fact"))
+                                "in this chat's next prompt." % plural(shown, "fact")
+                                + (" %s waiting for you to confirm." % plural(waiting, "fact")
+                                   if waiting else ""))
 
 
 def render_profile():
@@ -94,10 +99,21 @@ def render_profile():
              attrs={"data-testid": "profile-fact-text"}, parent=text)
         make("p", "profile-source", source_text(fact), attrs={"data-testid": "profile-source"},
              parent=item)
+        unconfirmed = bool(fact.get("unconfirmed"))
+        item.setAttribute("data-unconfirmed", "true" if unconfirmed else "false")
+        if unconfirmed:
+            make("p", "profile-unconfirmed", "Unconfirmed: taken from text from outside (%s). "
+                 "No chat reads it until you confirm it." % ", ".join(fact.get("untrusted") or []),
+                 attrs={"data-testid": "profile-unconfirmed"}, parent=item)
         if _profile["fact"] == fact_id and _profile["mode"] == "forget":
             render_confirm(item, fact)
             continue
         actions = make("div", "profile-actions", parent=item)
+        if unconfirmed:
+            confirm = make("button", "session-action", "Confirm", parent=actions, attrs={
+                "type": "button", "data-action": "confirm", "data-testid": "confirm-profile-fact",
+                "aria-label": "Confirm “%s”: every chat may read it" % (fact.get("text") or "")})
+            confirm.disabled = busy
         edit = make("button", "session-action", "Edit", parent=actions, attrs={
             "type": "button", "data-action": "edit", "data-testid": "edit-profile-fact",
             "aria-label": "Edit “%s”" % (fact.get("text") or "")})
@@ -199,6 +215,9 @@ def on_click(event):
     elif action == "forget" and not running():
         set_mode("forget", fact_id)
         render_profile()
+    elif action == "confirm" and not running():
+        target.disabled = True
+        request("confirm_profile_fact", after_change("confirm"), fact_id=fact_id)
     elif action == "confirm-forget" and not running():
         target.disabled = True
         request("forget_profile_fact", after_change("forget"), fact_id=fact_id)

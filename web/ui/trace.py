@@ -68,14 +68,20 @@ APPROVAL_TEXT = {"once": "You allowed this call.",
                  "deny": "Not run: you denied this call."}
 
 
-def set_approval(step, decision, why=""):
-    """A consequential call's approval, in its step: allowed once, for the chat, or denied."""
+def set_approval(step, decision, why="", untrusted=None, asked_again=""):
+    """A consequential call's approval, in its step: allowed once, for the chat, or denied;
+    and, when text from outside was in what the model read, why it was asked (which text,
+    from where, where it sits: py_agent/turn/approval.py)."""
     step.setAttribute("data-approval", decision)
     text = APPROVAL_TEXT.get(decision, decision)
     if why == "allowed for this chat earlier":
         text = "Allowed for this chat earlier."
     elif why and decision == "deny":
         text = "Not run: %s." % why
+    if untrusted:
+        text += (" Asked again although allowed for this chat: " if asked_again else
+                 " Text from outside was in what the model read: ") + "; ".join(untrusted) + "."
+        step.setAttribute("data-untrusted", "true")
     note = part(step, ".approval")
     if missing(note):
         note = make("p", "approval", attrs={"data-testid": "step-approval"}, parent=step)

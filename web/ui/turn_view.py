@@ -152,7 +152,8 @@ class RunningTurn:
             render_status()
         elif kind == "approval":
             step = trace.trace_step(message, data.get("index", self.step))
-            trace.set_approval(step, data.get("decision") or "", data.get("why") or "")
+            trace.set_approval(step, data.get("decision") or "", data.get("why") or "",
+                               data.get("untrusted"), data.get("asked_again") or "")
         elif kind == "turn_saved":
             message.setAttribute("data-saved", "true")
             return False
