@@ -35,7 +35,7 @@ Paths:
                      (tests/hostile_servers.py): lying names, tools that shadow the
                      agent's, malformed annotations, credentials in its address
     /calls           what the tools were asked to do (JSON), for the tests to read
-    /reset           forget the calls
+    /reset           forget the calls; the hostile servers' lists as they were at start
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
 
-from tests.hostile_servers import credentials_ok, hostile_apps, hostile_servers
+from tests.hostile_servers import credentials_ok, hostile_apps, hostile_servers, restore_all
 
 DATA = Path(__file__).resolve().parent / "data"
 TOKEN = "let-me-in"
@@ -322,7 +322,7 @@ def build_app(allow_origins: list[str] = ()):
         """Every MCP app's own lifespan (its session manager), entered together."""
         async with AsyncExitStack() as stack:
             await receive()   # lifespan.startup
-            for each in (mcp_app, *hostile.values()):
+            for each in (mcp_app, *(inner for inner, _ in hostile.values())):
                 await stack.enter_async_context(each.router.lifespan_context(each))
             await send({"type": "lifespan.startup.complete"})
             await receive()   # lifespan.shutdown
@@ -345,6 +345,7 @@ def build_app(allow_origins: list[str] = ()):
             return await respond(send, 200, json.dumps(CALLS).encode(), b"application/json")
         if path == "/reset":
             CALLS.clear()
+            await restore_all()
             return await respond(send, 200, b"[]", b"application/json")
         if path == "/html":
             await read_body(receive)
@@ -383,7 +384,7 @@ def build_app(allow_origins: list[str] = ()):
                 if message["type"] == "http.response.start":
                     message = {**message, "headers": [*message.get("headers", []), *CORS]}
                 await send(message)
-            return await hostile[server_id](inner, receive, send_with_cors_hostile)
+            return await hostile[server_id][1](inner, receive, send_with_cors_hostile)
         if path.startswith("/silent/"):
             await read_body(receive)
             return await wait_for_disconnect(receive)

@@ -175,7 +175,8 @@ def test_the_chats_standing_approvals_are_kept_per_tool_origin(hostile) -> None:
     async def tools():
         a = await connect_mcp(url_of(hostile, "mailer-a"), timeout_s=10)
         b = await connect_mcp(url_of(hostile, "mailer-b"), timeout_s=10)
-        return a.tools[0], b.tools[0]
+        named = lambda server: next(t for t in server.tools if t.name == "send_email")  # noqa
+        return named(a), named(b)
 
     send_a, send_b = run(tools())
     assert send_a.name == send_b.name == "send_email"
@@ -404,7 +405,7 @@ def test_a_servers_escape_sequences_never_reach_the_terminal(hostile) -> None:
     for byte in ("\x1b", "\r", "\x07", "\x9b"):
         assert byte not in done.stderr and byte not in done.stdout, repr(byte)
     questions = [line for line in done.stderr.splitlines()
-                 if "The agent wants to run" in line]
+                 if line.startswith("The agent wants to run")]
     assert len(questions) == 1 and questions[0].startswith("The agent wants to run send_email")
     assert ran(hostile, "send_email") == []
 
