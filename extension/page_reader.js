@@ -63,6 +63,7 @@
   const FAINT_OPACITY = 0.1;    // opacity multiplied through the ancestors
   const OPAQUE = 0.9;           // a cover at least this opaque hides what is under it
   const MAX_COVERS = 3000;      // positioned elements considered as covers
+  const MAX_WORDS = 20000;      // words of one partly seen text node measured one by one
   const REPLACED = new Set(['IMG', 'VIDEO', 'CANVAS', 'SVG', 'PICTURE', 'OBJECT', 'EMBED',
                             'IFRAME']);
   const CLIPPING = new Set(['hidden', 'clip']);
@@ -155,20 +156,29 @@
   class Sight {
     constructor(view) {
       this.view = view;
+      this.scrollX = view.scrollX;   // the page does not move while it is read
+      this.scrollY = view.scrollY;
       this.styles = new Map();
       this.backgrounds = new Map();
       this.coverList = null;
     }
 
+    /** `el`'s computed style, each property read from the browser once (a read costs a
+     * serialization; the walk reads some several times). */
     style(el) {
       let style = this.styles.get(el);
-      if (!style) { style = this.view.getComputedStyle(el); this.styles.set(el, style); }
+      if (!style) {
+        const computed = this.view.getComputedStyle(el);
+        style = new Proxy({}, {get: (values, name) => (name in values ? values[name]
+          : (values[name] = computed[name]))});
+        this.styles.set(el, style);
+      }
       return style;
     }
 
     /** A box of the live page in page coordinates (not moved by scrolling). */
     pageRect(rect) {
-      const x = this.view.scrollX, y = this.view.scrollY;
+      const x = this.scrollX, y = this.scrollY;
       return {left: rect.left + x, top: rect.top + y, right: rect.right + x, bottom: rect.bottom + y};
     }
 
@@ -180,8 +190,8 @@
       for (const el of [root, body]) {
         if (!el) continue;
         const style = this.style(el);
-        if (CLIPPING.has(style.overflowX)) box.right = Math.min(box.right, root.clientWidth + this.view.scrollX);
-        if (CLIPPING.has(style.overflowY)) box.bottom = Math.min(box.bottom, root.clientHeight + this.view.scrollY);
+        if (CLIPPING.has(style.overflowX)) box.right = Math.min(box.right, root.clientWidth + this.scrollX);
+        if (CLIPPING.has(style.overflowY)) box.bottom = Math.min(box.bottom, root.clientHeight + this.scrollY);
       }
       return [{box, el: root}];
     }
@@ -213,18 +223,21 @@
         clips = clips.filter((c, i) => i === 0 || (block && (c.el === block || c.el.contains(block))));
       }
       const own = [];
-      if (style.display !== 'contents') {
+      const clipX = CLIPPING.has(style.overflowX), clipY = CLIPPING.has(style.overflowY);
+      const path = style.clipPath && style.clipPath !== 'none';
+      const clip = (style.position === 'absolute' || style.position === 'fixed') &&
+        /^rect\(([^)]*)\)$/.exec(style.clip || '');
+      if (style.display !== 'contents' && (clipX || clipY || path || clip)) {
         const rect = this.pageRect(el.getBoundingClientRect());
-        const overflow = {...FULL};
-        if (CLIPPING.has(style.overflowX)) { overflow.left = rect.left; overflow.right = rect.right; }
-        if (CLIPPING.has(style.overflowY)) { overflow.top = rect.top; overflow.bottom = rect.bottom; }
-        if (overflow !== FULL && (isFinite(overflow.left) || isFinite(overflow.top))) own.push(overflow);
-        if (style.clipPath && style.clipPath !== 'none') {
+        if (clipX || clipY) {
+          own.push({left: clipX ? rect.left : -Infinity, right: clipX ? rect.right : Infinity,
+                    top: clipY ? rect.top : -Infinity, bottom: clipY ? rect.bottom : Infinity});
+        }
+        if (path) {
           const box = clipPathBox(style.clipPath, rect);
           if (box && box !== FULL) own.push(box);
         }
-        const clip = /^rect\(([^)]*)\)$/.exec(style.clip || '');
-        if (clip && (style.position === 'absolute' || style.position === 'fixed')) {
+        if (clip) {
           const [t, r, b, l] = clip[1].split(/[\s,]+/).map((v) => (v === 'auto' ? null : parseFloat(v)));
           own.push({left: rect.left + (l ?? 0), top: rect.top + (t ?? 0),
                     right: r === null ? rect.right : rect.left + r,
@@ -235,36 +248,69 @@
               clips: own.length ? [...clips, ...own.map((box) => ({box, el}))] : clips};
     }
 
-    /** Why text node `node` is not seen, or '' (`context`: its parent element's inner). */
+    /** Where a box of text is, against the boxes that may show it: '' (seen),
+     * 'collapsed', 'tiny', 'off-screen' or 'clipped'. */
+    placed(r, root, clip) {
+      if (width(r) <= 0.5 || height(r) <= 0.5) return 'collapsed';
+      if (height(r) < TINY_FONT_PX) return 'tiny';
+      const page = meet(r, root);
+      if (width(page) < 1 || height(page) < 1) return 'off-screen';
+      const shown = meet(r, clip);
+      return width(shown) >= 2 && height(shown) >= TINY_FONT_PX ? '' : 'clipped';
+    }
+
+    /** Why text node `node` is not seen ({reason}), or {reason: '', partly}: `partly`
+     * when some of its lines are seen and others not (a tail clipped by its box)
+     * (`context`: its parent element's inner). */
     textReason(node, context) {
       const el = node.parentElement;
       const range = document.createRange();
       range.selectNodeContents(node);
-      const rects = [...range.getClientRects()].map((r) => this.pageRect(r));
-      if (!rects.some((r) => width(r) > 0.5 && height(r) > 0.5)) return 'collapsed';
-      const readable = rects.filter((r) => height(r) >= TINY_FONT_PX && width(r) >= 1);
-      if (!readable.length) return 'tiny';
-      const clip = context.clips.reduce((box, c) => meet(box, c.box), FULL);
       const root = context.clips[0].box;
-      const onPage = readable.filter((r) => width(meet(r, root)) >= 1 && height(meet(r, root)) >= 1);
-      if (!onPage.length) return 'off-screen';
-      const seen = onPage.map((r) => meet(r, clip))
-        .filter((r) => width(r) >= 2 && height(r) >= TINY_FONT_PX);
-      if (!seen.length) return 'clipped';
-      const points = seen.slice(0, 3).map((r) => [(r.left + r.right) / 2, (r.top + r.bottom) / 2]);
+      const clip = context.clips.reduce((box, c) => meet(box, c.box), FULL);
+      const rects = [...range.getClientRects()].map((r) => this.pageRect(r));
+      const places = rects.map((r) => this.placed(r, root, clip));
+      const seen = rects.filter((r, i) => places[i] === '');
+      if (!seen.length) {
+        for (const reason of ['clipped', 'off-screen', 'tiny', 'collapsed']) {
+          if (places.includes(reason)) return {reason};
+        }
+        return {reason: 'collapsed'};
+      }
+      const points = seen.slice(0, 3).map((r) => meet(r, clip))
+        .map((r) => [(r.left + r.right) / 2, (r.top + r.bottom) / 2]);
       const style = this.style(el);
-      if (!this.standsOut(el, style, points[0])) return 'background';
-      if (points.every(([x, y]) => this.coveredAt(x, y, el))) return 'covered';
-      return '';
+      if (!this.standsOut(el, style, points[0])) return {reason: 'background'};
+      if (points.every(([x, y]) => this.coveredAt(x, y, el))) return {reason: 'covered'};
+      const partly = places.some((place) => place === 'clipped' || place === 'off-screen');
+      return {reason: '', partly, root, clip};
+    }
+
+    /** The words of `node` a person can see, for a node only partly seen: {text, left:
+     * characters left out, reason}. Each word is measured where it is drawn. */
+    seenWords(node, {root, clip}) {
+      const range = document.createRange();
+      const kept = [];
+      let left = 0, reason = 'clipped', count = 0;
+      for (const match of node.data.matchAll(/\S+/g)) {
+        if (++count > MAX_WORDS) { kept.push(match[0]); continue; }   // measured enough
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const place = this.placed(this.pageRect(range.getBoundingClientRect()), root, clip);
+        if (!place || place === 'tiny' || place === 'collapsed') kept.push(match[0]);
+        else { left += match[0].length + 1; reason = place; }
+      }
+      return {text: kept.join(' '), left, reason};
     }
 
     /** Whether `el`'s text colour differs enough from what is behind it at `point`. */
     standsOut(el, style, [x, y]) {
-      if (style.textShadow !== 'none' || parseFloat(style.webkitTextStrokeWidth) > 0) return true;
       const ink = colour(style.webkitTextFillColor || style.color);
       const behind = this.backdrop(el, x, y);
       if (!ink || !behind) return true;   // not known: kept
-      return contrast(over(ink, behind), behind) >= CONTRAST_MIN;
+      if (contrast(over(ink, behind), behind) >= CONTRAST_MIN) return true;
+      // an outline or a shadow can make it stand out after all
+      return style.textShadow !== 'none' || parseFloat(style.webkitTextStrokeWidth) > 0;
     }
 
     /** The colour behind `el` at (x, y): the topmost element drawn below it there (a
@@ -282,20 +328,24 @@
       return base;
     }
 
+    /** The colour of `el`'s own background over its ancestors' (over white), or null
+     * when a picture or gradient is among them; kept per element. */
     ancestorBackground(el) {
+      if (!el) return [255, 255, 255];
       if (this.backgrounds.has(el)) return this.backgrounds.get(el);
-      const layers = [];
-      let found = [255, 255, 255], known = true;
-      for (let e = el; e; e = e.parentElement) {
-        const style = this.style(e);
-        if (style.backgroundImage && style.backgroundImage !== 'none') { known = false; break; }
-        const c = colour(style.backgroundColor);
-        if (!c) { known = false; break; }
-        if (c[3] > 0) layers.push(c);
-        if (c[3] >= 1) break;
+      const style = this.style(el);
+      let result;
+      if (style.backgroundImage !== 'none') {
+        result = null;
+      } else {
+        const own = colour(style.backgroundColor);
+        if (!own) result = null;
+        else if (own[3] >= 1) result = own.slice(0, 3);
+        else {
+          const below = this.ancestorBackground(el.parentElement);
+          result = below && (own[3] > 0 ? over(own, below) : below);
+        }
       }
-      if (known) for (const layer of layers.reverse()) found = over(layer, found);
-      const result = known ? found : null;
       this.backgrounds.set(el, result);
       return result;
     }
@@ -358,7 +408,7 @@
 
     /** Whether an opaque element is drawn over `el` at page point (x, y). */
     coveredAt(x, y, el) {
-      const cx = x - this.view.scrollX, cy = y - this.view.scrollY;
+      const cx = x - this.scrollX, cy = y - this.scrollY;
       let onTop = false;
       if (cx >= 0 && cy >= 0 && cx < this.view.innerWidth && cy < this.view.innerHeight) {
         for (const hit of document.elementsFromPoint(cx, cy)) {
@@ -404,7 +454,7 @@
       let first = '';
       for (let n = walker.nextNode(); n; n = walker.nextNode()) {
         if (!n.data.trim()) continue;
-        const why = this.textReason(n, n.parentElement === el ? inner : this.contextOf(n));
+        const why = this.textReason(n, n.parentElement === el ? inner : this.contextOf(n)).reason;
         if (!why) return '';
         first = first || why;
       }
@@ -437,14 +487,23 @@
                                                          {opacity: 1, clips: sight.rootClips()})]];
     while (stack.length) {
       const [node, twin, context] = stack.pop();
-      const kids = node.childNodes, twins = twin.childNodes;
+      const kids = [...node.childNodes], twins = [...twin.childNodes];
       for (let i = kids.length - 1; i >= 0; i--) {
         const child = kids[i], copied = twins[i];
         if (!copied) continue;
         if (child.nodeType === Node.TEXT_NODE) {
           if (!child.data.trim()) continue;
-          const reason = sight.textReason(child, context);
-          if (reason) leaveOut(copied, reason, squash(child.data).length);
+          const looked = sight.textReason(child, context);
+          if (looked.reason) {
+            leaveOut(copied, looked.reason, squash(child.data).length);
+          } else if (looked.partly) {   // keep the words that are seen
+            const seen = sight.seenWords(child, looked);
+            if (seen.left) {
+              dropped[seen.reason] += 1;
+              droppedChars += seen.left - 1;
+              copied.data = seen.text;
+            }
+          }
           continue;
         }
         if (child.nodeType !== Node.ELEMENT_NODE) continue;

@@ -423,3 +423,12 @@ def test_the_terminal_shows_read_only_claims_and_trusts_a_server_only_when_told(
     assert "The agent wants to run lookup" in untrusted.stderr
     assert "The agent wants to run" not in trusted.stderr
     assert [c["query"] for c in ran(hostile, "lookup")] == ["tide"]
+
+
+def test_the_hostile_servers_are_the_ones_the_readme_describes() -> None:
+    readme = (ROOT / "tests" / "data" / "hostile" / "README.md").read_text(encoding="utf-8")
+    assert f"{len(HOSTILE)} servers, each a real server" in readme
+    for server_id, entry in HOSTILE.items():
+        assert f"`{server_id}`" in readme, server_id
+        assert entry["point"] in (2, 3, 4, 5, 7)
+    assert len(HOSTILE["name-long"]["name"]) == 3000
