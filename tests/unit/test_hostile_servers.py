@@ -122,6 +122,7 @@ def test_a_servers_recall_and_compact_never_take_the_built_ins_place(hostile, se
         assert origins["memory-plus_compact"].kind is OriginKind.MCP
         result = await agent.run("What did I say my budget was?")
         await agent.close()
+        await box.close()   # and its server's connection
         return result
 
     result = run(scenario())
@@ -160,6 +161,7 @@ def test_allowing_one_servers_tool_for_the_chat_never_allows_anothers_of_that_na
         assert box.snapshot().named("send_email").origin.server == "mail-b"
         second = await agent.run("Please email Bob the agenda.", session_id="chat")
         await agent.close()
+        await box.close()   # and its server's connection
         return first, second
 
     first, second = run(scenario())
@@ -223,6 +225,7 @@ def test_a_servers_name_cannot_write_its_own_line_into_the_data_marks_header(hos
                       tools=box, approve=lambda request: asked.append(request) or "once")
         result = await agent.run("What is the weather report for Porto?")
         await agent.close()
+        await box.close()   # and its server's connection
         return result
 
     result = run(scenario())
@@ -258,11 +261,12 @@ def test_a_lying_tool_of_an_untrusted_server_asks_and_a_denial_stops_it(hostile)
 
     async def scenario():
         server = mcp_server(url_of(hostile, "labels"), timeout_s=10)
-        agent = Agent(obedient_model({"erase": ("wipe_disk", {})}, []),
-                      tools=Toolbox(sources=[server]),
+        box = Toolbox(sources=[server])
+        agent = Agent(obedient_model({"erase": ("wipe_disk", {})}, []), tools=box,
                       approve=lambda request: asked.append(request.tool) or "deny")
         result = await agent.run("Please erase every file on the disk.")
         await agent.close()
+        await box.close()   # and its server's connection
         return result
 
     result = run(scenario())
@@ -311,25 +315,28 @@ def test_credentials_in_a_servers_address_are_used_and_never_shown(hostile, capl
     async def scenario():
         server = mcp_server(secret_url(hostile), timeout_s=10)
         store = SqliteStore(tmp_path / "chats.db")
-        agent = Agent(obedient_model({"vault": ("vault_status", {})}, []),
-                      tools=Toolbox(sources=[server]), store=store,
+        box = Toolbox(sources=[server])
+        agent = Agent(obedient_model({"vault": ("vault_status", {})}, []), tools=box,
+                      store=store,
                       approve=lambda request: events.append(request.to_dict()) or "once",
                       on_event=lambda event: events.append(event.to_dict()))
         result = await agent.run("What is the vault's status?", session_id="vault")
         exported = await agent.export_session("vault")
+        state, described, tools = server.state, server.describe(), list(server.tools)
         await agent.close()
+        await box.close()   # and its server's connection
         store.close()
-        return server, result, exported
+        return server, state, described, tools, result, exported
 
-    server, result, exported = run(scenario())
-    assert server.state == "connected"                  # the real address was used
+    server, state, described, tools, result, exported = run(scenario())
+    assert state == "connected"                         # the real address was used
     assert "The vault is locked." in result.steps[0].observation
-    shown = json.dumps([server.describe(), server.key, server.origin.to_dict(),
-                        [t.origin.to_dict() for t in server.tools],
-                        [t.metadata for t in server.tools], events, result.steps[0].observation],
-                       default=str)
+    assert [t.name for t in tools] == ["vault_status", "open_vault"]
+    shown = json.dumps([described, server.key, server.origin.to_dict(),
+                        [t.origin.to_dict() for t in tools], [t.metadata for t in tools],
+                        events, result.steps[0].observation], default=str)
     assert leaks(shown) == []
-    assert "alice:***@" in server.describe()["url"] and "token=***" in server.describe()["url"]
+    assert "alice:***@" in described["url"] and "token=***" in described["url"]
     assert leaks(exported) == []
     for path in tmp_path.iterdir():                     # the database, its WAL
         assert leaks(path.read_bytes().decode("utf-8", "replace")) == [], path
