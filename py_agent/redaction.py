@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
 # A query or fragment parameter whose name says its value is a secret.
 SECRET_NAME = re.compile(r"(?i)(token|key|secret|passw|pwd|auth|sig|session|cred|jwt|bearer|"
                          r"cookie|private)")
-# A header whose value is a credential.
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 # Addresses inside free text (a log record, an SDK's message).
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 # "Bearer abc", "Basic abc": the scheme kept, the credential masked.
@@ -82,19 +80,6 @@ def redact_text(text: str, *, addresses: bool = True) -> str:
     text = _AUTH_HEADER.sub(lambda match: match.group(1) + (
         f"{match.group(2)} " if match.group(2) else "") + MASK, text)
     return _AUTH_VALUE.sub(lambda match: f"{match.group(1)}{match.group(2)}{MASK}", text)
-
-
-def redact_headers(headers: Mapping[str, Any] | None) -> dict[str, Any]:
-    """HTTP headers as they may be shown: a credential's value masked (its scheme kept:
-    ``Bearer ***``)."""
-    shown = {}
-    for name, value in (headers or {}).items():
-        if name.lower() in SECRET_HEADERS or SECRET_NAME.search(name):
-            scheme, space, _credential = str(value).partition(" ")
-            shown[name] = f"{scheme} {MASK}" if space else MASK
-        else:
-            shown[name] = value
-    return shown
 
 
 class RedactingFilter(logging.Filter):

@@ -354,6 +354,10 @@ def test_a_failure_never_shows_the_credentials_either(hostile, caplog) -> None:
     gone = run(connect_mcp(f"http://alice:pw-hunter2-secret@127.0.0.1:9/mcp"
                            f"?token=tk-5ecret-in-query", timeout_s=5))
     assert gone.state == "unreachable" and leaks(gone.error) == []
+    # a bearer token in a header: sent, and in no log either
+    bearer = run(connect_mcp(f"{hostile.url}/auth/mcp", timeout_s=10,
+                             headers={"Authorization": "Bearer let-me-in"}))
+    assert bearer.state == "connected" and "let-me-in" not in caplog.text
 
 
 # ------------------------------------------------------------------ the terminal
