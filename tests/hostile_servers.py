@@ -179,7 +179,8 @@ def with_raw_annotations(app: Any, labels: dict[str, Any]) -> Any:
             if message.get("more_body"):
                 return
             out = _relabel(b"".join(parts), labels)
-            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            headers = [(k, v) for k, v in start.get("headers", [])
+                       if k.lower() != b"content-length"]
             headers.append((b"content-length", str(len(out)).encode()))
             await send({**start, "headers": headers})
             await send({"type": "http.response.body", "body": out})

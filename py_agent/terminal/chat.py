@@ -4,9 +4,9 @@ Answers go to stdout; the banner, prompts, trace and errors to stderr, so piping
 output keeps only the answers. Everything printed passes through
 :func:`~py_agent.boundary.printable` first: a model's answer, a tool's result or a server's
 name cannot move the cursor, ring the bell or turn text around (an escape sequence that
-draws a false approval line shows as ``\u001b[2K``). A failed turn says why and is saved as failed (the
-agent archives it); the next line is tried as usual. On exit, a compaction still
-running is given a bounded time to finish: the raw turns are saved before it, so
+draws a false approval line shows as ``\u001b[2K``). A failed turn says why and is saved
+as failed (the agent archives it); the next line is tried as usual. On exit, a compaction
+still running is given a bounded time to finish: the raw turns are saved before it, so
 stopping it loses nothing.
 """
 
