@@ -5,10 +5,10 @@ A tool that deletes, sends or pays declares itself consequential (:attr:`Tool.co
 user trusts that server's labels and it says it only reads). The tool runner asks this
 gate after the model chose the tool and its arguments were checked, before the call: the
 app's approver (the page's dialog, the terminal's y/n/a prompt, an ``approve`` callback
-in Python) sees an :class:`ApprovalRequest` and answers **allow once**, **allow for this chat** (that tool
-is not asked about again in this chat) or **deny**. "That tool" is the tool of that
-origin (:meth:`~py_agent.tools.ToolOrigin.identity`: its kind, its source, its name
-there), never a bare name another server's tool could take later. A denial, no
+in Python) sees an :class:`ApprovalRequest` and answers **allow once**, **allow for this
+chat** (that tool is not asked about again in this chat) or **deny**. "That tool" is the
+tool of that origin (:meth:`~py_agent.tools.ToolOrigin.identity`: its kind, its source,
+its name there), never a bare name another server's tool could take later. A denial, no
 approver, or no answer in time becomes an observation the model reads, and the turn goes
 on. Each question and answer is an event (``approval_requested``, ``approval``) the
 trace shows.
