@@ -1,17 +1,17 @@
 """Approval before consequential calls: one gate for every kind of tool.
 
 A tool that deletes, sends or pays declares itself consequential (:attr:`Tool.confirm`:
-``@tool(confirm=True)``, ``schema_tool(confirm=True)``, a tool server's tool unless the
-user trusts that server's labels and it says it only reads). The tool runner asks this
-gate after the model chose the tool and its arguments were checked, before the call: the
-app's approver (the page's dialog, the terminal's y/n/a prompt, an ``approve`` callback
-in Python) sees an :class:`ApprovalRequest` and answers **allow once**, **allow for this
-chat** (that tool is not asked about again in this chat) or **deny**. "That tool" is the
-tool of that origin (:meth:`~py_agent.tools.ToolOrigin.identity`: its kind, its source,
-its name there), never a bare name another server's tool could take later. A denial, no
-approver, or no answer in time becomes an observation the model reads, and the turn goes
-on. Each question and answer is an event (``approval_requested``, ``approval``) the
-trace shows.
+``@tool(confirm=True)``, ``schema_tool(confirm=True)``, a tool server's tool unless its
+labels are trusted). The tool runner asks this gate after the model chose the tool and
+its arguments were checked, before the call: the app's approver (the page's dialog, the
+terminal's y/n/a prompt, an ``approve`` callback in Python) sees an
+:class:`ApprovalRequest` and answers **allow once**, **allow for this chat** (that tool
+is not asked about again in this chat) or **deny**. A denial, no approver, or no answer
+in time becomes an observation the model reads, and the turn goes on. Each question
+and answer is an event (``approval_requested``, ``approval``) the trace shows.
+
+"That tool" is the tool of one origin (:meth:`~py_agent.tools.ToolOrigin.identity`: its
+kind, its source, its name there), never a bare name another server's tool could take.
 
 An approver returns (or awaits) ``True`` / ``"once"`` to allow once, ``"chat"`` to
 allow for the chat, and ``False`` / ``"deny"`` (or anything else) to deny.
