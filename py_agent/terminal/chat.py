@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from ..agent import Agent
 from ..boundary import printable
+from ..redaction import redact_url
 from ..events import AgentEvent
 from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from ..results import RunResult
@@ -371,7 +372,7 @@ def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | Non
             tool_count: int) -> str:
     window = (f"not reachable now: {problem}" if problem else
               f"context {model.window} tokens ({model.window_source})")
-    return (f"py-agent · {model.name} at {model.base_url} · {window}\n"
+    return (f"py-agent · {model.name} at {redact_url(model.base_url)} · {window}\n"
             f"session {options.session_id} (continue it with --session {options.session_id})"
             f" · {tool_count} tools · /help for commands")
 
