@@ -218,9 +218,9 @@ class ToolServer:
     def read_only_claims(self) -> list[str]:
         """The names of the tools that claim, well-formed, to only read (what trusting
         this server would let run without asking)."""
+        usable = {t.origin.name for t in self.tools}
         return [str(item.get("name")) for item in self.listed
-                if claims_read_only(item.get("annotations"))
-                and any(t.origin.name == item.get("name") for t in self.tools)]
+                if item.get("name") in usable and claims_read_only(item.get("annotations"))]
 
     def tools_changed(self) -> None:
         """The server said its tool list changed: the toolbox that holds it lists again
