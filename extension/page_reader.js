@@ -7,10 +7,14 @@
  *   extract({maxChars})  the page's main text as Firefox's reader view finds it
  *                        (Readability), as blocks (headings, paragraphs, list items,
  *                        table rows kept as rows), with its title and URL. Text the user
- *                        cannot see (display:none, visibility:hidden, opacity 0, off-screen,
- *                        tiny, transparent) is dropped before Readability sees the page;
- *                        frames are not read (a note says how many were skipped); past
- *                        maxChars the text is cut and the result says so.
+ *                        cannot see is dropped before Readability sees the page: its
+ *                        visibility is computed (below: rendering, opacity through the
+ *                        ancestors, clipping, transforms, its drawn size and place, its
+ *                        colour against what is behind it, elements drawn over it), and
+ *                        what was left out is counted by reason and in characters
+ *                        (hiddenDropped, hiddenChars); frames are not read (a note says
+ *                        how many were skipped); past maxChars the text is cut and the
+ *                        result says so.
  *   selection()          the text the user selected (in the page or in a text field).
  *   links({max})         the visible links: text and absolute URL.
  *   show(quote)          scroll to the first visible place that says `quote` and
@@ -42,86 +46,488 @@
   const squash = (text) => text.replace(/\s+/g, ' ').trim();
 
   // ------------------------------------------------------------ what the user can see
+  //
+  // Visibility is computed, not guessed from a few properties. An element is left out
+  // with all it holds when the browser does not render it (display, visibility,
+  // content-visibility: checkVisibility) or it is too faint (its opacity multiplied
+  // through its ancestors), or its clip-path collapses it. Each text node left is then
+  // measured where it is drawn (a Range's boxes, so transforms and text-indent count):
+  // left out when its boxes have no size (a transform to scale(0)), are too small to read,
+  // lie outside every box that clips them (overflow, clip, clip-path of it and its
+  // ancestors, and the page's own edges: nothing can scroll to -9999px), when its colour
+  // against the colour behind it is under CONTRAST_MIN (text in the background's colour),
+  // or when another opaque element is drawn over it at every sample point
+  // (document.elementsFromPoint inside the window; the page's positioned elements, by
+  // geometry and stacking order, anywhere).
+  const CONTRAST_MIN = 1.5;     // WCAG contrast ratio: 1 is invisible, 4.5 body text
+  const FAINT_OPACITY = 0.1;    // opacity multiplied through the ancestors
+  const OPAQUE = 0.9;           // a cover at least this opaque hides what is under it
+  const MAX_COVERS = 3000;      // positioned elements considered as covers
+  const MAX_WORDS = 20000;      // words of one partly seen text node measured one by one
+  const REPLACED = new Set(['IMG', 'VIDEO', 'CANVAS', 'SVG', 'PICTURE', 'OBJECT', 'EMBED',
+                            'IFRAME']);
+  const CLIPPING = new Set(['hidden', 'clip']);
+  const REASONS = ['hidden', 'faint', 'clipped', 'collapsed', 'tiny', 'off-screen',
+                   'background', 'covered'];
 
-  /** Why `el` (of the live page) is not seen by the user, or '' if it may be. */
-  function hiddenReason(el, view) {
-    if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true,
-                             opacityProperty: true, visibilityProperty: true})) {
-      return 'hidden';
+  const FULL = {left: -Infinity, top: -Infinity, right: Infinity, bottom: Infinity};
+  const meet = (a, b) => ({left: Math.max(a.left, b.left), top: Math.max(a.top, b.top),
+                           right: Math.min(a.right, b.right), bottom: Math.min(a.bottom, b.bottom)});
+  const width = (r) => Math.max(0, r.right - r.left);
+  const height = (r) => Math.max(0, r.bottom - r.top);
+  const inside = (r, x, y) => x >= r.left && x <= r.right && y >= r.top && y <= r.bottom;
+
+  /** An sRGB colour as [r, g, b, a] (0-255, alpha 0-1), or null if it cannot be read. */
+  const colours = new Map();
+  function colour(text) {
+    if (colours.has(text)) return colours.get(text);
+    let found = null;
+    const rgb = /^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)$/
+      .exec(text);
+    if (rgb) {
+      const alpha = rgb[4] === undefined ? 1 : rgb[4].endsWith('%')
+        ? parseFloat(rgb[4]) / 100 : parseFloat(rgb[4]);
+      found = [+rgb[1], +rgb[2], +rgb[3], alpha];
+    } else if (text === 'transparent') {
+      found = [0, 0, 0, 0];
+    } else {
+      // another colour space (oklch, color(display-p3 ...)): drawn once, read back
+      try {
+        const canvas = document.createElement('canvas');
+        canvas.width = canvas.height = 1;
+        const context = canvas.getContext('2d', {willReadFrequently: true});
+        context.fillStyle = text;
+        context.fillRect(0, 0, 1, 1);
+        const [r, g, b, a] = context.getImageData(0, 0, 1, 1).data;
+        found = [r, g, b, a / 255];
+      } catch (error) {
+        found = null;
+      }
     }
-    const style = view.getComputedStyle(el);
-    const rect = el.getBoundingClientRect();
-    const left = rect.left + view.scrollX, top = rect.top + view.scrollY;
-    if (rect.width > 0 || rect.height > 0) {
-      if (left + rect.width <= 0 || top + rect.height <= 0) return 'off-screen';
-      const width = document.documentElement.scrollWidth;
-      if (style.position !== 'static' && left >= width + 100) return 'off-screen';
-    }
-    const clipped = style.overflow === 'hidden' || style.overflow === 'clip' ||
-                    style.clip === 'rect(0px, 0px, 0px, 0px)' ||
-                    style.clipPath === 'inset(50%)';
-    if (clipped && (rect.width <= 1 || rect.height <= 1)) return 'tiny';
-    if (parseFloat(style.fontSize) < TINY_FONT_PX && el.childElementCount === 0 &&
-        el.textContent.trim()) return 'tiny';
-    if (/^rgba\(.*,\s*0\)$/.test(style.color) || style.color === 'transparent') {
-      if (el.childElementCount === 0 && el.textContent.trim()) return 'transparent';
-    }
-    return '';
+    colours.set(text, found);
+    return found;
   }
 
+  const over = (top, below) => [0, 1, 2].map((i) => top[i] * top[3] + below[i] * (1 - top[3]));
+
+  function luminance([r, g, b]) {
+    const [R, G, B] = [r, g, b].map((v) => {
+      const c = v / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * R + 0.7152 * G + 0.0722 * B;
+  }
+
+  function contrast(a, b) {
+    const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  }
+
+  /** The box a clip-path keeps of `rect` (a bounding box for shapes), or null when it
+   * keeps nothing; FULL when it cannot be read (then nothing is taken away). */
+  function clipPathBox(value, rect) {
+    if (!value || value === 'none') return FULL;
+    const length = (v, size) => (v.endsWith('%') ? parseFloat(v) / 100 * size : parseFloat(v) || 0);
+    let m = /^inset\(([^)]*)\)/.exec(value);
+    if (m) {
+      const parts = m[1].split(/\s+round\s+/)[0].trim().split(/\s+/);
+      const [t, r = t, b = t, l = r] = parts;
+      const w = rect.right - rect.left, h = rect.bottom - rect.top;
+      const box = {left: rect.left + length(l, w), top: rect.top + length(t, h),
+                   right: rect.right - length(r, w), bottom: rect.bottom - length(b, h)};
+      return width(box) > 0 && height(box) > 0 ? box : null;
+    }
+    m = /^(circle|ellipse)\(\s*([\d.]+)(px|%)?/.exec(value);
+    if (m && parseFloat(m[2]) === 0) return null;
+    m = /^polygon\(([^)]*)\)/.exec(value);
+    if (m) {
+      const w = rect.right - rect.left, h = rect.bottom - rect.top;
+      const points = m[1].split(',').map((p) => p.trim().split(/\s+/).slice(-2))
+        .filter((p) => p.length === 2).map(([x, y]) => [rect.left + length(x, w), rect.top + length(y, h)]);
+      if (points.length < 3) return null;
+      const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
+      const box = {left: Math.min(...xs), top: Math.min(...ys), right: Math.max(...xs), bottom: Math.max(...ys)};
+      return width(box) > 0 && height(box) > 0 ? box : null;
+    }
+    return FULL;
+  }
+
+  /** What the user can see of the live page (see above), with its caches. */
+  class Sight {
+    constructor(view) {
+      this.view = view;
+      this.scrollX = view.scrollX;   // the page does not move while it is read
+      this.scrollY = view.scrollY;
+      this.styles = new Map();
+      this.backgrounds = new Map();
+      this.coverList = null;
+    }
+
+    /** `el`'s computed style, each property read from the browser once (a read costs a
+     * serialization; the walk reads some several times). */
+    style(el) {
+      let style = this.styles.get(el);
+      if (!style) {
+        const computed = this.view.getComputedStyle(el);
+        style = new Proxy({}, {get: (values, name) => (name in values ? values[name]
+          : (values[name] = computed[name]))});
+        this.styles.set(el, style);
+      }
+      return style;
+    }
+
+    /** A box of the live page in page coordinates (not moved by scrolling). */
+    pageRect(rect) {
+      const x = this.scrollX, y = this.scrollY;
+      return {left: rect.left + x, top: rect.top + y, right: rect.right + x, bottom: rect.bottom + y};
+    }
+
+    /** What the page itself lets be seen: nothing above or left of its origin, and on an
+     * axis the root does not scroll (overflow hidden), nothing past the window. */
+    rootClips() {
+      const root = document.documentElement, body = document.body;
+      const box = {left: 0, top: 0, right: Infinity, bottom: Infinity};
+      for (const el of [root, body]) {
+        if (!el) continue;
+        const style = this.style(el);
+        if (CLIPPING.has(style.overflowX)) box.right = Math.min(box.right, root.clientWidth + this.scrollX);
+        if (CLIPPING.has(style.overflowY)) box.bottom = Math.min(box.bottom, root.clientHeight + this.scrollY);
+      }
+      return [{box, el: root}];
+    }
+
+    /** Why element `el` and all it holds is not seen, or '' (`context`: its parent's). */
+    elementReason(el, context) {
+      const style = this.style(el);
+      if (style.display !== 'contents' &&
+          !el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true,
+                               contentVisibilityAuto: true})) return 'hidden';
+      if (context.opacity * parseFloat(style.opacity || '1') < FAINT_OPACITY) return 'faint';
+      if (style.clipPath && style.clipPath !== 'none' &&
+          clipPathBox(style.clipPath, this.pageRect(el.getBoundingClientRect())) === null) {
+        return 'clipped';
+      }
+      return '';
+    }
+
+    /** The context `el`'s children are seen in: the opacity so far, and the boxes that
+     * clip them (an element positioned out of flow escapes the clips of the ancestors
+     * between it and its containing block). */
+    inner(el, context) {
+      const style = this.style(el);
+      let clips = context.clips;
+      if (style.position === 'fixed') {
+        clips = clips.slice(0, 1);
+      } else if (style.position === 'absolute') {
+        const block = el.offsetParent;
+        clips = clips.filter((c, i) => i === 0 || (block && (c.el === block || c.el.contains(block))));
+      }
+      const own = [];
+      const clipX = CLIPPING.has(style.overflowX), clipY = CLIPPING.has(style.overflowY);
+      const path = style.clipPath && style.clipPath !== 'none';
+      const clip = (style.position === 'absolute' || style.position === 'fixed') &&
+        /^rect\(([^)]*)\)$/.exec(style.clip || '');
+      if (style.display !== 'contents' && (clipX || clipY || path || clip)) {
+        const rect = this.pageRect(el.getBoundingClientRect());
+        if (clipX || clipY) {
+          own.push({left: clipX ? rect.left : -Infinity, right: clipX ? rect.right : Infinity,
+                    top: clipY ? rect.top : -Infinity, bottom: clipY ? rect.bottom : Infinity});
+        }
+        if (path) {
+          const box = clipPathBox(style.clipPath, rect);
+          if (box && box !== FULL) own.push(box);
+        }
+        if (clip) {
+          const [t, r, b, l] = clip[1].split(/[\s,]+/).map((v) => (v === 'auto' ? null : parseFloat(v)));
+          own.push({left: rect.left + (l ?? 0), top: rect.top + (t ?? 0),
+                    right: r === null ? rect.right : rect.left + r,
+                    bottom: b === null ? rect.bottom : rect.top + b});
+        }
+      }
+      return {opacity: context.opacity * parseFloat(style.opacity || '1'),
+              clips: own.length ? [...clips, ...own.map((box) => ({box, el}))] : clips};
+    }
+
+    /** Where a box of text is, against the boxes that may show it: '' (seen),
+     * 'collapsed', 'tiny', 'off-screen' or 'clipped'. */
+    placed(r, root, clip) {
+      if (width(r) <= 0.5 || height(r) <= 0.5) return 'collapsed';
+      if (height(r) < TINY_FONT_PX) return 'tiny';
+      const page = meet(r, root);
+      if (width(page) < 1 || height(page) < 1) return 'off-screen';
+      const shown = meet(r, clip);
+      return width(shown) >= 2 && height(shown) >= TINY_FONT_PX ? '' : 'clipped';
+    }
+
+    /** Why text node `node` is not seen ({reason}), or {reason: '', partly}: `partly`
+     * when some of its lines are seen and others not (a tail clipped by its box)
+     * (`context`: its parent element's inner). */
+    textReason(node, context) {
+      const el = node.parentElement;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const root = context.clips[0].box;
+      const clip = context.clips.reduce((box, c) => meet(box, c.box), FULL);
+      const rects = [...range.getClientRects()].map((r) => this.pageRect(r));
+      const places = rects.map((r) => this.placed(r, root, clip));
+      const seen = rects.filter((r, i) => places[i] === '');
+      if (!seen.length) {
+        for (const reason of ['clipped', 'off-screen', 'tiny', 'collapsed']) {
+          if (places.includes(reason)) return {reason};
+        }
+        return {reason: 'collapsed'};
+      }
+      const points = seen.slice(0, 3).map((r) => meet(r, clip))
+        .map((r) => [(r.left + r.right) / 2, (r.top + r.bottom) / 2]);
+      const style = this.style(el);
+      if (!this.standsOut(el, style, points[0])) return {reason: 'background'};
+      if (points.every(([x, y]) => this.coveredAt(x, y, el))) return {reason: 'covered'};
+      const partly = places.some((place) => place === 'clipped' || place === 'off-screen');
+      return {reason: '', partly, root, clip};
+    }
+
+    /** The words of `node` a person can see, for a node only partly seen: {text, left:
+     * characters left out, reason}. Each word is measured where it is drawn. */
+    seenWords(node, {root, clip}) {
+      const range = document.createRange();
+      const kept = [];
+      let left = 0, reason = 'clipped', count = 0;
+      for (const match of node.data.matchAll(/\S+/g)) {
+        if (++count > MAX_WORDS) { kept.push(match[0]); continue; }   // measured enough
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const place = this.placed(this.pageRect(range.getBoundingClientRect()), root, clip);
+        if (!place || place === 'tiny' || place === 'collapsed') kept.push(match[0]);
+        else { left += match[0].length + 1; reason = place; }
+      }
+      return {text: kept.join(' '), left, reason};
+    }
+
+    /** Whether `el`'s text colour differs enough from what is behind it at `point`. */
+    standsOut(el, style, [x, y]) {
+      const ink = colour(style.webkitTextFillColor || style.color);
+      const behind = this.backdrop(el, x, y);
+      if (!ink || !behind) return true;   // not known: kept
+      if (contrast(over(ink, behind), behind) >= CONTRAST_MIN) return true;
+      // an outline or a shadow can make it stand out after all
+      return style.textShadow !== 'none' || parseFloat(style.webkitTextStrokeWidth) > 0;
+    }
+
+    /** The colour behind `el` at (x, y): the topmost element drawn below it there (a
+     * positioned one, found by geometry), else its ancestors' backgrounds over white;
+     * null when a picture or a gradient is behind (not known). */
+    backdrop(el, x, y) {
+      let base = this.ancestorBackground(el);
+      const below = this.covers().filter((c) => c.background && inside(c.rect, x, y) &&
+        c.el !== el && !c.el.contains(el) && !el.contains(c.el) && !this.paintsAbove(c.el, el));
+      if (below.length) {
+        const top = below[below.length - 1];
+        if (top.image) return null;
+        base = over(top.background, base || [255, 255, 255]);
+      }
+      return base;
+    }
+
+    /** The colour of `el`'s own background over its ancestors' (over white), or null
+     * when a picture or gradient is among them; kept per element. */
+    ancestorBackground(el) {
+      if (!el) return [255, 255, 255];
+      if (this.backgrounds.has(el)) return this.backgrounds.get(el);
+      const style = this.style(el);
+      let result;
+      if (style.backgroundImage !== 'none') {
+        result = null;
+      } else {
+        const own = colour(style.backgroundColor);
+        if (!own) result = null;
+        else if (own[3] >= 1) result = own.slice(0, 3);
+        else {
+          const below = this.ancestorBackground(el.parentElement);
+          result = below && (own[3] > 0 ? over(own, below) : below);
+        }
+      }
+      this.backgrounds.set(el, result);
+      return result;
+    }
+
+    /** The page's elements drawn in a layer of their own (positioned, transformed,
+     * translucent): what may be drawn over, or under, other text. */
+    covers() {
+      if (this.coverList) return this.coverList;
+      this.coverList = [];
+      for (const el of document.body ? document.body.getElementsByTagName('*') : []) {
+        if (this.coverList.length >= MAX_COVERS) break;
+        const style = this.style(el);
+        if (style.position === 'static' && style.transform === 'none' && style.opacity === '1') continue;
+        if (style.visibility !== 'visible' || style.display === 'none') continue;
+        const rect = this.pageRect(el.getBoundingClientRect());
+        if (width(rect) < 1 || height(rect) < 1) continue;
+        const bg = colour(style.backgroundColor);
+        const image = style.backgroundImage && style.backgroundImage !== 'none';
+        const replaced = REPLACED.has(el.tagName.toUpperCase());
+        const opacity = this.opacityOf(el);
+        const opaque = opacity >= OPAQUE && (replaced || image || (bg && bg[3] >= OPAQUE));
+        this.coverList.push({el, rect, opaque, image: image || replaced,
+                             untouchable: style.pointerEvents === 'none',
+                             background: bg && bg[3] > 0 ? bg : (image || replaced ? [0, 0, 0, 1] : null)});
+      }
+      return this.coverList;
+    }
+
+    opacityOf(el) {
+      let opacity = 1;
+      for (let e = el; e && opacity >= FAINT_OPACITY; e = e.parentElement) {
+        opacity *= parseFloat(this.style(e).opacity || '1');
+      }
+      return opacity;
+    }
+
+    zOf(el) {
+      const z = parseInt(this.style(el).zIndex, 10);
+      return Number.isFinite(z) ? z : 0;
+    }
+
+    /** Whether `cover` (a layer of its own) is drawn over `el`: by z-index, then by the
+     * order of the page (an approximation of CSS stacking that holds for the usual
+     * overlays). */
+    paintsAbove(cover, el) {
+      const z = this.zOf(cover);
+      if (z < 0) return false;
+      let layer = el;
+      while (layer && layer !== document.body) {
+        const style = this.style(layer);
+        if (style.position !== 'static' || style.transform !== 'none' || style.opacity !== '1') break;
+        layer = layer.parentElement;
+      }
+      if (!layer || layer === document.body) return true;   // in the flow: under every layer
+      if (layer === cover || cover.contains(layer)) return false;
+      const own = this.zOf(layer);
+      if (z !== own) return z > own;
+      return Boolean(layer.compareDocumentPosition(cover) & Node.DOCUMENT_POSITION_FOLLOWING);
+    }
+
+    /** Whether an opaque element is drawn over `el` at page point (x, y). */
+    coveredAt(x, y, el) {
+      const cx = x - this.scrollX, cy = y - this.scrollY;
+      let onTop = false;
+      if (cx >= 0 && cy >= 0 && cx < this.view.innerWidth && cy < this.view.innerHeight) {
+        for (const hit of document.elementsFromPoint(cx, cy)) {
+          if (hit === el || el.contains(hit)) { onTop = true; break; }  // its own element first
+          if (hit.contains(el)) continue;                // an ancestor is drawn under it
+          const cover = this.covers().find((c) => c.el === hit);
+          if ((cover && cover.opaque) || (!cover && this.opaqueInFlow(hit))) return true;
+        }
+      }
+      // hit testing passes through an element with pointer-events: none, and does not
+      // reach outside the window: there, the positioned elements' geometry decides
+      return this.covers().some((c) => c.opaque && (!onTop || c.untouchable) &&
+        inside(c.rect, x, y) && c.el !== el && !c.el.contains(el) && !el.contains(c.el) &&
+        this.paintsAbove(c.el, el));
+    }
+
+    opaqueInFlow(el) {
+      const style = this.style(el);
+      const bg = colour(style.backgroundColor);
+      return this.opacityOf(el) >= OPAQUE && (REPLACED.has(el.tagName.toUpperCase()) ||
+        (style.backgroundImage && style.backgroundImage !== 'none') || (bg && bg[3] >= OPAQUE));
+    }
+
+    /** The context `el` is seen in, from the page's root down (for one element alone). */
+    contextOf(el) {
+      const chain = [];
+      for (let e = el.parentElement; e && e !== document.documentElement; e = e.parentElement) chain.push(e);
+      let context = {opacity: 1, clips: this.rootClips()};
+      for (const e of chain.reverse()) context = this.inner(e, context);
+      return context;
+    }
+
+    /** Why `el` (of the live page, looked at alone) is not seen, or ''. */
+    elementHidden(el) {
+      for (let e = el; e && e !== document.body; e = e.parentElement) {
+        if (!e.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) return 'hidden';
+      }
+      const context = this.contextOf(el);
+      const reason = this.elementReason(el, context);
+      if (reason) return reason;
+      const inner = this.inner(el, context);
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      let first = '';
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (!n.data.trim()) continue;
+        const why = this.textReason(n, n.parentElement === el ? inner : this.contextOf(n)).reason;
+        if (!why) return '';
+        first = first || why;
+      }
+      return first;
+    }
+  }
+
+  const charsOf = (node) => squash(node.textContent || '').length;
+
   /**
-   * A copy of the page without what the user cannot see: the live page and its copy are
-   * walked side by side (they have the same shape right after cloneNode), and each copied
-   * element whose original is hidden is removed with all it holds.
+   * A copy of the page without what the user cannot see: the live page and its copy
+   * (the same shape right after cloneNode) are walked side by side, and each copied
+   * element or text node whose original is not seen is removed; what was left out is
+   * counted by reason, in pieces and in characters.
    */
   function visibleCopy() {
     const view = document.defaultView;
     const copy = document.cloneNode(true);
-    const dropped = {hidden: 0, 'off-screen': 0, tiny: 0, transparent: 0};
-    let frames = 0, elements = 0;
-    if (!document.body || !copy.body) return {copy, dropped, frames, elements};
-    const live = document.createTreeWalker(document.body, NodeFilter.SHOW_ELEMENT);
-    const copied = copy.createTreeWalker(copy.body, NodeFilter.SHOW_ELEMENT);
+    const dropped = Object.fromEntries(REASONS.map((r) => [r, 0]));
+    let frames = 0, elements = 0, droppedChars = 0;
+    if (!document.body || !copy.body) return {copy, dropped, droppedChars, frames, elements};
+    const sight = new Sight(view);
     const doomed = [];
-    let node = live.nextNode(), twin = copied.nextNode();
-    while (node && twin) {
-      elements += 1;
-      const tag = node.tagName.toUpperCase();
-      let skip = false;
-      if (tag === 'IFRAME' || tag === 'FRAME') {
-        if (node.checkVisibility()) frames += 1;
-        skip = true;
-        doomed.push(twin);
-      } else if (SKIPPED.has(tag)) {
-        skip = true;
-        doomed.push(twin);
-      } else {
-        const reason = hiddenReason(node, view);
-        if (reason) {
-          dropped[reason] += 1;
-          skip = true;
-          doomed.push(twin);
+    const leaveOut = (twin, reason, chars) => {
+      dropped[reason] += 1;
+      droppedChars += chars;
+      doomed.push(twin);
+    };
+    const stack = [[document.body, copy.body, sight.inner(document.body,
+                                                         {opacity: 1, clips: sight.rootClips()})]];
+    while (stack.length) {
+      const [node, twin, context] = stack.pop();
+      const kids = [...node.childNodes], twins = [...twin.childNodes];
+      for (let i = kids.length - 1; i >= 0; i--) {
+        const child = kids[i], copied = twins[i];
+        if (!copied) continue;
+        if (child.nodeType === Node.TEXT_NODE) {
+          if (!child.data.trim()) continue;
+          const looked = sight.textReason(child, context);
+          if (looked.reason) {
+            leaveOut(copied, looked.reason, squash(child.data).length);
+          } else if (looked.partly) {   // keep the words that are seen
+            const seen = sight.seenWords(child, looked);
+            if (seen.left) {
+              dropped[seen.reason] += 1;
+              droppedChars += seen.left - 1;
+              copied.data = seen.text;
+            }
+          }
+          continue;
         }
-      }
-      if (skip) {
-        // Past the subtree, in both trees.
-        node = nextOutside(live); twin = nextOutside(copied);
-      } else {
-        node = live.nextNode(); twin = copied.nextNode();
+        if (child.nodeType !== Node.ELEMENT_NODE) continue;
+        elements += 1;
+        const tag = child.tagName.toUpperCase();
+        if (tag === 'IFRAME' || tag === 'FRAME') {
+          if (child.checkVisibility()) frames += 1;
+          doomed.push(copied);
+          continue;
+        }
+        if (SKIPPED.has(tag)) { doomed.push(copied); continue; }
+        const reason = sight.elementReason(child, context);
+        if (reason) {
+          if (child.textContent.trim()) leaveOut(copied, reason, charsOf(child));
+          else doomed.push(copied);
+          continue;
+        }
+        stack.push([child, copied, sight.inner(child, context)]);
       }
     }
-    for (const el of doomed) el.remove();
-    return {copy, dropped, frames, elements};
+    for (const node of doomed) node.remove();
+    return {copy, dropped, droppedChars, frames, elements};
   }
 
-  function nextOutside(walker) {
-    let next = walker.nextSibling();
-    while (!next) {
-      if (!walker.parentNode()) return null;
-      next = walker.nextSibling();
-    }
-    return next;
-  }
 
   // ------------------------------------------------------------ the text as blocks
 
@@ -205,7 +611,7 @@
       return {unreadable: 'not-html', contentType: document.contentType, url: location.href,
               title: document.title || ''};
     }
-    const {copy, dropped, frames, elements} = visibleCopy();
+    const {copy, dropped, droppedChars, frames, elements} = visibleCopy();
     let article = null, reader = 'whole page';
     // The page's text with its whitespace (a squash of 5 MB would cost a second).
     const rawChars = copy.body ? copy.body.textContent.length : 0;
@@ -254,6 +660,7 @@
       totalChars: total,
       truncated: cut,
       hiddenDropped: dropped,
+      hiddenChars: droppedChars,
       framesSkipped: frames,
       ms: Math.round(performance.now() - started),
     };
@@ -272,11 +679,12 @@
 
   function links({max = 200} = {}) {
     const seen = new Set(), out = [];
+    const sight = new Sight(document.defaultView);
     for (const a of document.querySelectorAll('a[href]')) {
       if (out.length >= max) break;
       const href = a.href;
       if (!/^https?:/.test(href) || seen.has(href) || !a.checkVisibility()) continue;
-      if (hiddenReason(a, document.defaultView)) continue;
+      if (sight.elementHidden(a)) continue;
       const text = squash(a.textContent) || a.getAttribute('aria-label') || a.title || '';
       seen.add(href);
       out.push({text: text.slice(0, 200), url: href});
@@ -346,12 +754,13 @@
   function show(quote) {
     if (!document.body || !quote) return {found: false};
     const text = flatText();
+    const sight = new Sight(document.defaultView);
     for (const needle of needles(String(quote))) {
       let at = text.flat.indexOf(needle);
       while (at >= 0) {
         const start = locate(at, text), end = locate(at + needle.length - 1, text);
         const element = start.node.parentElement;
-        if (element && !hiddenReason(element, document.defaultView)) {
+        if (element && !sight.elementHidden(element)) {
           const range = document.createRange();
           range.setStart(start.node, start.offset);
           range.setEnd(end.node, Math.min(end.node.data.length, end.offset + 1));
@@ -367,5 +776,9 @@
     return {found: false};
   }
 
-  globalThis.pyAgentPageReader = {extract, selection, links, show, HIGHLIGHT};
+  /** Why the user does not see `el` of the page (a reason of extract()'s hiddenDropped),
+   * or '' if they may: for one element, as extract() decides for each. */
+  const why = (el) => new Sight(document.defaultView).elementHidden(el);
+
+  globalThis.pyAgentPageReader = {extract, selection, links, show, why, HIGHLIGHT};
 })();

@@ -133,3 +133,36 @@ def untrusted_text(value: Any) -> str:
     controls, and without the data marks (⟦ ⟧ become [ ])."""
     text = _INVISIBLE.sub("", clean_text(value))
     return text.replace(DATA_MARKS[0], "[").replace(DATA_MARKS[1], "]")
+
+
+# How long a name or title from outside may be where it is shown: a tool server's name
+# (the Tools panel, the approval question, the data mark's header), a tool's title.
+NAME_CHARS = 64
+TITLE_CHARS = 100
+
+
+def one_line(value: Any, limit: int = NAME_CHARS) -> str:
+    """Text from outside that labels something (a server's self-declared name, a tool's
+    title) as it may be shown anywhere: :func:`untrusted_text`, on one line (each run of
+    whitespace, newlines included, one space), at most ``limit`` characters (cut with …).
+    So it can neither start a line of its own in a prompt or a dialog, nor reorder or
+    hide what is shown around it."""
+    text = " ".join(untrusted_text(value).split())
+    return text if len(text) <= limit else text[:max(0, limit - 1)].rstrip() + "…"
+
+
+def printable(value: Any, *, lines: bool = True) -> str:
+    """Any text as it may be shown exactly (a terminal, a dialog's arguments): every
+    control, invisible and reordering character as a visible escape (``\\u001b``), so an
+    escape sequence cannot move the cursor or ring the bell, and a bidi override cannot
+    turn what is shown around. Newlines and tabs stay (``lines=False``: newlines too become
+    ``\\n``)."""
+    text = clean_text(value)
+    if not lines:
+        text = text.replace("\n", "\\n")
+    return _INVISIBLE.sub(lambda match: _escape(match.group()), text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -205,10 +205,13 @@ class AgentHost:
 
 def describe_tools(tools: list[Tool]) -> list[dict[str, Any]]:
     """The tools as the Tools panel shows them, where each comes from read from its
-    origin (``source`` is its kind: own, module, builtin, mcp, page, tab)."""
+    origin (``source`` is its kind: own, module, builtin, mcp, page, tab; ``origin`` all
+    of it, the address with its credentials redacted; ``identity`` what a decision about
+    it is kept under)."""
     return [{"name": t.name, "description": t.description, "signature": t.signature(),
              "pinned": t.pinned, "confirm": t.confirm, "source": t.origin.kind.value,
-             "server": t.origin.server, "url": t.origin.url,
+             "server": t.origin.server, "url": t.origin.url, "origin": t.origin.to_dict(),
+             "identity": list(t.origin.identity(t.name)),
              "input_schema": t.input_schema()} for t in tools]
 
 

@@ -31,8 +31,11 @@ Paths:
     /raw/...&sse=1   any of these answering with server-sent events instead of JSON
     /silent/...      reads the request and never answers (until the client goes away)
     /html            an HTML page where an MCP server was expected
+    /hostile/<id>/mcp  a hostile server of tests/data/hostile/hostile_servers.json
+                     (tests/hostile_servers.py): lying names, tools that shadow the
+                     agent's, malformed annotations, credentials in its address
     /calls           what the tools were asked to do (JSON), for the tests to read
-    /reset           forget the calls
+    /reset           forget the calls; the hostile servers' lists as they were at start
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import base64
 import json
 import socket
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -51,6 +55,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
+
+from tests.hostile_servers import credentials_ok, hostile_apps, hostile_servers, restore_all
 
 DATA = Path(__file__).resolve().parent / "data"
 TOKEN = "let-me-in"
@@ -308,10 +314,23 @@ def build_app(allow_origins: list[str] = ()):
                          *allow_origins])
     mcp_app = build_mcp_server().streamable_http_app(streamable_http_path="/mcp",
                                                      transport_security=security)
+    hostile = hostile_apps(security, lambda tool, **arguments: CALLS.append(
+        {"tool": tool, **arguments}))
+    hostile_entries_by_id = hostile_servers()
+
+    async def lifespan(receive, send):
+        """Every MCP app's own lifespan (its session manager), entered together."""
+        async with AsyncExitStack() as stack:
+            await receive()   # lifespan.startup
+            for each in (mcp_app, *(inner for inner, _ in hostile.values())):
+                await stack.enter_async_context(each.router.lifespan_context(each))
+            await send({"type": "lifespan.startup.complete"})
+            await receive()   # lifespan.shutdown
+        await send({"type": "lifespan.shutdown.complete"})
 
     async def app(scope, receive, send):
         if scope["type"] == "lifespan":
-            return await mcp_app(scope, receive, send)
+            return await lifespan(receive, send)
         path = scope["path"]
         method = scope["method"]
         query = parse_qs(scope.get("query_string", b"").decode())
@@ -326,6 +345,7 @@ def build_app(allow_origins: list[str] = ()):
             return await respond(send, 200, json.dumps(CALLS).encode(), b"application/json")
         if path == "/reset":
             CALLS.clear()
+            await restore_all()
             return await respond(send, 200, b"[]", b"application/json")
         if path == "/html":
             await read_body(receive)
@@ -350,6 +370,21 @@ def build_app(allow_origins: list[str] = ()):
                 return await respond(send, 200, b"event: message\ndata: " + body + b"\n\n",
                                      b"text/event-stream")
             return await respond(send, 200, body, b"application/json")
+        if path.startswith("/hostile/"):
+            server_id, _, rest = path.removeprefix("/hostile/").partition("/")
+            if server_id not in hostile:
+                return await respond(send, 404, b"no such hostile server", b"text/plain")
+            if not credentials_ok(hostile_entries_by_id[server_id], scope):
+                await read_body(receive)
+                return await respond(send, 401, b'{"error": "unauthorized"}',
+                                     b"application/json")
+            inner = {**scope, "path": "/" + rest, "raw_path": ("/" + rest).encode()}
+
+            async def send_with_cors_hostile(message):
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []), *CORS]}
+                await send(message)
+            return await hostile[server_id][1](inner, receive, send_with_cors_hostile)
         if path.startswith("/silent/"):
             await read_body(receive)
             return await wait_for_disconnect(receive)

@@ -14,9 +14,15 @@
 //    not text.
 // 3. A reply that is not JSON (or an event whose data is not) is left as it is: the SDK
 //    says what is wrong with it.
+// 4. A tool's labels (annotations) that are not an object, or hold a hint (readOnlyHint,
+//    destructiveHint, idempotentHint, openWorldHint) that is not true or false, lose every
+//    hint, and the tool is named with why: no label of it is believed, so it asks before
+//    each call (this SDK would refuse the whole list; Python's would read "true" and 1 as
+//    true). Null annotations are taken off without a word.
 
 export const MAX_REPLY_DEPTH = 100;
 const PARSE_ERROR = -32700;
+const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
 
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -47,6 +53,30 @@ function skippedLine(tool, why) {
   const name = isObject(tool) ? tool.name : null;
   return typeof name === 'string' && name ? `tool ${JSON.stringify(name)} skipped: ${why}`
                                           : `a tool skipped: ${why}`;
+}
+
+const saidValue = (value) => (typeof value === 'string' ? JSON.stringify(value) : jsonKind(value));
+
+/** `tool` with the labels it may keep (rule 4); why any were taken off goes to `notes`. */
+export function believableLabels(tool, notes) {
+  if (!('annotations' in tool)) return tool;
+  const {annotations, ...rest} = tool;
+  if (annotations === null || annotations === undefined) return rest;
+  let why, kept;
+  if (!isObject(annotations)) {
+    why = `its annotations are ${jsonKind(annotations)}, not an object`;
+    kept = rest;
+  } else {
+    const bad = HINTS.filter((hint) => hint in annotations && typeof annotations[hint] !== 'boolean');
+    if (!bad.length) return tool;
+    why = bad.map((hint) => `its ${hint} is ${saidValue(annotations[hint])}`).join(', ') +
+      ', not true or false';
+    kept = {...tool, annotations: Object.fromEntries(
+      Object.entries(annotations).filter(([key]) => !HINTS.includes(key)))};
+  }
+  notes.push(`tool ${JSON.stringify(tool.name)}: ${why}: none of its labels is believed, so it ` +
+             'asks before each call');
+  return kept;
 }
 
 /** Whether JSON `text` nests arrays and objects deeper than `limit` (a scan, not a parse). */
@@ -80,7 +110,7 @@ function sanitizeMessage(message, skipped) {
   for (const tool of tools) {
     const why = unusable(tool);
     if (why) skipped.push(skippedLine(tool, why));
-    else kept.push(tool);
+    else kept.push(believableLabels(tool, skipped));
   }
   return {...message, result: {...message.result, tools: kept}};
 }

@@ -113,7 +113,11 @@ class PageToolSource:
                     str(item.get("name")), str(item.get("description") or ""),
                     _object_or_none(item.get("inputSchema")), self.host.call,
                     origin=PAGE_ORIGIN, title=str(item.get("title") or ""),
-                    annotations=_object_or_none(item.get("annotations"))))
+                    annotations=_object_or_none(item.get("annotations")),
+                    # The page holds the agent: its labels are its own (a script of the
+                    # page could as well answer the approval dialog); malformed ones
+                    # still count as consequential.
+                    trusted=True))
             except InvalidToolSchemaError as exc:
                 skipped.append(f"page tool skipped: {exc}")
         self.skipped = skipped

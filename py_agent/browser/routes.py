@@ -51,7 +51,7 @@ ROUTES: tuple[Route, ...] = (
     Route("page-tools-result", PAGE_TOOLS), Route("page-tools-event", PAGE_TOOLS),
     Route("approve", APPROVALS),
     Route("tool_servers", TOOL_SERVERS), Route("connect_tool_server", TOOL_SERVERS),
-    Route("disconnect_tool_server", TOOL_SERVERS),
+    Route("disconnect_tool_server", TOOL_SERVERS), Route("trust_tool_server", TOOL_SERVERS),
     Route("use_model", SWITCH, wait_for_switch=True),
     Route("model_info", SWITCH, wait_for_switch=True),
     *(Route(kind, SWITCH, wait_for_switch=True) for kind in AGENT_REQUESTS),

@@ -10,9 +10,13 @@ Tools panel, which remembers them in this browser and asks again at each start).
 Requests from the page (each gets one ``{type: 'reply', id, ok, value|error}``):
 ``tool_servers`` (every server described), ``connect_tool_server`` (``url``, ``token``,
 ``trusted``: replies once the first attempt is over, whatever its outcome, with the
-server described), ``disconnect_tool_server`` (``url``). Every change of a server's
-state or tools is posted as ``{type: 'event', event: {type: 'tool_servers', session_id:
-null, data: {servers: [...]}}}``.
+server described), ``disconnect_tool_server`` (``key``, or ``url``),
+``trust_tool_server`` (``key`` or ``url``, ``trusted``: believe its read-only labels, or
+stop; replies with the server described, or null for a server it does not have). A
+server is named by its ``key`` (``mcp:`` and its address with credentials redacted, as
+``describe()`` gives it); the page never gets the address's credentials back. Every
+change of a server's state or tools is posted as ``{type: 'event', event: {type:
+'tool_servers', session_id: null, data: {servers: [...]}}}``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pyodide.ffi import JsException, create_proxy, to_js  # type: ignore[import-
 
 from ..mcp import ToolServer, ToolServerError
 from ..mcp.failures import facts_from, failure
+from ..redaction import redact_url
 from ..replies import reply
 from ..tools import Toolbox
 from ._js import to_py
@@ -33,7 +38,8 @@ from ._js import to_py
 log = logging.getLogger("py_agent.browser")
 
 CLIENT_MODULE = "./mcp_client.js"   # beside the worker script
-REQUESTS = ("tool_servers", "connect_tool_server", "disconnect_tool_server")
+REQUESTS = ("tool_servers", "connect_tool_server", "disconnect_tool_server",
+            "trust_tool_server")
 
 
 def _object_from_entries() -> Any:
@@ -105,7 +111,7 @@ class ToolServers:
         self.toolbox = toolbox
         self.post = post
         self.client_url = client_url
-        self.servers: dict[str, ToolServer] = {}
+        self.servers: dict[str, ToolServer] = {}   # by key (its address, redacted)
         self._module: Any = None
         self._tasks: set[asyncio.Task] = set()
 
@@ -148,14 +154,23 @@ class ToolServers:
     def _server(self, url: str, token: str, trusted: bool) -> ToolServer:
         server = ToolServer(url, lambda s: self._connection(s, token), trusted=trusted,
                             on_change=self._changed)
-        self.servers[url] = server
+        self.servers[server.key] = server
         return server
+
+    @staticmethod
+    def key_of(message: dict[str, Any]) -> str:
+        """The server a request names: its ``key``, or the key of its ``url``."""
+        key = message.get("key")
+        if isinstance(key, str) and key:
+            return key
+        url = message.get("url")
+        return f"mcp:{redact_url(url.strip())}" if isinstance(url, str) and url.strip() else ""
 
     async def connect(self, url: str, token: str = "", trusted: bool = False) -> dict[str, Any]:
         """Connect (again) to ``url``, as a source of the toolbox; the server described
         once the attempt is over."""
         url = url.strip()
-        old = self.servers.pop(url, None)
+        old = self.servers.pop(self.key_of({"url": url}), None)
         if old is not None:
             self.toolbox.remove(old.key)
             await old.close()
@@ -164,14 +179,23 @@ class ToolServers:
         await self.toolbox.listed(server.key)
         return server.describe()
 
-    async def disconnect(self, url: str) -> bool:
-        server = self.servers.pop(url, None)
+    async def disconnect(self, key: str) -> bool:
+        server = self.servers.pop(key, None)
         if server is None:
             return False
         self.toolbox.remove(server.key)
         await server.close()
         self._announce()
         return True
+
+    async def trust(self, key: str, trusted: bool) -> dict[str, Any] | None:
+        """Believe the read-only labels of server ``key``, or stop (the user's decision,
+        in the Tools panel); the server described, or None if there is none."""
+        server = self.servers.get(key)
+        if server is None:
+            return None
+        await server.set_trusted(trusted)
+        return server.describe()
 
     def describe(self) -> list[dict[str, Any]]:
         return [server.describe() for server in self.servers.values()]
@@ -204,8 +228,12 @@ class ToolServers:
                     raise ValueError("url is required: the tool server's address")
                 value = await self.connect(url, str(message.get("token") or ""),
                                            bool(message.get("trusted")))
+            elif kind == "trust_tool_server":
+                if not isinstance(message.get("trusted"), bool):
+                    raise ValueError("trusted is required: true or false")
+                value = await self.trust(self.key_of(message), message["trusted"])
             else:
-                value = await self.disconnect(str(message.get("url") or ""))
+                value = await self.disconnect(self.key_of(message))
         except Exception as exc:
             self.post(reply(request_id, error=exc))
         else:

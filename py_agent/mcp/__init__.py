@@ -28,7 +28,8 @@ def mcp_server(url: str, *, headers: dict[str, str] | None = None,
     :class:`~py_agent.tools.Toolbox`, which connects it, lists its tools and lists again
     whenever the server says they changed (a turn that starts while it connects waits
     for it a few seconds). ``on_change(server)`` is called after every change of its
-    state or tools."""
+    state or tools. ``trusted``: its read-only labels are believed (see
+    :func:`load_mcp_tools`; ``server.set_trusted()`` changes it)."""
     from .python_client import python_connection
 
     async def connect(server: ToolServer):
@@ -59,9 +60,10 @@ async def load_mcp_tools(url: str, *, headers: dict[str, str] | None = None,
         url: the server's endpoint, e.g. ``http://localhost:3001/mcp``.
         headers: HTTP headers for every request, e.g. ``{"Authorization": "Bearer T"}``.
         timeout_s: how long connecting, listing and each call may take.
-        trusted: take the server at its word: an unannotated tool does not ask the user
-            before each call (by default only tools annotated read-only are called
-            without asking).
+        trusted: believe the server's labels: a tool it annotates read-only (well-formed,
+            not also destructive) runs without asking. By default every tool asks the
+            user before each call: the MCP specification asks a client to treat a
+            server's annotations as untrusted unless the user trusts that server.
 
     The connection stays open while the event loop runs. A tool keeps its server's name
     (an Agent prefixes the server's name to one whose name another tool has); a tool

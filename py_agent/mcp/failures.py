@@ -8,7 +8,9 @@ the TypeScript SDK's typed errors, its fetch, the no-cors probe and the CSP repo
 JSON-RPC error answering a call is the tool's error, which the model reads
 (:func:`tool_error`); anything else is a :class:`ToolServerError` whose kind and message
 say what the user can do (:func:`explain`), in the same words in both homes. ``detail``
-(an SDK's message, a server's) is only ever shown, never read to decide.
+(an SDK's message, a server's) is only ever shown, never read to decide. A message never
+holds the credentials of the server's address (:func:`~py_agent.redaction.redact_url`),
+nor any the SDK's words carry.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from ..redaction import host_of, redact_text, redact_url
 from ..tools.remote import RemoteToolError
 from .errors import ToolServerError
 
@@ -153,7 +156,8 @@ WHAT = {"connect": "the request to connect", "list": "tools/list", "call": "the 
 
 def explain(facts: FailureFacts) -> ToolServerError:
     """The kind of failure and what to do about it, from the facts alone."""
-    url, stage, status = facts.url, facts.stage, facts.http_status
+    url, stage, status = redact_url(facts.url) if facts.url else "", facts.stage, \
+        facts.http_status
     at = f"The tool server at {url}" if url else "The tool server"
     if facts.error_type == MISSING_SDK:
         return ToolServerError("missing-sdk", "This site was prepared without the MCP client: "
@@ -224,7 +228,8 @@ def explain(facts: FailureFacts) -> ToolServerError:
 
 def _said(detail: str, lead: str = "", empty: str = "") -> str:
     """Someone else's words, shown: the first line, cut, ending in one full stop."""
-    line = (detail or "").strip().splitlines()[0].strip() if (detail or "").strip() else ""
+    detail = redact_text(detail or "")
+    line = detail.strip().splitlines()[0].strip() if detail.strip() else ""
     if not line:
         return empty
     if len(line) > DETAIL_CHARS:
@@ -234,4 +239,5 @@ def _said(detail: str, lead: str = "", empty: str = "") -> str:
 
 def _origin(url: str) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else url
+    host = host_of(url)
+    return f"{parts.scheme}://{host}" if parts.scheme and host else url

@@ -9,6 +9,10 @@ background task owns it for as long as the connection lives, and calls run in th
 callers' tasks (cancelling one sends the server ``notifications/cancelled``). A tool
 list change arrives as ``notifications/tools/list_changed`` (2025) or on a
 ``subscriptions/listen`` stream (2026-07-28).
+
+The address (credentials and all) goes to the SDK, which must use it; what httpx2 and the
+SDK log of it is redacted by a filter on their loggers
+(:func:`~py_agent.redaction.redact_library_logs`), put there once they are imported.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..redaction import redact_library_logs, redact_url
 from ..tools.remote import RemoteToolError
 from .errors import ToolServerError
 from .failures import (CLOSED, INSTALL_HINT, INVALID_REPLY, MISSING_SDK, PROTOCOL,
@@ -171,6 +176,7 @@ class PythonConnection:
         except ImportError:
             ready.set_exception(explain(FailureFacts(url=self.url, error_type=MISSING_SDK)))
             return
+        redact_library_logs()   # their loggers exist now: none logs a credential
         _WIRE.set(self.wire)
         try:
             async with httpx2.AsyncClient(headers=self.headers,
@@ -227,7 +233,7 @@ class PythonConnection:
                     if self.on_tools_changed is not None:
                         self.on_tools_changed()
         except Exception as exc:   # the stream is a nicety: the tools stay as listed
-            log.warning("tool list changes of %s are not followed: %s", self.url, exc)
+            log.warning("tool list changes of %s are not followed: %s", redact_url(self.url), exc)
             await self._stop.wait()
 
     async def _on_message(self, message: Any) -> None:

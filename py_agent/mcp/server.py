@@ -6,7 +6,14 @@ The wire is someone else's: a :class:`Connection` (the ``mcp`` package in CPytho
 the user (connected, unreachable, refused, failed, and why), its tools made
 :class:`~py_agent.tools.Tool` s (:func:`~py_agent.tools.remote.remote_tool`, of origin
 ``mcp``: untrusted; a tool whose schema cannot be used is skipped with a message), and
-calls that report a vanished server. A :class:`ToolServer` is a
+calls that report a vanished server.
+
+What a server says about itself is data: its name is shown on one line, without controls,
+capped (:func:`~py_agent.boundary.one_line`), and its tools' read-only labels count only
+while the user trusts it (:attr:`ToolServer.trusted`, :meth:`ToolServer.set_trusted`).
+Its address may hold credentials: they are used to connect and nowhere else (``url``
+is the real address; ``shown_url``, the ``key``, the origin of its tools and every
+message carry :func:`~py_agent.redaction.redact_url`'s form). A :class:`ToolServer` is a
 :class:`~py_agent.tools.ToolSource`: in a :class:`~py_agent.tools.Toolbox`, it is listed
 again whenever the server says its tools changed (the toolbox owns that loop), and its
 tools are withdrawn when it fails or goes away.
@@ -17,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Protocol
-from urllib.parse import urlsplit
 
+from ..boundary import one_line
+from ..redaction import host_of, redact_url
 from ..tools import InvalidToolSchemaError, OriginKind, Tool, ToolOrigin, Trust
-from ..tools.remote import remote_tool
+from ..tools.remote import claims_read_only, remote_tool
 from ..tools.toolbox import Signal
 from .errors import ToolServerError
 
@@ -58,7 +66,8 @@ class ToolServer:
     Args:
         url: the server's Streamable HTTP endpoint (``http://host:port/mcp``).
         connect: opens a :class:`Connection` to it (raising :class:`ToolServerError`).
-        trusted: the user trusts it: an unannotated tool does not ask before each call.
+        trusted: the user trusts its labels: a tool it annotates read-only (well-formed,
+            not also destructive) runs without asking; every other tool still asks.
         timeout_s: how long connecting, listing and each call may take.
         on_change: called after every change of state or tools.
     """
@@ -66,8 +75,9 @@ class ToolServer:
     def __init__(self, url: str, connect: Connect, *, trusted: bool = False,
                  timeout_s: float = DEFAULT_TIMEOUT_S,
                  on_change: Listener | None = None) -> None:
-        self.url = url
-        self.key = f"mcp:{url}"
+        self.url = url                      # the real address: for connecting only
+        self.shown_url = redact_url(url)    # what is shown, stored and logged
+        self.key = f"mcp:{self.shown_url}"
         self.connect = connect
         self.trusted = trusted
         self.timeout_s = timeout_s
@@ -76,9 +86,10 @@ class ToolServer:
         self.state = "connecting"
         self.error = ""
         self.kind = ""
-        self.name = urlsplit(url).netloc or url
+        self.name = host_of(url) or self.shown_url
         self.info: dict[str, Any] = {}
         self.tools: list[Tool] = []
+        self.listed: list[dict[str, Any]] = []   # the last tools/list, as the server said it
         self.skipped: list[str] = []
         self.connection: Connection | None = None
         self._started = False
@@ -87,7 +98,7 @@ class ToolServer:
     def origin(self) -> ToolOrigin:
         """The origin of this server's tools: a tool server's, untrusted."""
         return ToolOrigin(kind=OriginKind.MCP, trust=Trust.UNTRUSTED, source=self.key,
-                          server=self.name, url=self.url)
+                          server=self.name, url=self.shown_url)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -98,13 +109,13 @@ class ToolServer:
         try:
             self.connection = await self.connect(self)
             self.info = dict(self.connection.info or {})
-            self.name = str(self.info.get("name") or self.name)
+            self.name = one_line(self.info.get("name") or "") or self.name
             await self._list()
         except ToolServerError as exc:
             await self._fail(exc)
         except Exception as exc:   # an SDK bug must cost this server, not the app
-            log.exception("tool server %s failed", self.url)
-            await self._fail(ToolServerError("failed", f"The tool server at {self.url}: "
+            log.exception("tool server %s failed", self.shown_url)
+            await self._fail(ToolServerError("failed", f"The tool server at {self.shown_url}: "
                                                        f"{type(exc).__name__}: {exc}"))
         return self
 
@@ -119,8 +130,8 @@ class ToolServer:
             except ToolServerError as exc:
                 await self._fail(exc)
             except Exception as exc:
-                await self._fail(ToolServerError("failed", f"listing the tools of {self.url} "
-                                                           f"failed: {exc}"))
+                await self._fail(ToolServerError("failed", f"listing the tools of "
+                                                           f"{self.shown_url} failed: {exc}"))
         return list(self.tools)
 
     async def _fail(self, exc: ToolServerError) -> None:
@@ -162,12 +173,22 @@ class ToolServer:
             listed = await asyncio.wait_for(self.connection.list_tools(),
                                             self.timeout_s + LIST_BACKSTOP_S)
         except asyncio.TimeoutError:
-            raise ToolServerError("timeout", f"The tool server at {self.url} did not answer "
-                                             f"tools/list within {self.timeout_s:g} s.") from None
+            raise ToolServerError("timeout", f"The tool server at {self.shown_url} did not "
+                                             f"answer tools/list within {self.timeout_s:g} s."
+                                  ) from None
+        self.listed = [item for item in listed if isinstance(item, dict)]
+        self.tools, self.skipped = self._made(getattr(self.connection, "skipped", ()))
+        for problem in self.skipped:
+            log.warning("%s", problem)
+        self._set("connected")
+
+    def _made(self, noted: Any = ()) -> tuple[list[Tool], list[str]]:
+        """The last listing's tools, as this server's trust makes them; and what the list
+        held that could not be taken as given (``noted``: what the connection took out)."""
         tools = []
-        skipped = [f"{self.name}: {why}" for why in getattr(self.connection, "skipped", ())]
+        skipped = [f"{self.name}: {why}" for why in noted]
         origin = self.origin
-        for item in listed:
+        for item in self.listed:
             name = str(item.get("name", ""))
             try:
                 tools.append(remote_tool(
@@ -177,10 +198,29 @@ class ToolServer:
                     timeout_s=self.timeout_s))
             except InvalidToolSchemaError as exc:
                 skipped.append(f"{self.name}: skipped {exc}")
-        for problem in skipped:
-            log.warning("%s", problem)
-        self.tools, self.skipped = tools, skipped
-        self._set("connected")
+        return tools, skipped
+
+    async def set_trusted(self, trusted: bool) -> None:
+        """Trust this server's labels, or stop: its tools are made again from the last
+        listing at once, and the toolbox that holds it lists them again."""
+        trusted = bool(trusted)
+        if trusted == self.trusted:
+            return
+        self.trusted = trusted
+        if self.connection is not None:
+            kept = self.skipped
+            self.tools, _ = self._made()
+            self.skipped = kept
+            self.changed.fire()
+        self._set(self.state)
+
+    @property
+    def read_only_claims(self) -> list[str]:
+        """The names of the tools that claim, well-formed, to only read (what trusting
+        this server would let run without asking)."""
+        usable = {t.origin.name for t in self.tools}
+        return [str(item.get("name")) for item in self.listed
+                if item.get("name") in usable and claims_read_only(item.get("annotations"))]
 
     def tools_changed(self) -> None:
         """The server said its tool list changed: the toolbox that holds it lists again
@@ -192,13 +232,13 @@ class ToolServer:
         if self.connection is None:
             return
         asyncio.ensure_future(self._fail(error or ToolServerError(
-            "closed", f"The tool server at {self.url} closed the connection.")))
+            "closed", f"The tool server at {self.shown_url} closed the connection.")))
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
         connection = self.connection
         if connection is None:
             raise ToolServerError(self.kind or "closed", self.error or
-                                  f"The tool server at {self.url} is not connected.")
+                                  f"The tool server at {self.shown_url} is not connected.")
         try:
             return await connection.call_tool(name, arguments, self.timeout_s)
         except ToolServerError as exc:
@@ -209,11 +249,14 @@ class ToolServer:
     # ------------------------------------------------------------------ for the user
 
     def describe(self) -> dict[str, Any]:
-        """What the Tools panel shows: url, name, state, error, tools, skipped tools."""
-        return {"url": self.url, "name": self.name, "state": self.state, "error": self.error,
-                "kind": self.kind, "trusted": self.trusted,
-                "protocol": self.info.get("protocolVersion", ""),
-                "tools": [t.name for t in self.tools], "skipped": list(self.skipped)}
+        """What the Tools panel and the terminal show: its key, address (credentials
+        redacted), name, state, error, tools, what its list held that could not be taken
+        as given, which tools claim to only read, and whether their claims are trusted."""
+        return {"key": self.key, "url": self.shown_url, "name": self.name,
+                "state": self.state, "error": self.error, "kind": self.kind,
+                "trusted": self.trusted, "protocol": self.info.get("protocolVersion", ""),
+                "tools": [t.name for t in self.tools], "skipped": list(self.skipped),
+                "read_only_claims": self.read_only_claims}
 
 
 async def _quietly(awaitable: Awaitable[Any], timeout: float = 5.0) -> None:

@@ -18,6 +18,12 @@ same cases through both):
    is not text.
 3. A reply that is not JSON (or an event whose data is not) is left as it is: the SDK
    says what is wrong with it.
+4. A tool's labels (``annotations``) that are not an object, or hold a hint
+   (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``) that is
+   not ``true`` or ``false``, lose every hint, and the tool is named with why: no label
+   of it is believed, so it asks before each call (the Python SDK would read ``"true"``
+   and ``1`` as true; the TypeScript SDK would refuse the whole list). Null annotations
+   are taken off without a word.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 
 MAX_REPLY_DEPTH = 100
 PARSE_ERROR = -32700   # JSON-RPC: the reply could not be parsed
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
 def quoted(value: str) -> str:
@@ -80,6 +87,35 @@ def skipped_line(tool: Any, why: str) -> str:
     return f"a tool skipped: {why}"
 
 
+def _said_value(value: Any) -> str:
+    return quoted(value) if isinstance(value, str) else json_kind(value)
+
+
+def believable_labels(tool: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``tool`` with labels it may keep (rule 4); why any were taken off goes to
+    ``notes``."""
+    if "annotations" not in tool:
+        return tool
+    annotations = tool["annotations"]
+    if annotations is None:
+        return {key: value for key, value in tool.items() if key != "annotations"}
+    if not isinstance(annotations, dict):
+        why = f"its annotations are {json_kind(annotations)}, not an object"
+        kept = {key: value for key, value in tool.items() if key != "annotations"}
+    else:
+        bad = [hint for hint in HINTS if hint in annotations
+               and not isinstance(annotations[hint], bool)]
+        if not bad:
+            return tool
+        why = ", ".join(f"its {hint} is {_said_value(annotations[hint])}" for hint in bad) \
+            + ", not true or false"
+        kept = {**tool, "annotations": {key: value for key, value in annotations.items()
+                                        if key not in HINTS}}
+    notes.append(f"tool {quoted(tool['name'])}: {why}: none of its labels is believed, so it "
+                 "asks before each call")
+    return kept
+
+
 def nests_deeper(text: str, limit: int = MAX_REPLY_DEPTH) -> bool:
     """Whether JSON ``text`` nests arrays and objects deeper than ``limit`` (a scan, not
     a parse: it needs no stack)."""
@@ -111,7 +147,8 @@ def too_deep() -> str:
 
 
 def sanitize_message(message: Any, skipped: list[str]) -> Any:
-    """A JSON-RPC message with the unusable tools of its tools/list result taken out."""
+    """A JSON-RPC message with the unusable tools of its tools/list result taken out, and
+    the labels of the others that cannot be believed."""
     result = message.get("result") if isinstance(message, dict) else None
     tools = result.get("tools") if isinstance(result, dict) else None
     if not isinstance(tools, list):
@@ -120,7 +157,7 @@ def sanitize_message(message: Any, skipped: list[str]) -> Any:
     for tool in tools:
         why = unusable(tool)
         if why is None:
-            kept.append(tool)
+            kept.append(believable_labels(tool, skipped))
         else:
             skipped.append(skipped_line(tool, why))
     return {**message, "result": {**result, "tools": kept}}

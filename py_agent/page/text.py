@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CHUNK_CHARS = 1200
+# Why the reader left text out (page_reader.js's reasons), in words.
+UNSEEN_WHY = {"hidden": "not displayed", "faint": "too faint to see",
+              "clipped": "clipped away", "collapsed": "shrunk to nothing",
+              "tiny": "too small to read", "off-screen": "off the page",
+              "background": "in the background's colour",
+              "covered": "covered by another element", "transparent": "transparent"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # What a page could write to end our delimiters early or open fake ones.
 _DELIMITER = re.compile(r"<\s*/?\s*page[-_\w]*", re.IGNORECASE)
@@ -57,6 +63,7 @@ class PageText:
     total_chars: int = 0
     truncated: bool = False
     hidden_dropped: dict[str, int] = field(default_factory=dict)
+    hidden_chars: int = 0
     frames_skipped: int = 0
     reader: str = ""
 
@@ -73,6 +80,7 @@ class PageText:
                    truncated=bool(data.get("truncated")),
                    hidden_dropped={k: int(v) for k, v in (data.get("hiddenDropped") or {}).items()
                                    if v},
+                   hidden_chars=int(data.get("hiddenChars") or 0),
                    frames_skipped=int(data.get("framesSkipped") or 0),
                    reader=str(data.get("reader") or ""))
 
@@ -93,8 +101,17 @@ class PageText:
         if self.frames_skipped:
             notes.append(f"{self.frames_skipped} embedded frame(s) on the page were not read.")
         hidden = sum(self.hidden_dropped.values())
-        if hidden:
-            notes.append(f"{hidden} piece(s) of text the page hides from view were left out.")
+        if hidden == 1:
+            why = UNSEEN_WHY.get(next(iter(self.hidden_dropped)), "unseen")
+            chars = f", {self.hidden_chars:,} characters" if self.hidden_chars else ""
+            notes.append(f"Left out: 1 piece of text a person cannot see on the page "
+                         f"({why}{chars}).")
+        elif hidden:
+            size = f" ({self.hidden_chars:,} characters)" if self.hidden_chars else ""
+            why = ", ".join(f"{count:,} {UNSEEN_WHY.get(reason, reason)}" for reason, count
+                            in sorted(self.hidden_dropped.items(), key=lambda kv: -kv[1]))
+            notes.append(f"Left out: {hidden:,} pieces of text a person cannot see on the "
+                         f"page{size}: {why}.")
         return notes
 
     def chunks(self, chunk_chars: int = CHUNK_CHARS) -> list[Chunk]:

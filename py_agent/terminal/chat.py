@@ -1,9 +1,12 @@
 """The terminal chat loop behind ``python -m py_agent chat`` (see :mod:`py_agent.terminal.cli`).
 
 Answers go to stdout; the banner, prompts, trace and errors to stderr, so piping the
-output keeps only the answers. A failed turn says why and is saved as failed (the
-agent archives it); the next line is tried as usual. On exit, a compaction still
-running is given a bounded time to finish: the raw turns are saved before it, so
+output keeps only the answers. Everything printed passes through
+:func:`~py_agent.boundary.printable` first: a model's answer, a tool's result or a server's
+name cannot move the cursor, ring the bell or turn text around (an escape sequence that
+draws a false approval line shows as ``\u001b[2K``). A failed turn says why and is saved
+as failed (the agent archives it); the next line is tried as usual. On exit, a compaction
+still running is given a bounded time to finish: the raw turns are saved before it, so
 stopping it loses nothing.
 """
 
@@ -21,6 +24,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..agent import Agent
+from ..boundary import printable
+from ..redaction import redact_url
 from ..events import AgentEvent
 from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
 from ..results import RunResult
@@ -44,6 +49,7 @@ class ChatOptions:
     session_id: str
     tool_paths: list[str] = field(default_factory=list)   # --tools modules
     mcp_urls: list[str] = field(default_factory=list)     # --mcp tool servers
+    mcp_trusted: list[str] = field(default_factory=list)  # --mcp-trusted: labels believed
     mcp_token: str | None = None                          # --mcp-token
     trace: bool = False
     context_window: int | None = None
@@ -83,14 +89,14 @@ class Terminal:
         self.shown = ""  # the part of this turn's answer already printed
 
     def note(self, text: str) -> None:
-        print(text, file=self.err, flush=True)
+        print(printable(text), file=self.err, flush=True)
 
     def on_chunk(self, chunk: StreamChunk) -> None:
         if not self.live or chunk.purpose != "step":
             return
         preview = answer_preview(chunk.text)
         if preview and preview.startswith(self.shown) and len(preview) > len(self.shown):
-            self.out.write(preview[len(self.shown):])
+            self.out.write(printable(preview[len(self.shown):]))
             self.out.flush()
             self.shown = preview
 
@@ -103,9 +109,10 @@ class Terminal:
         elif result.status == "stopped":
             self.note("(stopped)")
         elif self.shown and result.answer.startswith(self.shown):
-            print(result.answer[len(self.shown):], file=self.out, flush=True)
+            print(printable(result.answer[len(self.shown):]), file=self.out, flush=True)
         else:
-            print(("\n" if self.shown else "") + result.answer, file=self.out, flush=True)
+            print(("\n" if self.shown else "") + printable(result.answer), file=self.out,
+                  flush=True)
         self.shown = ""
 
     def on_event(self, event: AgentEvent) -> None:
@@ -279,10 +286,12 @@ APPROVAL_ANSWERS = {"y": "once", "yes": "once", "a": "chat", "all": "chat",
 
 async def ask_approval(request: ApprovalRequest, reader: "LineReader", ui: Terminal) -> str:
     """The terminal's approver: y (allow once), a (allow for this chat) or n (deny), read
-    from the next line of input; anything else, or the end of input, denies."""
+    from the next line of input; anything else, or the end of input, denies. The question
+    is one line, whatever the tool's server calls itself or the arguments hold."""
     where = f" from {request.server}" if request.server else ""
     arguments = json.dumps(request.arguments, ensure_ascii=False)
-    ui.note(f"The agent wants to run {request.tool}{where} with {arguments}.")
+    ui.note(printable(f"The agent wants to run {request.tool}{where} with {arguments}.",
+                      lines=False))
     ui.note("Allow it? [y] once, [a] for this chat, [n] no: ")
     line = await reader.next(prompt="allow? [y/a/n] ")
     chosen = APPROVAL_ANSWERS.get((line or "").strip().lower(), "deny")
@@ -292,9 +301,12 @@ async def ask_approval(request: ApprovalRequest, reader: "LineReader", ui: Termi
 
 
 async def connect_servers(options: ChatOptions, toolbox: Toolbox, ui: Terminal) -> list | None:
-    """Connect the --mcp servers as sources of ``toolbox`` (which follows each server's
-    list); each server's state on stderr. None when the MCP SDK is missing."""
-    if not options.mcp_urls:
+    """Connect the --mcp and --mcp-trusted servers as sources of ``toolbox`` (which follows
+    each server's list); each server's state on stderr, with the tools that say they only
+    read and whether that is believed. None when the MCP SDK is missing."""
+    wanted = [*((url, False) for url in options.mcp_urls),
+              *((url, True) for url in options.mcp_trusted)]
+    if not wanted:
         return []
     from ..mcp import mcp_server
     from ..mcp.python_client import INSTALL_HINT
@@ -306,16 +318,24 @@ async def connect_servers(options: ChatOptions, toolbox: Toolbox, ui: Terminal) 
     logging.getLogger("mcp").setLevel(logging.CRITICAL)   # its tracebacks are ours to say
     headers = {"Authorization": f"Bearer {options.mcp_token}"} if options.mcp_token else None
     servers = []
-    for url in options.mcp_urls:
-        server = mcp_server(url, headers=headers)
+    for url, trusted in wanted:
+        server = mcp_server(url, headers=headers, trusted=trusted)
         toolbox.add(server)
         await toolbox.listed(server.key)
         if server.state == "connected":
-            ui.note(f"tool server {server.name} at {url}: {len(server.tools)} tools")
+            ui.note(f"tool server {server.name} at {server.shown_url}: "
+                    f"{len(server.tools)} tools")
         else:
-            ui.note(f"tool server at {url}: {server.state}: {server.error}")
+            ui.note(f"tool server at {server.shown_url}: {server.state}: {server.error}")
         for problem in server.skipped:
             ui.note(f"  {problem}")
+        claims = server.read_only_claims
+        if claims and trusted:
+            ui.note(f"  its labels are trusted: {', '.join(claims)} run without asking")
+        elif claims:
+            ui.note(f"  {len(claims)} of its tools say they only read ({', '.join(claims)}): "
+                    f"each call asks first, unless you trust its labels (--mcp-trusted "
+                    f"{server.shown_url})")
         servers.append(server)
     return servers
 
@@ -352,7 +372,7 @@ def _banner(model: OpenAIModel, options: ChatOptions, problem: ServerError | Non
             tool_count: int) -> str:
     window = (f"not reachable now: {problem}" if problem else
               f"context {model.window} tokens ({model.window_source})")
-    return (f"py-agent · {model.name} at {model.base_url} · {window}\n"
+    return (f"py-agent · {model.name} at {redact_url(model.base_url)} · {window}\n"
             f"session {options.session_id} (continue it with --session {options.session_id})"
             f" · {tool_count} tools · /help for commands")
 

@@ -2,7 +2,7 @@
 OpenAI-compatible server.
 
     py-agent chat --base-url http://localhost:11434/v1 --model gemma3 \\
-        [--tools FILE]... [--mcp URL]... [--session ID] [--db PATH] [--trace]
+        [--tools FILE]... [--mcp URL]... [--mcp-trusted URL]... [--session ID] [--db PATH] [--trace]
     py-agent sessions [list | show ID | export ID | delete ID]   (py_agent.terminal.sessions)
     py-agent replay SESSION.jsonl ...                            (py_agent.replay)
 
@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a tool server (MCP over Streamable HTTP, e.g. "
                            "http://localhost:3001/mcp) whose tools the agent may use; "
                            "repeatable (needs pip install 'py-agent[mcp]')")
+    chat.add_argument("--mcp-trusted", action="append", default=[], metavar="URL",
+                      help="a tool server as --mcp, whose labels you trust: its tools that "
+                           "say they only read run without asking (repeatable)")
     chat.add_argument("--mcp-token", metavar="TOKEN", default=None,
                       help="a bearer token sent to the --mcp servers")
     chat.add_argument("--session", metavar="ID",
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ToolFileError(f"--tools {path}: no such file or folder")
         options = ChatOptions(
             base_url=args.base_url, model=args.model, tool_paths=args.tools, db=db,
-            mcp_urls=args.mcp, mcp_token=args.mcp_token,
+            mcp_urls=args.mcp, mcp_trusted=args.mcp_trusted, mcp_token=args.mcp_token,
             session_id=args.session or time.strftime("chat-%Y%m%d-%H%M%S"),
             trace=args.trace, context_window=args.context_window, max_tokens=args.max_tokens,
             temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,

@@ -9,8 +9,12 @@ reads it, the Tools panel, the trace and the approval question do. Name clashes 
 other tools are resolved by the toolbox (:mod:`py_agent.tools.toolbox`).
 
 A remote tool is consequential (:attr:`Tool.confirm`: the user approves each call)
-unless it says it only reads (``readOnlyHint``). A server the user marked trusted is
-taken at its word for unannotated tools: only those it marks destructive ask first.
+unless its source's labels are trusted and it says it only reads. The MCP specification
+asks a client to treat a tool's annotations as untrusted unless they come from a trusted
+server, so a tool server's ``readOnlyHint`` counts only once the user trusts that server
+(``trusted``); the page's tools are the page's own, whose labels the page that holds the
+agent speaks for. A label that is not a boolean (``"true"``, ``1``), or read-only
+together with destructive, is not read-only, whoever says it.
 
 What a remote tool returns (MCP's ``CallToolResult``: text, structured content, images,
 audio, resources) becomes observation text here (:func:`render_result`); an image is
@@ -23,7 +27,7 @@ import json
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping
 
-from ..boundary import untrusted_text
+from ..boundary import TITLE_CHARS, one_line, untrusted_text
 from .definition import Tool
 from .errors import ToolError
 from .origin import ToolOrigin
@@ -46,18 +50,34 @@ class RemoteToolError(ToolError):
     raised_as = "an error"
 
 
-def consequential(annotations: Mapping[str, Any] | None, *, trusted: bool = False) -> bool:
-    """Whether a remote tool must be approved before each call, from its annotations.
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
-    ``readOnlyHint: true``: never. Otherwise always, unless the server is ``trusted``:
-    then only a tool marked ``destructiveHint: true`` asks.
-    """
-    hints = annotations if isinstance(annotations, Mapping) else {}
-    if hints.get("readOnlyHint") is True:
+
+def malformed_hints(annotations: Any) -> list[str]:
+    """The hints of ``annotations`` that are not booleans (all of them, named, when the
+    annotations are not an object)."""
+    if annotations is None:
+        return []
+    if not isinstance(annotations, Mapping):
+        return ["annotations"]
+    return [hint for hint in HINTS if hint in annotations
+            and not isinstance(annotations[hint], bool)]
+
+
+def claims_read_only(annotations: Any) -> bool:
+    """Whether a tool's annotations say, well-formed, that it only reads:
+    ``readOnlyHint: true``, not ``destructiveHint: true``, and every hint a boolean."""
+    if not isinstance(annotations, Mapping) or malformed_hints(annotations):
         return False
-    if trusted:
-        return hints.get("destructiveHint") is True
-    return True
+    return annotations.get("readOnlyHint") is True and \
+        annotations.get("destructiveHint") is not True
+
+
+def consequential(annotations: Mapping[str, Any] | None, *, trusted: bool = False) -> bool:
+    """Whether a remote tool must be approved before each call: always, unless its
+    source's labels are ``trusted`` and it claims, well-formed, to only read
+    (:func:`claims_read_only`)."""
+    return not (trusted and claims_read_only(annotations))
 
 
 def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | None,
@@ -66,7 +86,10 @@ def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
                 title: str = "", timeout_s: float | None = None) -> Tool:
     """A :class:`Tool` for a remote tool; ``call(name, arguments)`` runs it there and
     returns its result (a ``CallToolResult``-shaped dict, a string, or any JSON value).
-    ``origin`` says where it comes from (its ``name`` is set to ``name`` here).
+    ``origin`` says where it comes from (its ``name`` is set to ``name`` here);
+    ``trusted``: its source's labels are believed (:func:`consequential`). Its description
+    and title are the source's words: cleaned of controls and invisible characters, on one
+    line, capped.
 
     Raises :class:`~py_agent.tools.InvalidToolSchemaError` for a name or schema that
     cannot be used (the loader skips that tool and says why).
@@ -84,7 +107,7 @@ def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
         return text
 
     return schema_tool(name, text or name, input_schema, run,
-                       metadata={"title": title, "annotations": hints},
+                       metadata={"title": one_line(title, TITLE_CHARS), "annotations": hints},
                        confirm=consequential(hints, trusted=trusted),
                        origin=replace(origin, name=name), timeout_s=timeout_s)
 

@@ -1,14 +1,17 @@
 """Approval before consequential calls: one gate for every kind of tool.
 
 A tool that deletes, sends or pays declares itself consequential (:attr:`Tool.confirm`:
-``@tool(confirm=True)``, ``schema_tool(confirm=True)``, a tool server's tool not
-annotated read-only). The tool runner asks this gate after the model chose the tool and
+``@tool(confirm=True)``, ``schema_tool(confirm=True)``, a tool server's tool unless its
+labels are trusted). The tool runner asks this gate after the model chose the tool and
 its arguments were checked, before the call: the app's approver (the page's dialog, the
 terminal's y/n/a prompt, an ``approve`` callback in Python) sees an
 :class:`ApprovalRequest` and answers **allow once**, **allow for this chat** (that tool
 is not asked about again in this chat) or **deny**. A denial, no approver, or no answer
 in time becomes an observation the model reads, and the turn goes on. Each question
 and answer is an event (``approval_requested``, ``approval``) the trace shows.
+
+"That tool" is the tool of one origin (:meth:`~py_agent.tools.ToolOrigin.identity`: its
+kind, its source, its name there), never a bare name another server's tool could take.
 
 An approver returns (or awaits) ``True`` / ``"once"`` to allow once, ``"chat"`` to
 allow for the chat, and ``False`` / ``"deny"`` (or anything else) to deny.
@@ -50,11 +53,14 @@ class ApprovalRequest:
     session_id: str
     description: str = ""
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # Where the tool comes from (ToolOrigin.to_dict(): kind, trust, source key, server,
+    # address with its credentials redacted, name there), for the app to show.
+    origin: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "arguments": self.arguments, "server": self.server,
                 "source": self.source, "session_id": self.session_id,
-                "description": self.description, "id": self.id}
+                "description": self.description, "id": self.id, "origin": dict(self.origin)}
 
     def __str__(self) -> str:
         where = f" ({self.server})" if self.server else ""
@@ -72,15 +78,17 @@ def decision(answer: Any) -> str:
 
 @dataclass
 class Approvals:
-    """The tools the user allowed for a whole chat, per chat (kept while the agent runs)."""
+    """The tools the user allowed for a whole chat, per chat (kept while the agent runs),
+    each kept by its origin's identity: allowing one server's ``send_email`` never allows
+    another's that takes the name later."""
 
-    allowed: dict[str, set[str]] = field(default_factory=dict)
+    allowed: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
 
-    def allows(self, session_id: str, tool: str) -> bool:
-        return tool in self.allowed.get(session_id, ())
+    def allows(self, session_id: str, tool: Tool) -> bool:
+        return tool.origin.identity(tool.name) in self.allowed.get(session_id, ())
 
-    def allow(self, session_id: str, tool: str) -> None:
-        self.allowed.setdefault(session_id, set()).add(tool)
+    def allow(self, session_id: str, tool: Tool) -> None:
+        self.allowed.setdefault(session_id, set()).add(tool.origin.identity(tool.name))
 
     def forget(self, session_id: str) -> None:
         self.allowed.pop(session_id, None)
@@ -121,9 +129,10 @@ class ApprovalGate:
         request = ApprovalRequest(tool=tool.name, arguments=arguments,
                                   server=tool.origin.server if tool.origin.untrusted else "",
                                   source=tool.origin.kind.value,
-                                  session_id=self.session_id, description=tool.description)
+                                  session_id=self.session_id, description=tool.description,
+                                  origin=tool.origin.to_dict())
         reasons = list(self.untrusted)
-        if self.approvals.allows(self.session_id, tool.name):
+        if self.approvals.allows(self.session_id, tool):
             if not reasons:
                 await _tell(tell, "approval", request, ALLOW_CHAT,
                             "allowed for this chat earlier")
@@ -154,7 +163,7 @@ class ApprovalGate:
             return (f"The user denied this call of {tool.name}; it did not run. Do not try "
                     "it again in this turn: answer the user, or ask what they want instead.")
         if chosen == ALLOW_CHAT:
-            self.approvals.allow(self.session_id, tool.name)
+            self.approvals.allow(self.session_id, tool)
         return None
 
     async def _ask(self, request: ApprovalRequest) -> Any:

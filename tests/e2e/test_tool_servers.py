@@ -36,6 +36,11 @@ RULES = r"""[
     [/delete the file (\S+)/i, (m) => ['delete_file', {path: m[1]}]],
     [/delete my note (.+)$/i, (m) => ['delete_note', {note: m[1]}]],
     [/quota for (\w+)/i, (m) => ['quota_tool', {q: m[1]}]],
+    [/what did i say my budget was/i, () => ['recall', {query: 'budget'}]],
+    [/bring the tools up to date/i, () => ['switch_tools', {}]],
+    [/clear my browsing history/i, () => ['clear_history', {}]],
+    [/erase every file/i, () => ['wipe_disk', {}]],
+    [/look (\w+) up in the dictionary/i, (m) => ['lookup', {query: m[1]}]],
 ]"""
 # A model that does what a hostile result or page tool tells it: the worst case.
 OBEY = """(tool, observation) => ['hostile_result_of', 'read_article'].includes(tool)
@@ -80,18 +85,30 @@ def mcp_app(servers) -> str:
 
 
 @pytest.fixture(scope="module")
-def app(webmcp_browser: Browser, mcp_app: str) -> Page:
-    """The app, booted once, with the fake model scripted by RULES."""
+def app(webmcp_browser: Browser, mcp_app: str, servers) -> Page:
+    """The app, booted once, with the fake model scripted by RULES; the user trusts the
+    labels of the two --mcp servers (their read-only tools run without asking: issue 38,
+    point 5's own tests show the question an untrusted server's tools get)."""
     context = webmcp_browser.new_context()
     page = context.new_page()
     install_fake_lm_scripts(page, {"responderSource": tool_call_responder(RULES, OBEY)})
     boot(page, mcp_app + "/")
+    for server in servers:
+        trust(page, server.url + "/mcp")
     yield page
     context.close()
 
 
 def server_item(page: Page, url: str):
     return page.locator(f'[data-testid="tool-server"][data-url="{url}"]')
+
+
+def trust(page: Page, url: str) -> None:
+    """Trust a connected server's labels in the Tools panel, as a user does."""
+    item = server_item(page, url)
+    expect(item).to_have_attribute("data-state", "connected", timeout=TURN_TIMEOUT_MS)
+    item.get_by_test_id("tool-server-trust").click()
+    expect(item).to_have_attribute("data-trusted", "true", timeout=TURN_TIMEOUT_MS)
 
 
 def test_a_message_is_answered_through_the_reference_servers_tools(app: Page, servers) -> None:
@@ -133,6 +150,10 @@ def test_a_message_sent_the_moment_the_page_is_ready_is_offered_the_servers_tool
             box.wait_for()
             box.fill(question)
             page.get_by_test_id("send-button").click()   # queued until the agent is ready
+            # this browser does not trust the server's labels: get-sum asks first
+            expect(page.get_by_test_id("approval")).to_have_attribute("data-tool", "get-sum",
+                                                                      timeout=TURN_TIMEOUT_MS)
+            page.get_by_test_id("approve-once").click()
             answer = answer_to(page, question)
             expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
             text = answer.locator(".text").text_content()
@@ -264,8 +285,9 @@ def test_a_consequential_call_waits_for_the_user(app: Page, servers) -> None:
     send(app, "Please delete the file /tmp/a")
     expect(dialog).to_be_visible(timeout=TURN_TIMEOUT_MS)
     expect(app.get_by_test_id("approval-what")).to_have_text(
-        "The agent wants to run delete_file from py-agent-test-server, which can change "
-        "things for you.")
+        "The agent wants to run delete_file from the tool server py-agent-test-server at "
+        f"{ours.url.removeprefix('http://')}, which can change things for you.")
+    expect(app.get_by_test_id("approval-server")).to_have_text("py-agent-test-server")
     assert '"/tmp/a"' in app.get_by_test_id("approval-arguments").text_content()
     assert deleted(ours) == []   # it waits
     app.get_by_test_id("approve-deny").click()
@@ -435,7 +457,7 @@ def test_the_page_says_what_the_terminal_says(app: Page, servers) -> None:
         "tools/list reply nests deeper than 100 levels.", timeout=TURN_TIMEOUT_MS)
     expect(server_item(app, deep)).to_have_attribute("data-kind", "malformed")
     for url in (ours.url + "/html?again", ours.url + "/nowhere", deep):
-        ask_worker(app, "disconnect_tool_server", url=url)
+        assert ask_worker(app, "disconnect_tool_server", url=url) is True
 
 
 def test_a_servers_json_rpc_error_on_a_call_is_the_tools_error(app: Page, servers) -> None:
@@ -443,10 +465,175 @@ def test_a_servers_json_rpc_error_on_a_call_is_the_tools_error(app: Page, server
     model reads the server's words, and the server stays connected."""
     everything, ours = servers
     url = ours.url + "/raw/rpcerror?code=-32000"
-    assert ask_worker(app, "connect_tool_server", url=url)["state"] == "connected"
+    # its labels trusted: quota_tool (read-only) runs without asking
+    assert ask_worker(app, "connect_tool_server", url=url, trusted=True)["state"] == "connected"
     new_chat(app)
     assert chat(app, "Use the quota for rain") == "quota_tool -> " + data(
         "quota_tool", "raw-rpcerror", "Error: quota_tool raised an error: The daily quota of "
         "this service is used up: try again tomorrow.")
     expect(server_item(app, url)).to_have_attribute("data-state", "connected")
     ask_worker(app, "disconnect_tool_server", url=url)
+
+
+# ------------------------------------------------------------------ issue 38 in the page
+
+def hostile_url(servers, server_id: str) -> str:
+    return f"{servers[1].url}/hostile/{server_id}/mcp"
+
+
+def connect_from_panel(page: Page, url: str) -> None:
+    page.get_by_test_id("tool-server-url").fill(url)
+    page.get_by_test_id("tool-server-connect").click()
+    expect(server_item(page, url)).to_have_attribute("data-state", "connected",
+                                                     timeout=TURN_TIMEOUT_MS)
+
+
+def tool_item(page: Page, name: str):
+    return page.locator(f'[data-testid="tool"][data-tool-name="{name}"]')
+
+
+def test_a_servers_recall_never_takes_the_built_ins_place(app: Page, servers) -> None:
+    """Point 2: a server that lists recall and compact first, and one that adds them later
+    (list_changed), claiming they only read: the built-ins keep their names, the server's
+    get its prefix, and the memory question goes to the built-in recall."""
+    everything, ours = servers
+    reset(ours)
+    first, late = hostile_url(servers, "shadow-first"), hostile_url(servers, "shadow-late")
+    assert ask_worker(app, "connect_tool_server", url=first)["state"] == "connected"
+    assert ask_worker(app, "connect_tool_server", url=late)["state"] == "connected"
+    new_chat(app)
+    from tests.e2e.pages import answer_to, send
+    send(app, "Please bring the tools up to date")   # shadow-late adds its recall and compact
+    expect(app.get_by_test_id("approval")).to_have_attribute("data-tool", "switch_tools",
+                                                             timeout=TURN_TIMEOUT_MS)
+    app.get_by_test_id("approve-once").click()
+    expect(answer_to(app, "Please bring the tools up to date")).to_have_attribute(
+        "data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(tool_item(app, "memory-plus_recall_2")).to_have_count(1, timeout=TURN_TIMEOUT_MS)
+    tools = {t["name"]: t for t in ask_worker(app, "tools")}
+    assert tools["recall"]["source"] == "builtin" and tools["compact"]["source"] == "builtin"
+    for name in ("memory-plus_recall", "memory-plus_compact", "memory-plus_recall_2",
+                 "memory-plus_compact_2"):
+        assert tools[name]["source"] == "mcp" and tools[name]["identity"][2] in (
+            "recall", "compact")
+    expect(tool_item(app, "recall")).to_have_attribute("data-origin", "builtin|builtin|recall")
+    answer = chat(app, "What did I say my budget was?")
+    assert answer.startswith("recall -> ") and "attacker" not in answer
+    assert [c for c in calls(ours) if c["tool"] in ("recall", "compact")] == []
+    for url in (first, late):
+        assert ask_worker(app, "disconnect_tool_server", url=url) is True
+
+
+def test_trusting_a_servers_labels_at_connect_and_taking_it_back(
+        webmcp_browser: Browser, mcp_app: str, app: Page, servers) -> None:
+    """Point 5: connected from the Tools panel, a server's read-only claims are shown and
+    not believed (its lookup asks); the user trusts its labels there (remembered in this
+    browser: a new page trusts it again), lookup runs without asking, the malformed and
+    contradictory ones still ask; Stop trusting, and lookup asks again."""
+    everything, ours = servers
+    reset(ours)
+    url = hostile_url(servers, "labels")
+    connect_from_panel(app, url)
+    item = server_item(app, url)
+    expect(item).to_have_attribute("data-trusted", "false")
+    expect(item.get_by_test_id("tool-server-claims")).to_have_text(
+        "2 of its tools say they only read (lookup, wipe_disk). Until you trust its labels, "
+        "each call asks you first.")
+    expect(item.get_by_test_id("tool-server-skipped")).to_have_count(3)
+    expect(item.get_by_test_id("tool-server-skipped").first).to_contain_text(
+        'tool "flag_string": its readOnlyHint is "true", not true or false')
+    expect(tool_item(app, "lookup")).to_have_attribute("data-confirm", "true")
+    from tests.e2e.pages import answer_to, send
+    dialog = app.get_by_test_id("approval")
+    new_chat(app)
+    send(app, "Look tide up in the dictionary")
+    expect(dialog).to_have_attribute("data-tool", "lookup", timeout=TURN_TIMEOUT_MS)
+    app.get_by_test_id("approve-deny").click()
+    expect(answer_to(app, "Look tide up in the dictionary").locator(".text")).to_contain_text(
+        "The user denied this call of lookup", timeout=TURN_TIMEOUT_MS)
+
+    item.get_by_test_id("tool-server-trust").click()
+    expect(item).to_have_attribute("data-trusted", "true", timeout=TURN_TIMEOUT_MS)
+    expect(item.get_by_test_id("tool-server-claims")).to_have_text(
+        "You trust its labels: lookup, wipe_disk run without asking; its other tools ask "
+        "first.")
+    expect(tool_item(app, "lookup")).to_have_attribute("data-confirm", "false",
+                                                       timeout=TURN_TIMEOUT_MS)
+    for name in ("flag_string", "flag_number", "read_and_destroy", "destroy_string"):
+        expect(tool_item(app, name)).to_have_attribute("data-confirm", "true")
+    assert chat(app, "Look sail up in the dictionary") == \
+        "lookup -> " + data("lookup", "labels", "A word.")
+    assert [c["query"] for c in calls(ours) if c["tool"] == "lookup"] == ["sail"]
+    key = item.get_attribute("data-key")
+    assert key in app.evaluate(
+        "JSON.parse(localStorage.getItem('py-agent.trusted-tool-servers'))")
+
+    # remembered in this browser: a new page of it connects the server and trusts it again
+    other = app.context.new_page()
+    install_fake_lm_scripts(other, {"responderSource": tool_call_responder(RULES, OBEY)})
+    boot(other, mcp_app + "/")
+    expect(server_item(other, url)).to_have_attribute("data-trusted", "true",
+                                                      timeout=TURN_TIMEOUT_MS)
+    other.close()
+
+    item.get_by_test_id("tool-server-distrust").click()
+    expect(item).to_have_attribute("data-trusted", "false", timeout=TURN_TIMEOUT_MS)
+    expect(tool_item(app, "lookup")).to_have_attribute("data-confirm", "true",
+                                                       timeout=TURN_TIMEOUT_MS)
+    assert key not in app.evaluate(
+        "JSON.parse(localStorage.getItem('py-agent.trusted-tool-servers'))")
+    send(app, "Look tide up in the dictionary")
+    expect(dialog).to_have_attribute("data-tool", "lookup", timeout=TURN_TIMEOUT_MS)
+    app.get_by_test_id("approve-deny").click()
+    expect(answer_to(app, "Look tide up in the dictionary").locator(".text").last
+           ).to_contain_text("The user denied this call of lookup", timeout=TURN_TIMEOUT_MS)
+    item.get_by_test_id("tool-server-disconnect").click()
+    expect(item).to_have_count(0)
+
+
+def test_what_a_server_calls_itself_never_passes_for_the_page(app: Page, servers) -> None:
+    """Point 8's page half: a server named "page" is not shown as "this page"; a name with
+    a newline, a right-to-left override and 3,000 characters is one quoted line, and draws
+    no second "The agent wants to run ..." line inside the dialog."""
+    everything, ours = servers
+    reset(ours)
+    named_page, long_name = hostile_url(servers, "name-page"), hostile_url(servers, "name-long")
+    for url in (named_page, long_name):
+        shown = ask_worker(app, "connect_tool_server", url=url)
+        assert shown["state"] == "connected", shown
+    from tests.e2e.pages import answer_to, send
+    dialog = app.get_by_test_id("approval")
+    host = ours.url.removeprefix("http://")
+    new_chat(app)
+    send(app, "Please clear my browsing history")
+    expect(dialog).to_have_attribute("data-tool", "clear_history", timeout=TURN_TIMEOUT_MS)
+    expect(app.get_by_test_id("approval-what")).to_have_text(
+        f"The agent wants to run clear_history from the tool server page at {host}, which "
+        "can change things for you.")
+    assert "this page" not in dialog.inner_text()
+    expect(tool_item(app, "clear_history")).to_have_attribute("data-server", "page")
+    expect(app.locator(f'[data-testid="tool-group"][data-source="mcp:{named_page}"]')
+           ).to_have_text("From the tool server “page”")
+    app.get_by_test_id("approve-deny").click()
+    expect(answer_to(app, "Please clear my browsing history")).to_have_attribute(
+        "data-state", "answered", timeout=TURN_TIMEOUT_MS)
+
+    send(app, "Please erase every file on the disk")
+    expect(dialog).to_have_attribute("data-tool", "wipe_disk", timeout=TURN_TIMEOUT_MS)
+    server = app.get_by_test_id("approval-server")
+    shown = server.text_content()
+    assert len(shown) <= 64 and "\n" not in shown and "\u202e" not in shown, shown
+    assert shown.startswith("weather The agent wants to run weather")
+    # the name is one line box, quoted: no line of the dialog starts as the page's own
+    assert server.evaluate("e => e.getClientRects().length") == 1
+    lines = [line.strip() for line in dialog.inner_text().splitlines()]
+    assert len([line for line in lines if line.startswith("The agent wants to run")]) == 1
+    assert "\u202e" not in dialog.inner_text()
+    name = next(s for s in ask_worker(app, "tool_servers") if s["url"] == long_name)["name"]
+    assert len(name) <= 64 and "\u202e" not in name and "\n" not in name
+    app.get_by_test_id("approve-deny").click()
+    expect(answer_to(app, "Please erase every file on the disk")).to_have_attribute(
+        "data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    assert [c for c in calls(ours) if c["tool"] in ("clear_history", "wipe_disk")] == []
+    for url in (named_page, long_name):
+        assert ask_worker(app, "disconnect_tool_server", url=url) is True

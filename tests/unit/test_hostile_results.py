@@ -116,10 +116,12 @@ def test_a_hostile_result_leads_at_most_to_a_question(entry) -> None:
 
     async def lookup(name, arguments):
         return result_of(entry)
+    # a read-only lookup of a server whose labels the user trusts: even then, its result
+    # is data that can at most lead to a question
     records = remote_tool("lookup_record", "Look up a stored record.",
                           {"type": "object", "properties": {"id": {"type": "string"}}},
                           lookup, origin=origin("mcp", "evil-server"),
-                          annotations={"readOnlyHint": True})
+                          annotations={"readOnlyHint": True}, trusted=True)
     asked, seen = [], []
 
     def approve(request):   # the user says no to everything the attacker wanted
@@ -152,12 +154,14 @@ def test_allowed_for_the_chat_is_asked_again_after_a_hostile_result() -> None:
     async def lookup(name, arguments):
         return result_of(entry)
     records = remote_tool("lookup_record", "Look up a stored record.", None, lookup,
-                          origin=origin("mcp", "evil-server"), annotations={"readOnlyHint": True})
+                          origin=origin("mcp", "evil-server"), annotations={"readOnlyHint": True},
+                          trusted=True)
     asked = []
     agent = Agent(FunctionModel(obedient_model("lookup_record", {}, target, [])),
                   tools=[records, *targets()],
                   approve=lambda request: asked.append(request.tool) or "deny")
-    agent.settings.approvals.allow("default", target["toolName"])   # allowed for this chat
+    allowed = next(t for t in agent.tools if t.name == target["toolName"])
+    agent.settings.approvals.allow("default", allowed)   # allowed for this chat
     run(agent.run("Look up the record."))
     assert asked == [target["toolName"]] and RAN == []
 

@@ -48,7 +48,9 @@ def tool_calling_model(tool: str, tool_input: dict) -> FunctionModel:
 
 
 def test_the_reference_servers_tools_answer_a_message(everything) -> None:
-    tools = run(load_mcp_tools(everything.url + "/mcp"))
+    # trusted: the test believes the server's read-only labels (tests of issue 38, point 5,
+    # in test_hostile_servers.py show an untrusted server's asking)
+    tools = run(load_mcp_tools(everything.url + "/mcp", trusted=True))
     by_name = {t.name: t for t in tools}
     assert {"echo", "get-sum"} <= set(by_name)
     get_sum = by_name["get-sum"]
@@ -56,7 +58,7 @@ def test_the_reference_servers_tools_answer_a_message(everything) -> None:
     assert get_sum.origin.server == "mcp-servers/everything"
     assert get_sum.origin.url == everything.url + "/mcp"
     assert get_sum.signature() == "get-sum(a: number, b: number)"
-    assert not get_sum.confirm   # annotated read-only by the server
+    assert not get_sum.confirm   # annotated read-only by the server, whose labels we trust
 
     agent = Agent(tool_calling_model("get-sum", {"a": 19, "b": 23}), tools=tools)
     result = run(agent.run("What is 19 plus 23? Use get-sum."))
@@ -71,13 +73,14 @@ def test_the_reference_servers_tools_answer_a_message(everything) -> None:
 def test_our_server_speaks_the_2026_protocol_and_its_annotations_decide(ours) -> None:
     server = run(connect_mcp(ours.url + "/mcp"))
     assert server.state == "connected" and server.info["protocolVersion"] == "2026-07-28"
-    confirm = {t.name: t.confirm for t in server.tools}
-    assert confirm["weather"] is False          # readOnlyHint
+    # untrusted (the default): no label is believed, every call asks
+    assert all(t.confirm for t in server.tools)
+    assert server.read_only_claims[:2] == ["weather", "hostile_result_of"]
+    trusted = run(connect_mcp(ours.url + "/mcp", trusted=True))
+    confirm = {t.name: t.confirm for t in trusted.tools}
+    assert confirm["weather"] is False          # readOnlyHint, believed
     assert confirm["delete_file"] is True       # destructiveHint
     assert confirm["send_payment"] is True      # no annotations: consequential
-    trusted = run(connect_mcp(ours.url + "/mcp", trusted=True))
-    assert {t.name: t.confirm for t in trusted.tools}["send_payment"] is False
-    assert {t.name: t.confirm for t in trusted.tools}["delete_file"] is True
     picture = next(t for t in server.tools if t.name == "picture")
     assert run(picture.fn()) == ("Here is the picture:\n[an image (image/png, 70 bytes) that "
                                  "this model cannot see]")
@@ -128,7 +131,7 @@ def test_every_page_of_the_tool_list_is_read(ours) -> None:
 
 
 def test_a_result_of_megabytes_is_capped(ours) -> None:
-    tools = run(load_mcp_tools(ours.url + "/mcp"))
+    tools = run(load_mcp_tools(ours.url + "/mcp", trusted=True))
     agent = Agent(tool_calling_model("huge", {"megabytes": 3}), tools=tools)
     result = run(agent.run("Give me the huge text."))
     observation = result.steps[0].observation
@@ -139,7 +142,7 @@ def test_a_result_of_megabytes_is_capped(ours) -> None:
 
 def test_a_call_that_hangs_times_out_and_is_cancelled_on_the_server(ours) -> None:
     reset(ours)
-    tools = run(load_mcp_tools(ours.url + "/mcp", timeout_s=1.0))
+    tools = run(load_mcp_tools(ours.url + "/mcp", timeout_s=1.0, trusted=True))
     agent = Agent(tool_calling_model("slow", {"seconds": 30}), tools=tools,
                   tool_policy=ToolPolicy(timeout_s=1.0, max_attempts=1))
     result = run(agent.run("Wait thirty seconds."))
@@ -158,7 +161,7 @@ def test_a_call_that_hangs_times_out_and_is_cancelled_on_the_server(ours) -> Non
 
 def test_stop_cancels_the_call_on_the_server(ours) -> None:
     reset(ours)
-    tools = run(load_mcp_tools(ours.url + "/mcp"))
+    tools = run(load_mcp_tools(ours.url + "/mcp", trusted=True))
     agent = Agent(tool_calling_model("slow", {"seconds": 30}), tools=tools,
                   tool_policy=ToolPolicy(timeout_s=60))
 
@@ -185,7 +188,7 @@ def test_the_server_vanishing_mid_call_costs_an_observation_and_its_state() -> N
     server_process = python_server()
     try:
         changes = []
-        server = run(connect_mcp(server_process.url + "/mcp",
+        server = run(connect_mcp(server_process.url + "/mcp", trusted=True,
                                  on_change=lambda s: changes.append(s.state)))
         slow = next(t for t in server.tools if t.name == "slow")
         agent = Agent(tool_calling_model("slow", {"seconds": 30}), tools=server.tools,
@@ -211,7 +214,7 @@ def test_a_tool_list_that_changes_mid_turn(ours) -> None:
     """The server's list_changed reaches the next turn's offer through the toolbox, with
     no call of the app's: the agent was only given the toolbox."""
     async def scenario():
-        toolbox = Toolbox(sources=[mcp_server(ours.url + "/mcp")])
+        toolbox = Toolbox(sources=[mcp_server(ours.url + "/mcp", trusted=True)])
         agent = Agent(tool_calling_model("toggle_tool", {}), tools=toolbox, top_k=8)
         result = await agent.run("Toggle the late tool.")
         # the turn kept the tools it was offered...
@@ -281,7 +284,7 @@ def test_a_json_rpc_error_the_server_answers_a_call_with_is_the_tools_error(
     closed" uses it too, but never on the wire): the model reads it as the tool's error,
     and the server stays connected."""
     async def scenario():
-        server = await connect_mcp(ours.url + path)
+        server = await connect_mcp(ours.url + path, trusted=True)
         agent = Agent(tool_calling_model(tool, {"q": "rain"}), tools=server.tools,
                       tool_policy=ToolPolicy(max_attempts=1))
         result = await agent.run("Look up rain.")

@@ -120,7 +120,19 @@ def test_a_short_page_is_read_whole_as_data_with_what_was_left_out():
                 {"kind": "table", "text": "| Model | Memory |\n| Heron Pro 16 | 32 GB |"}]}
     said = run(tools_by_name(FakeSource(page))["read_page"].fn())
     assert "| Heron Pro 16 | 32 GB |" in said and "<page-data" in said
-    assert "1 piece(s) of text the page hides from view were left out" in said
+    assert "Left out: 1 piece of text a person cannot see on the page (not displayed)." in said
+
+
+def test_the_observation_says_how_much_unseen_text_was_left_out_and_why():
+    """Issue 38, point 8: the reader's counts by reason and in characters, said plainly."""
+    page = PageText.from_reader({"blocks": [{"kind": "text", "text": "Basil likes sun."}],
+                                 "hiddenDropped": {"background": 2, "covered": 1,
+                                                   "clipped": 1, "faint": 0},
+                                 "hiddenChars": 240})
+    assert page.hidden_chars == 240
+    assert page.notes() == [
+        "Left out: 4 pieces of text a person cannot see on the page (240 characters): 2 in "
+        "the background's colour, 1 covered by another element, 1 clipped away."]
 
 
 def test_a_long_page_is_answered_from_the_passages_that_match_and_says_so():

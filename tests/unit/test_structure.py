@@ -116,7 +116,7 @@ def test_no_module_touches_another_objects_private_attributes():
 # them all and may import anything.
 LAYERS: dict[str, tuple[str, int]] = {
     # 1. plain data and what needs nothing of the agent's
-    **dict.fromkeys(["py_agent.state", "py_agent.boundary", "py_agent.tokens",
+    **dict.fromkeys(["py_agent.state", "py_agent.boundary", "py_agent.redaction", "py_agent.tokens",
                      "py_agent.waiting", "py_agent.events", "py_agent.profile",
                      "py_agent.transfer", "py_agent.memory_view"], ("data", 1)),
     # 2. the model and store protocols, their bridges, and the context budget

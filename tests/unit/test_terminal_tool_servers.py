@@ -78,7 +78,8 @@ def test_a_message_is_answered_through_tool_servers(tool_servers, tmp_path) -> N
     with FakeServer(tool_server_responder) as model:
         done = chat(model.url, "What is the sum of 19 and 23?\nPlease echo good night\n"
                     "What is the weather in Porto?\n",
-                    "--mcp", everything.url + "/mcp", "--mcp", ours.url + "/mcp",
+                    # their labels trusted: the read-only tools run without asking
+                    "--mcp-trusted", everything.url + "/mcp", "--mcp-trusted", ours.url + "/mcp",
                     "--db", str(tmp_path / "s.db"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["get-sum said: The sum of 19 and 23 is 42.",
@@ -92,10 +93,10 @@ def test_servers_that_cannot_be_used_are_named_and_the_chat_goes_on(tool_servers
     with FakeServer(tool_server_responder) as model:
         done = chat(model.url, "What is the sum of 1 and 2?\n",
                     "--mcp", ours.url + "/auth/mcp", "--mcp", ours.url + "/html",
-                    "--mcp", everything.url + "/mcp", "--trace",
+                    "--mcp-trusted", everything.url + "/mcp", "--trace",
                     "--db", str(tmp_path / "s.db"))
         with_token = chat(model.url, "What is the weather in Oslo?\n",
-                          "--mcp", ours.url + "/auth/mcp", "--mcp-token", "let-me-in",
+                          "--mcp-trusted", ours.url + "/auth/mcp", "--mcp-token", "let-me-in",
                           "--db", str(tmp_path / "s.db"))
     assert done.returncode == 0, done.stderr
     assert f"tool server at {ours.url}/auth/mcp: refused: The tool server at " \

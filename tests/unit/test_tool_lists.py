@@ -58,6 +58,31 @@ EXPECTED_SKIPPED = [
 ]
 
 
+# Issue 38, point 5: annotations a server sends malformed (the Python SDK would read
+# "true" and 1 as true; the TypeScript SDK would refuse the whole list).
+LABELS = [
+    {"name": "honest", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": True, "destructiveHint": False, "title": "Honest"}},
+    {"name": "string_hint", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": "true", "title": "Kept"}},
+    {"name": "number_hint", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": 1}},
+    {"name": "two_bad", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": True, "destructiveHint": "false", "openWorldHint": None}},
+    {"name": "list_annotations", "inputSchema": {"type": "object"}, "annotations": ["readOnly"]},
+    {"name": "null_annotations", "inputSchema": {"type": "object"}, "annotations": None},
+]
+EXPECTED_LABEL_NOTES = [
+    'tool "string_hint": its readOnlyHint is "true", not true or false: none of its '
+    "labels is believed, so it asks before each call",
+    'tool "number_hint": its readOnlyHint is a number, not true or false: none of its '
+    "labels is believed, so it asks before each call",
+    'tool "two_bad": its destructiveHint is "false", its openWorldHint is null, not true or '
+    "false: none of its labels is believed, so it asks before each call",
+    'tool "list_annotations": its annotations are an array, not an object: none of its '
+    "labels is believed, so it asks before each call",
+]
+
+
 def reply(tools, request_id=1, **more) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools, **more}}
 
@@ -98,6 +123,8 @@ CASES = [
     ("two thousand deep", '{"jsonrpc": "2.0", "id": 1, "result": {"tools": [%s]}}'
      % deep(2000), "application/json"),
     ("deep in an event", sse(json.dumps(reply([GOOD])), deep(150)), "text/event-stream"),
+    ("malformed labels", json.dumps(reply(LABELS)), "application/json"),
+    ("malformed labels in an event", sse(json.dumps(reply(LABELS[1:3]))), "text/event-stream"),
     ("brackets in strings do not count",
      json.dumps(reply([{**GOOD, "description": "[{" * 500 + '\\"' + "]}" * 3}])),
      "application/json"),
@@ -186,6 +213,17 @@ def test_what_the_rules_say(answers) -> None:
     assert python["events"]["skipped"] == ["a tool skipped: it is not an object",
                                            "a tool skipped: it is not an object",
                                            "a tool skipped: it has no name"]
+
+
+def test_malformed_labels_are_taken_off_and_said(answers) -> None:
+    python = dict(zip([c[0] for c in CASES], answers[0]))
+    labels = python["malformed labels"]
+    assert labels["skipped"] == EXPECTED_LABEL_NOTES and labels["refusal"] == ""
+    kept = {t["name"]: t.get("annotations") for t in messages(labels)[0]["result"]["tools"]}
+    assert kept == {"honest": LABELS[0]["annotations"], "string_hint": {"title": "Kept"},
+                    "number_hint": {}, "two_bad": {}, "list_annotations": None,
+                    "null_annotations": None}
+    assert python["malformed labels in an event"]["skipped"] == EXPECTED_LABEL_NOTES[:2]
 
 
 def test_the_depth_scan_needs_no_stack() -> None:

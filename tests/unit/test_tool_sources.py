@@ -33,11 +33,17 @@ def make(name: str, server: str = "srv", annotations=None, trusted: bool = False
 
 @pytest.mark.parametrize("annotations, trusted, expected", [
     (None, False, True),                                            # unannotated: asks
-    ({"readOnlyHint": True}, False, False),
-    ({"readOnlyHint": False, "destructiveHint": False}, False, True),  # may still send
-    (None, True, False),                                            # a trusted server
+    ({"readOnlyHint": True}, False, True),      # an untrusted source's claim is not believed
+    ({"readOnlyHint": True}, True, False),      # a trusted one's is
+    ({"readOnlyHint": False, "destructiveHint": False}, True, True),   # may still send
+    (None, True, True),                         # a trusted source's unlabelled tool asks
     ({"destructiveHint": True}, True, True),
-    ({"readOnlyHint": True, "destructiveHint": True}, False, False),
+    ({"readOnlyHint": True, "destructiveHint": True}, True, True),    # says both: asks
+    ({"readOnlyHint": "true"}, True, True),     # malformed labels count as consequential
+    ({"readOnlyHint": 1}, True, True),
+    ({"readOnlyHint": True, "destructiveHint": "false"}, True, True),
+    ({"readOnlyHint": True, "openWorldHint": None}, True, True),
+    (["readOnlyHint"], True, True),
 ])
 def test_consequential_from_annotations(annotations, trusted, expected) -> None:
     assert consequential(annotations, trusted=trusted) is expected

@@ -3,7 +3,10 @@
 # once, of any chats (the one shown, a turn of another chat, the browser's agent through
 # WebMCP): each is shown with its chat (titled as the sessions list titles it), the tool,
 # where it comes from and its arguments, as text (textContent only), and its buttons
-# answer that one question by its id (an `approve` request). A question goes when it is
+# answer that one question by its id (an `approve` request). Where the tool comes from is
+# said by its origin's kind: only the page's own tools are "this page"; a tool server is
+# named in quotes, on one line, as the server's own words, with its host. The arguments are
+# shown with hidden and reordering characters as escapes. A question goes when it is
 # answered here, decided by the worker (`approval`), or withdrawn (`approval_withdrawn`:
 # its turn was stopped, or it was not answered in time).
 #
@@ -15,7 +18,7 @@ import json
 from pyscript import document, window
 
 from ui.app import on, state
-from ui.dom import by_id, listen, make, missing
+from ui.dom import by_id, label, listen, make, missing, visible
 from ui.link import request
 
 box = by_id("approval")
@@ -55,12 +58,43 @@ def label_chat(node):
     node.querySelector('[data-testid="approval-chat"]').textContent = chat_line(session_id)
 
 
-def what_text(data):
-    tool = data.get("tool") or "a tool"
-    # Where it comes from, by its origin's kind: only the page's own tools are "this page".
-    kind, server = data.get("source") or "", data.get("server") or ""
-    where = " from this page" if kind == "page" else (" from %s" % server if server else "")
-    return "The agent wants to run %s%s, which can change things for you." % (tool, where)
+def host_of(url):
+    """The host (and port) of a server's address, as the worker gave it (its credentials
+    already masked there, and left out here)."""
+    rest = str(url or "").split("//", 1)[-1]
+    return rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+
+
+def where_from(data):
+    """Where the tool comes from, by its origin's kind: (lead, server's name or None,
+    tail). Only the page's own tools are "this page"; a tool server never is, whatever it
+    calls itself."""
+    origin = data.get("origin") or {}
+    kind = origin.get("kind") or data.get("source") or ""
+    if kind == "page":
+        return " from this page", None, ""
+    if kind == "mcp":
+        host = host_of(origin.get("url"))
+        return " from the tool server ", label(data.get("server") or host or "unnamed"), \
+            (" at %s" % host if host else "")
+    return "", None, ""
+
+
+def what_node(data, parent, anchor):
+    """The question's sentence: the server's name in an element of its own (one line,
+    quoted, cut with an ellipsis), so that nothing it says can pass for the page's
+    words."""
+    lead, server, tail = where_from(data)
+    node = make("p", None, attrs={"data-testid": "approval-what", "id": anchor + "-what"},
+                parent=parent)
+    node.append("The agent wants to run %s%s" % (label(data.get("tool") or "a tool", 128),
+                                                  lead))
+    if server is not None:
+        make("q", "approval-server", server, attrs={"data-testid": "approval-server",
+                                                    "title": server}, parent=node)
+        node.append(tail)
+    node.append(", which can change things for you.")
+    return node
 
 
 def typing():
@@ -88,9 +122,8 @@ def add(data, session_id):
         "aria-labelledby": anchor + "-chat", "aria-describedby": anchor + "-what"})
     make("p", "approval-chat", attrs={"data-testid": "approval-chat", "id": anchor + "-chat"},
          parent=node)
-    make("p", None, what_text(data), attrs={"data-testid": "approval-what",
-                                            "id": anchor + "-what"}, parent=node)
-    make("pre", "approval-arguments", json.dumps(data.get("arguments") or {}),
+    what_node(data, node, anchor)
+    make("pre", "approval-arguments", visible(json.dumps(data.get("arguments") or {})),
          attrs={"data-testid": "approval-arguments"}, parent=node)
     buttons = make("div", "approval-buttons", parent=node)
     for decision, testid, text, cls in BUTTONS:

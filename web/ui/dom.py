@@ -119,3 +119,39 @@ def format_input(value):
     if isinstance(value, str):
         return value
     return json.dumps(value)
+
+
+# Characters that show nothing, or turn around what is shown (controls, zero-width
+# characters, bidi embeddings, overrides and isolates, tag characters): the worker already
+# keeps them out of what a server says about itself; what the model writes (a call's
+# arguments) may still hold them, so the page shows them as escapes.
+_HIDDEN = ((0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x9F), (0x200B, 0x200F), (0x2028, 0x202E),
+           (0x2060, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0xE0000, 0xE007F))
+
+
+def _hidden(code):
+    for low, high in _HIDDEN:
+        if low <= code <= high:
+            return True
+    return False
+
+
+def visible(text):
+    """``text`` with every control, invisible and reordering character as a visible
+    escape (\\u202e), newlines and tabs kept."""
+    out = []
+    for char in str(text):
+        code = ord(char)
+        if code not in (9, 10) and _hidden(code):
+            out.append("\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def label(text, limit=64):
+    """Someone else's name for a thing, as a label: on one line, without hidden
+    characters, at most ``limit`` characters."""
+    words = "".join(char for char in str(text or "") if not _hidden(ord(char))).split()
+    line = " ".join(words)
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"

@@ -1,9 +1,10 @@
 # The tools panel: every tool the agent has (from the worker's `tools` request, after
-# boot), with its signature and description, and which of them the retriever offered
-# the model for the running or last turn. Tool modules the worker could not load are
+# boot), with its signature and description, grouped by where it comes from, each keyed
+# by its origin (data-origin: kind, source, name there), and which of them the retriever
+# offered the model for the running or last turn. Tool modules the worker could not load are
 # named in a notice above the chat (the other tools work).
 from ui.app import on, state, turn_of
-from ui.dom import by_id, clear, make, plural
+from ui.dom import by_id, clear, label, make, plural
 from ui.link import request
 
 panel = by_id("tools-panel")
@@ -24,15 +25,26 @@ def show_tool_errors(errors):
 
 
 def group_of(tool):
-    """The heading a tool is listed under, from where it comes from (its kind: a tool
-    server is never shown as this page): (key, title), or None for the app's own."""
-    kind = tool.get("source") or ""
+    """The heading a tool is listed under, from where it comes from (its origin's kind: a
+    tool server is never shown as this page): (key, title), or None for the app's own.
+    A tool server's tools are grouped by its key (its address), never by the name it
+    gives itself."""
+    origin = tool.get("origin") or {}
+    kind = origin.get("kind") or tool.get("source") or ""
     if kind == "page":
         return ("page", "From this page")
     if kind == "mcp":
-        server = tool.get("server") or tool.get("url") or "a tool server"
-        return ("mcp:" + (tool.get("url") or server), server)
+        server = label(tool.get("server") or tool.get("url") or "a tool server")
+        return (origin.get("source") or "mcp:" + (tool.get("url") or server),
+                "From the tool server “%s”" % server)
     return None
+
+
+def identity_of(tool):
+    """What a decision about a tool is kept under (ToolOrigin.identity): its kind, its
+    source and its name there, never its shown name alone."""
+    identity = tool.get("identity") or ["", "", tool.get("name", "")]
+    return "|".join(str(part) for part in identity)
 
 
 def render_tools(tools):
@@ -40,7 +52,7 @@ def render_tools(tools):
     group = None
     for tool in tools:
         name = tool.get("name", "")
-        server = tool.get("server") or ""
+        server = label(tool.get("server") or "")
         heading = group_of(tool)
         key = heading[0] if heading else None
         if key != group:   # a tool server's (or the page's) tools, under its name
@@ -48,9 +60,10 @@ def render_tools(tools):
             if heading:
                 make("li", "tool-group", heading[1],
                      attrs={"data-testid": "tool-group", "data-server": heading[0]
-                            if heading[0] == "page" else server},
+                            if heading[0] == "page" else server, "data-source": heading[0]},
                      parent=tools_list)
         item = make("li", "tool", attrs={"data-testid": "tool", "data-tool-name": name,
+                                         "data-origin": identity_of(tool),
                                          "data-pinned": "true" if tool.get("pinned") else "false",
                                          "data-server": server,
                                          "data-confirm": "true" if tool.get("confirm") else "false"},
