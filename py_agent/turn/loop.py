@@ -22,8 +22,8 @@ from typing import Any, Awaitable, Callable, TypeVar
 from ..boundary import loads_bounded, untrusted_text
 from ..constraints import ConstraintLevel, LevelChange, ModelConstraints
 from ..events import AgentEvent
-from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
-                     QuotaExceededError, as_model_error)
+from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Prompt,
+                     Purpose, QuotaExceededError, as_model_error)
 from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
                          shorten, step_constraint, untrusted_block)
@@ -86,7 +86,8 @@ class TurnLoop:
     how to open a model session and make the first prompt), and what it reports back."""
 
     turn: TurnContext
-    first_prompt: Callable[[list[StepTrace], bool], str]
+    # The turn's first prompt (text, or text and the attachments as content parts).
+    first_prompt: Callable[[list[StepTrace], bool], Prompt]
     new_session: Callable[[], Awaitable[ModelSession]]
     emit: Callable[[AgentEvent], Awaitable[None]]
     tool_policy: ToolPolicy
@@ -102,6 +103,10 @@ class TurnLoop:
     memory: TurnMemory = field(default_factory=lambda: TurnMemory(None))
     # The steps so far, kept here so that a stopped or failed turn still has them.
     steps: list[StepTrace] = field(default_factory=list)
+    # Keep the model session of an answered turn (in ``kept``) instead of destroying it:
+    # the runner asks it about the turn's attachments, then destroys it.
+    keep_session: bool = False
+    kept: ModelSession | None = None
 
     def context(self, tool_name: str, emit: ToolEmit) -> RunContext:
         """The context of one tool call of this turn."""
@@ -174,12 +179,17 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
         else:
             result.status = "incomplete"
             result.answer = _gave_up(result.steps, ctx.max_steps)
-    finally:
+    except BaseException:
+        await session.destroy()
+        raise
+    if ctx.keep_session and result.status == "answered":
+        ctx.kept = session
+    else:
         await session.destroy()
     return result
 
 
-async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index: int,
+async def _prompt_step(session: ModelSession, prompt: Prompt, by_name: dict, index: int,
                        ctx: TurnLoop) -> tuple[str, ConstraintLevel]:
     """One step call under the richest response constraint the model takes (a refused
     one is asked again a level down: :mod:`py_agent.constraints`); each call is retried

@@ -26,14 +26,21 @@ class TurnSessions:
 
     def __init__(self, memory: MemorySessions, session_id: str,
                  base: Callable[[], ModelSession],
-                 base_clone: Callable[[], Awaitable[ModelSession]], prompt_tokens: int) -> None:
+                 base_clone: Callable[[], Awaitable[ModelSession]], prompt_tokens: int,
+                 media_clone: Callable[[], Awaitable[ModelSession]] | None = None) -> None:
         self.memory, self.session_id = memory, session_id
         self.base, self.base_clone, self.prompt_tokens = base, base_clone, prompt_tokens
+        # A turn with images or sounds runs on a clone of a base made to take them,
+        # whose first prompt carries the memory (the memory session takes text only).
+        self.media_clone = media_clone
         self.uses_memory = False
         self._opened = 0
 
     async def new_session(self) -> ModelSession:
         self._opened += 1
+        if self.media_clone is not None:
+            self.uses_memory = False
+            return for_conversation(await self.media_clone(), self.session_id)
         if self._opened == 1:
             clone = await self.memory.clone_for_turn(self.session_id, self.base(),
                                                      self.prompt_tokens)

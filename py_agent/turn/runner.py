@@ -40,8 +40,10 @@ from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
-from ..model import (ModelError, ModelNetworkError, ModelTimeoutError, ModelUnavailableError,
-                     Purpose, QuotaExceededError)
+from ..attachments import AttachmentRecord
+from ..message_list import media_tokens
+from ..model import (InputNotSupportedError, ModelError, ModelNetworkError, ModelTimeoutError,
+                     ModelUnavailableError, Purpose, QuotaExceededError, destroy_quietly)
 from ..prompting import NONE_TOOL
 from ..recall.archive import ArchiveRecall
 from ..results import RunResult
@@ -50,6 +52,7 @@ from ..sessions import SessionTable
 from ..state import SessionState, Turn
 from ..tools import Toolbox, ToolboxSnapshot
 from ..waiting import TurnAborted, bounded
+from . import attached
 from .context import TurnContext
 from .first_prompt import TurnPrompt, without_memory
 from .loop import TurnLoop, call_context, model_call, run_turn
@@ -128,7 +131,12 @@ class TurnRunner:
             await deliver([on_event], event)
 
         session_id, message, abort = turn.session_id, turn.message, turn.abort
-        entry = await self._open(session_id, message, emit)
+        media = turn.attachments
+        kinds = frozenset(a.kind for a in media)
+        records = [AttachmentRecord.of(a) for a in media]
+        if media:   # kept before the turn is archived, so a reload finds them
+            await attached.keep(self.sessions.store, session_id, media, records)
+        entry = await self._open(session_id, message, emit, records)
         turn = replace(turn, turn_id=entry.id)
         # The turns a prompt of this session holds already: never recalled into it.
         held = in_prompt(session_id, self.sessions.state(session_id), turn.turn_id)
@@ -136,16 +144,23 @@ class TurnRunner:
         turn = replace(turn, offered=tuple(offered))
         turn_memory = TurnMemory(self._recall_search(session_id, held, emit))
         count = self.accountant.counter.count
+        async def media_clone():
+            return await (await self.bases.media_base(kinds)).clone()
+
         opener = TurnSessions(self.memory.live, session_id,
                               lambda: self.bases.existing(Purpose.STEP),
                               lambda: self.bases.clone(Purpose.STEP),
-                              count(without_memory(message, offered)))
+                              count(without_memory(message, offered)),
+                              media_clone if media else None)
         prompt = TurnPrompt(message, offered, self.accountant, free_tokens=self._free_tokens,
                             memory=lambda: (None if opener.uses_memory
                                             else self.sessions.state(session_id)),
                             profile=self.memory.profile_facts)
         settings = self.settings
-        loop = TurnLoop(turn=turn, first_prompt=prompt.build, new_session=opener.new_session,
+        loop = TurnLoop(turn=turn,
+                        first_prompt=lambda steps, tight: attached.prompt_with(
+                            prompt.build(steps, tight), media),
+                        new_session=opener.new_session, keep_session=bool(media),
                         emit=emit, tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                         step_policy=settings.step_policy,
                         sync_tool_runner=settings.sync_tool_runner,
@@ -159,6 +174,8 @@ class TurnRunner:
                              error=error, tools_offered=tools_offered)
 
         try:
+            if media:
+                await self._check_media(kinds)
             # The model's step base and the memory policy planned with it (may download:
             # no deadline but the stop button).
             await bounded(self.memory.plan(), abort=abort)
@@ -166,7 +183,8 @@ class TurnRunner:
             prompt.recalled = (await self._recall(session_id, message, held, emit)).text
             if prompt.recalled and not self._fits(count(prompt.least())):
                 prompt.recalled = ""  # the message alone is long: it goes first
-            fixed = count(prompt.least())  # the least the first prompt carries
+            # the least the first prompt carries (its attachments' share estimated)
+            fixed = count(prompt.least()) + media_tokens(media)
             self._check_message_fits(fixed)
             opener.prompt_tokens = fixed
             await self.memory.make_room(session_id, fixed)
@@ -189,6 +207,8 @@ class TurnRunner:
         await emit(AgentEvent("answer", session_id, {"turn_id": turn.turn_id,
                                                      "text": result.answer,
                                                      "status": result.status}))
+        if media:   # after the answer: what memory will say of them
+            await self._describe(loop, media, records)
         entry.answer, entry.status = result.answer, result.status  # type: ignore[assignment]
         entry.steps = [s.record() for s in result.steps]
         result.saved = await self._save(session_id, entry, emit)
@@ -230,7 +250,31 @@ class TurnRunner:
 
     # ------------------------------------------------------------ the steps
 
-    async def _open(self, session_id: str, message: str, emit: Emit) -> Turn:
+    async def _check_media(self, kinds: frozenset[str]) -> None:
+        """Refuse, before any prompt, attachments of a kind the model cannot take; the
+        message names the model and says why (the turn is kept, with them)."""
+        support = await self.bases.media_support()
+        missing = sorted(kinds - support.takes)
+        if missing:
+            raise InputNotSupportedError(support.reason(missing[0]), kinds=frozenset(missing),
+                                         model=support.model)
+
+    async def _describe(self, loop: TurnLoop, media: tuple, records: list[AttachmentRecord]
+                        ) -> None:
+        """Each attachment's description, from the turn's session when it answered (a
+        plain one otherwise); the session is destroyed after."""
+        session, loop.kept = loop.kept, None
+        if session is None:
+            for attachment, record in zip(media, records):
+                record.description = attached.plain_description(attachment)
+            return
+        try:
+            await attached.describe(session, media, records, self.settings.step_policy)
+        finally:
+            await destroy_quietly(session, "a turn's session")
+
+    async def _open(self, session_id: str, message: str, emit: Emit,
+                    attachments: list[AttachmentRecord] | None = None) -> Turn:
         """Read the session, archive the user's message as an unfinished turn, announce it."""
         try:
             await self.sessions.open(session_id, create=True)
@@ -241,10 +285,13 @@ class TurnRunner:
                            "conversation goes on in memory but is not saved; export it "
                            "to keep it.", "kind": getattr(exc, "kind", "unknown")}))
         # Replaced by the final save; until then a reload shows the message as interrupted.
-        turn = Turn(id=0, user=message, answer="", status="interrupted")
+        turn = Turn(id=0, user=message, answer="", status="interrupted",
+                    attachments=list(attachments or []))
         await self._save(session_id, turn, emit, allocate=True)
-        await emit(AgentEvent("turn_started", session_id, {"turn_id": turn.id,
-                                                           "message": message}))
+        started = {"turn_id": turn.id, "message": message}
+        if turn.attachments:
+            started["attachments"] = [a.to_dict() for a in turn.attachments]
+        await emit(AgentEvent("turn_started", session_id, started))
         return turn
 
     async def _retrieve(self, session_id: str, message: str, emit: Emit) -> list[ScoredTool]:
@@ -370,6 +417,9 @@ def previous_turn(state: SessionState | None) -> PreviousTurn | None:
 
 def turn_error_text(exc: Exception) -> str:
     """What the user reads when a turn failed: what happened and what to do."""
+    if isinstance(exc, InputNotSupportedError):
+        return (f"{describe(exc, 600)} Your message and its attachments are kept: send it "
+                "again without them, or with a model that takes them.")
     if isinstance(exc, QuotaExceededError):
         return ("That is too long for the on-device model's context window. "
                 "Please shorten the message or split it up.")
