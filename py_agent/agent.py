@@ -33,7 +33,7 @@ from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
 from .memory.profile_control import ProfileControl
 from .memory.steps import base_prompts
 from .memory_report import estimated_budget, memory_report
-from .model import LanguageModel
+from .model import LanguageModel, MediaSupport
 from .prefix import PrefixPlan, PrefixPlanner
 from .profile import ProfileFact
 from .prompting import SYSTEM_INSTRUCTION
@@ -331,6 +331,11 @@ class Agent:
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""
         return await self.sessions.transcript(session_id)
+
+    async def media_support(self) -> MediaSupport:
+        """What the model in use takes besides text: images, sounds, and why not (ask
+        before the user tries; the page's attach and record buttons do)."""
+        return await self.bases.media_support()
 
     async def attachment(self, session_id: str, attachment_id: str) -> Attachment | None:
         """An attachment the archive keeps (its bytes, type, name and pixels), or None if

@@ -324,13 +324,13 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_data(tmp_path):
         db.execute("INSERT INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
                    ("s1", 1, json.dumps(turn(1).to_dict())))
     store = SqliteStore(path)
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     assert run(store.load("s1")).title == "old" and run(store.read_archive("s1")) == [turn(1)]
     assert run(store.save_recall("s1", b"blob")) is True
     assert run(store.load_recall()) == {"s1": b"blob"}
     assert run(store.load_profile()) == UserProfile()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_sqlite_data_survives_reopening_the_file(tmp_path):
@@ -489,5 +489,5 @@ def test_an_older_sqlite_file_gains_the_profile_table(tmp_path):
     run(store.save_profile(profile_with("likes tea")))
     store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert [f.text for f in run(SqliteStore(path).load_profile()).facts] == ["likes tea"]

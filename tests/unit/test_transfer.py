@@ -58,8 +58,8 @@ def test_the_format_is_a_header_then_turns_then_compressions():
     records = [json.loads(line) for line in sample_lines()]
     assert [r["type"] for r in records] == ["session", "turn", "turn", "turn", "compression"]
     header = records[0]
-    assert header["format"] == FORMAT == "py-agent-session/1" and header["exported_at"] == 100
-    assert header["turns"] == 3 and header["compressions"] == 1
+    assert header["format"] == FORMAT == "py-agent-session/2" and header["exported_at"] == 100
+    assert header["turns"] == 3 and header["compressions"] == 1 and header["attachments"] == 0
     assert header["state"]["title"] == "Greetings" and header["state"]["session_id"] == "orig"
     assert records[2]["user"] == "日本語"  # kept readable, not \\u-escaped
 
@@ -104,8 +104,8 @@ def replace_line(index: int, change):
     (lambda lines: "hello there", 1, "not valid JSON"),
     (lambda lines: "\n".join(lines[1:]), 1, "missing header"),
     (lambda lines: "\n".join(["[1, 2]", *lines]), 1, 'JSON object with a "type"'),
-    (replace_line(0, lambda r: r.update(format="py-agent-session/2")), 1,
-     "unsupported format version 'py-agent-session/2'"),
+    (replace_line(0, lambda r: r.update(format="py-agent-session/3")), 1,
+     "unsupported format version 'py-agent-session/3'"),
     (replace_line(0, lambda r: r.pop("format")), 1, "not a py-agent session file"),
     (replace_line(0, lambda r: r.pop("state")), 1, "the session state must be a JSON object"),
     (replace_line(0, lambda r: r["state"].pop("session_id")), 1, "has no 'session_id'"),
