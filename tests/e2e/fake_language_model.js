@@ -75,7 +75,8 @@
  *     {requested: usage + input, quota: contextWindow}; nothing is dropped.
  *
  * What real browsers differ in, as knobs (see DEFAULTS): schemaSupport, contextWindow,
- * languages, samplingModes (null: a browser without samplingMode), names.
+ * languages, samplingModes (null: a browser without samplingMode), names, mediaInputs
+ * (the media kinds the device's model takes: [] for a text-only one).
  *
  * Test control: `window.__fakeLM` (each member is documented where `control` is defined
  * near the end): configure(config), reset(config), setAvailability(a), setResponder(fn),
@@ -111,6 +112,8 @@
     replyCheck: 'strict',        // 'strict': a reply breaking the constraint -> SyntaxError; 'off'
     responderSource: null,       // JS source of a responder function (for init config)
     replies: [],                 // scripted replies consumed before the responder
+    mediaInputs: ['image', 'audio'],  // what this device's model takes besides text: others
+                                      // make availability() with them 'unavailable'
   };
 
   const CJK = /[\u1100-\u11ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]|[\u{20000}-\u{2fa1f}]/u;
@@ -617,6 +620,8 @@
     for (const e of list) {
       if (!e || !TYPES.includes(e.type)) throw new TypeError(`Invalid ${what} type.`);
       if (what === 'expectedOutputs' && e.type !== 'text') result = 'unavailable';
+      if (what === 'expectedInputs' && (e.type === 'image' || e.type === 'audio') &&
+          !(state.config.mediaInputs || []).includes(e.type)) result = 'unavailable';
       for (const lang of e.languages || []) {
         let tag;
         try { [tag] = Intl.getCanonicalLocales(lang); } catch { throw new RangeError(`Invalid language tag: ${lang}`); }
