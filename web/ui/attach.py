@@ -221,7 +221,7 @@ def start_recording():
         recorder = module.Recorder.new(options)
         _module["recorder"] = recorder
 
-        def started(_value):
+        def started(*_args):
             record_button.setAttribute("aria-pressed", "true")
             record_button.textContent = "Stop recording"
             show_note("Recording… press Stop recording when you are done.")
