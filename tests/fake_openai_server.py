@@ -527,8 +527,8 @@ def agent_responder(request: ChatRequest) -> Action:
     message = last.rpartition("\nUser: ")[2] if "\nUser: " in last else last.removeprefix("User: ")
     message = message.split("\nAttached to this message")[0]
     if request.schema_name == "describe":
-        return json.dumps({"descriptions": [f"a {item['kind']} the user sent"
-                                            for item in request.media]})
+        return json.dumps({"descriptions": [("an image" if item["kind"] == "image" else "a sound")
+                                            + " the user sent" for item in request.media]})
     if request.media:
         return _step("The user sent media.",
                      answer=f"You said: {message}. I received: {received(request.media)}.")
