@@ -144,14 +144,13 @@ class TurnRunner:
         turn = replace(turn, offered=tuple(offered))
         turn_memory = TurnMemory(self._recall_search(session_id, held, emit))
         count = self.accountant.counter.count
-        async def media_clone():
-            return await (await self.bases.media_base(kinds)).clone()
+        async def media_clone(wanted: frozenset[str]):
+            return await (await self.bases.media_base(wanted)).clone()
 
         opener = TurnSessions(self.memory.live, session_id,
                               lambda: self.bases.existing(Purpose.STEP),
                               lambda: self.bases.clone(Purpose.STEP),
-                              count(without_memory(message, offered)),
-                              media_clone if media else None)
+                              count(without_memory(message, offered)), media_clone, kinds)
         prompt = TurnPrompt(message, offered, self.accountant, free_tokens=self._free_tokens,
                             memory=lambda: (None if opener.uses_memory
                                             else self.sessions.state(session_id)),
@@ -161,6 +160,8 @@ class TurnRunner:
                         first_prompt=lambda steps, tight: attached.prompt_with(
                             prompt.build(steps, tight), media),
                         new_session=opener.new_session, keep_session=bool(media),
+                        media_session=opener.media_session, session_kinds=kinds,
+                        media_support=self.bases.media_support,
                         emit=emit, tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                         step_policy=settings.step_policy,
                         sync_tool_runner=settings.sync_tool_runner,

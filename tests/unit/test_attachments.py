@@ -294,3 +294,56 @@ def test_a_version_1_file_still_imports():
     bundle = parse_session(old)
     assert bundle.attachments == [] and bundle.turns[0].user == "What is this?"
     assert not bundle.turns[0].attachments[0].kept
+
+
+# ------------------------------------------------------------------ tools that see
+
+def _screenshot_tool():
+    import base64
+
+    from py_agent.tools import OriginKind, ToolOrigin, Trust
+    from py_agent.tools.remote import remote_tool
+
+    async def call(name, arguments):
+        return {"content": [{"type": "text", "text": "The dialog on screen:"},
+                            {"type": "image", "mimeType": "image/png",
+                             "data": base64.b64encode(samples.png(32, 24)).decode()}]}
+
+    origin = ToolOrigin(kind=OriginKind.MCP, trust=Trust.UNTRUSTED, source="mcp:shots",
+                        server="shots")
+    return remote_tool("take_screenshot", "Take a screenshot of the screen.",
+                       {"type": "object", "properties": {}}, call, origin=origin,
+                       annotations={"readOnlyHint": True})
+
+
+def _tool_then_answer(call: PromptCall) -> str:
+    if call.purpose is Purpose.DESCRIBE:
+        return json.dumps({"descriptions": ["x"]})
+    if "Observation from take_screenshot" in call.input:
+        return step_json(answer="It is an error dialog.")
+    return step_json(tool="take_screenshot", tool_input={})
+
+
+def test_a_tools_picture_reaches_a_model_that_sees_inside_the_data_marks():
+    model = FunctionModel(_tool_then_answer, accepts=("image",))
+    agent = Agent(model=model, tools=[_screenshot_tool()])
+    result = run(agent.run("take a screenshot of the screen and tell me what it shows", "s"))
+    assert result.status == "answered" and result.answer == "It is an error dialog."
+    shown = [c for c in model.calls if c.media]
+    assert len(shown) == 1 and (shown[0].media[0].width, shown[0].media[0].height) == (32, 24)
+    text = shown[0].input
+    opened, closed = text.index("\u27e6data from take_screenshot"), text.rindex("\u27e6end of data")
+    assert opened < text.index("shown after this: take_screenshot image 2") < closed
+    # the picture came in a session made to take it (the text-only one refuses pictures)
+    assert model.media_refusals == 0
+    observation = result.steps[0].observation
+    assert "take_screenshot image 2: image (PNG, 32×24" in observation
+
+
+def test_a_tools_picture_is_named_to_a_model_that_cannot_see():
+    model = FunctionModel(_tool_then_answer)   # text only
+    agent = Agent(model=model, tools=[_screenshot_tool()])
+    result = run(agent.run("take a screenshot of the screen and tell me what it shows", "s"))
+    assert result.status == "answered"
+    assert not any(c.media for c in model.calls)
+    assert "which this model cannot see" in result.steps[0].observation
