@@ -13,6 +13,7 @@
  *                        maxChars the text is cut and the result says so.
  *   selection()          the text the user selected (in the page or in a text field).
  *   links({max})         the visible links: text and absolute URL.
+ *   images({max})        the visible pictures: alt text (or title), absolute URL, size.
  *   show(quote)          scroll to the first visible place that says `quote` and
  *                        highlight it (the CSS Custom Highlight API: the page's DOM is
  *                        not touched); {found}.
@@ -284,6 +285,18 @@
     return {links: out, title: document.title, url: location.href};
   }
 
+  function images({max = 40} = {}) {
+    const out = [];
+    for (const img of document.querySelectorAll('img')) {
+      if (out.length >= max) break;
+      const src = img.currentSrc || img.src;
+      if (!src || !img.naturalWidth || hiddenReason(img, document.defaultView)) continue;
+      const alt = squash(img.getAttribute('alt') || img.title || img.getAttribute('aria-label') || '');
+      out.push({alt: alt.slice(0, 300), url: src, width: img.naturalWidth, height: img.naturalHeight});
+    }
+    return {images: out, title: document.title, url: location.href};
+  }
+
   // ------------------------------------------------------------ showing a quote
 
   /** The visible text nodes, their text joined with collapsed whitespace, and where
@@ -367,5 +380,5 @@
     return {found: false};
   }
 
-  globalThis.pyAgentPageReader = {extract, selection, links, show, HIGHLIGHT};
+  globalThis.pyAgentPageReader = {extract, selection, links, images, show, HIGHLIGHT};
 })();

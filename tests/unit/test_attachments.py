@@ -347,3 +347,43 @@ def test_a_tools_picture_is_named_to_a_model_that_cannot_see():
     assert result.status == "answered"
     assert not any(c.media for c in model.calls)
     assert "which this model cannot see" in result.steps[0].observation
+
+
+class _Tab:
+    """A page source with a screenshot and one picture, as the extension's tab reader."""
+
+    async def call(self, name, arguments):
+        if name == "capture_tab":
+            return {"image": samples.png(64, 40), "type": "image/png", "title": "Fixture",
+                    "url": "http://127.0.0.1/fixture.html"}
+        if name == "look_at_image":
+            return {"image": samples.jpeg_header(300, 200), "alt": "a harbour at dusk",
+                    "title": "Fixture"}
+        if name == "page_images":
+            return {"images": [{"alt": "a harbour at dusk", "width": 300, "height": 200,
+                                "url": "http://127.0.0.1/h.jpg"}], "title": "Fixture",
+                    "url": "http://127.0.0.1/"}
+        raise AssertionError(name)
+
+
+def test_capture_tab_gives_a_model_that_sees_the_screenshot():
+    from py_agent.page import page_tools
+    tools = {t.name: t for t in page_tools(_Tab(), summarize=False)}
+
+    def reply(call: PromptCall) -> str:
+        if call.purpose is Purpose.DESCRIBE:
+            return json.dumps({"descriptions": ["x"]})
+        if "Observation from capture_tab" in call.input:
+            return step_json(answer="A page with a chart.")
+        return step_json(tool="capture_tab", tool_input={})
+
+    model = FunctionModel(reply, accepts=("image",))
+    agent = Agent(model=model, tools=list(tools.values()))
+    result = run(agent.run("take a screenshot: what does this page look like?", "s"))
+    assert result.answer == "A page with a chart."
+    sent = [m for c in model.calls for m in c.media]
+    assert [(m.type, m.width, m.height) for m in sent] == [("image/png", 64, 40)]
+    listing = run(tools["page_images"].invoke(None, {}))
+    assert "picture 1: “a harbour at dusk”, 300×200" in listing and "<page-data" in listing
+    looked = run(tools["look_at_image"].invoke(None, {"index": 1}))
+    assert looked.media[0].type == "image/jpeg" and "a harbour at dusk" in looked.text
