@@ -23,7 +23,7 @@ from collections import Counter
 from datetime import datetime
 from typing import AsyncIterator, Callable, Iterable
 
-from .attachments import Attachment, check_count
+from .attachments import Attachment, Scaler, check_count, pillow_scaler
 from .bases import BaseSessions
 from .boundary import clean_text
 from .budget import Budget, MemoryAccountant, MemoryPolicy
@@ -90,6 +90,9 @@ class Agent:
             awaits ``True`` (allow once), ``"chat"`` (allow this tool for the rest of the
             chat) or ``False`` (deny). None: such calls are refused, with an observation
             that says why (see :mod:`py_agent.turn.approval`).
+        image_scaler: scales down an attached picture too large for the model's window
+            (:mod:`py_agent.attachments.scaling`); by default Pillow's where it is
+            installed, else such a picture is refused, saying so.
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -101,7 +104,8 @@ class Agent:
                  sync_tool_runner: SyncRunner | None = None,
                  memory_sessions: int = DEFAULT_MAX_LIVE, recall: bool = True,
                  clock: Callable[[], datetime] = local_now,
-                 approve: Approver | None = None) -> None:
+                 approve: Approver | None = None,
+                 image_scaler: Scaler | None = None) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.store: Store = store if store is not None else InMemoryStore()
@@ -128,7 +132,8 @@ class Agent:
                                    calls=self.model_calls, memory_sessions=memory_sessions)
         self.profile_control = ProfileControl(self.sessions, self.accountant, self._emit)
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
-                                     max_steps, sync_tool_runner, approver=approve)
+                                     max_steps, sync_tool_runner, approver=approve,
+                                     image_scaler=image_scaler or pillow_scaler())
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
                                 self.toolbox, self.settings, self._emit, self.model_calls,
                                 recall=self.archive_recall, top_k=top_k)

@@ -21,9 +21,13 @@ from .model import Message, ModelUnavailableError, Purpose, QuotaExceededError
 
 # Tokens a chat template adds around each message (role markers), roughly.
 MESSAGE_OVERHEAD = 4
-# What an image costs a model's window, roughly: Gemma 3's encoder makes 256 tokens of
-# any picture; Gemini Nano's and llama.cpp's projectors a similar count.
+# What an image costs a model's window, roughly: 64 tokens for each 256×256 tile it
+# spans, plus a few (encoders that tile, as Qwen's and the fake Prompt API's do, grow
+# with the pixels; Gemma 3's fixed 256 is about a 512×512 picture's count); a picture
+# whose size is unknown counts as IMAGE_TOKENS.
 IMAGE_TOKENS = 256
+IMAGE_TILE = 256
+TILE_TOKENS = 64
 # ... and a second of sound (Gemma 3n's audio encoder: 6.25 tokens a second).
 AUDIO_TOKENS_PER_SECOND = 6.25
 # A sound whose length is unknown counts as this many seconds.
@@ -39,6 +43,9 @@ def media_tokens(media: Iterable[Attachment]) -> int:
         if item.kind == "audio":
             seconds = wav_seconds(item.content or b"") if item.type == "audio/wav" else None
             total += int((seconds or AUDIO_GUESS_SECONDS) * AUDIO_TOKENS_PER_SECOND) + 1
+        elif item.width and item.height:
+            tiles = max(1, -(-item.width // IMAGE_TILE)) * max(1, -(-item.height // IMAGE_TILE))
+            total += tiles * TILE_TOKENS + 8
         else:
             total += IMAGE_TOKENS
     return total

@@ -40,7 +40,7 @@ from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
-from ..attachments import AttachmentRecord
+from ..attachments import AttachmentRecord, Scaler
 from ..message_list import media_tokens
 from ..model import (InputNotSupportedError, ModelError, ModelNetworkError, ModelTimeoutError,
                      ModelUnavailableError, Purpose, QuotaExceededError, destroy_quietly)
@@ -81,6 +81,9 @@ class TurnSettings:
     approver: Approver | None = None
     approvals: Approvals = field(default_factory=Approvals)
     tool_sources_wait_s: float = TOOL_SOURCES_WAIT_S
+    # Scales a picture too large for the window (py_agent.attachments.scaling); None:
+    # such a picture is refused, saying so.
+    image_scaler: Scaler | None = None
 
 
 class TurnRunner:
@@ -184,7 +187,11 @@ class TurnRunner:
             prompt.recalled = (await self._recall(session_id, message, held, emit)).text
             if prompt.recalled and not self._fits(count(prompt.least())):
                 prompt.recalled = ""  # the message alone is long: it goes first
-            # the least the first prompt carries (its attachments' share estimated)
+            # the least the first prompt carries (its attachments' share estimated); a
+            # picture too large for the window is scaled down first
+            if media:
+                media = await self._fit_media(media, count(prompt.least()))
+                turn = replace(turn, attachments=media)
             fixed = count(prompt.least()) + media_tokens(media)
             self._check_message_fits(fixed)
             opener.prompt_tokens = fixed
@@ -250,6 +257,37 @@ class TurnRunner:
         return outcome.observation
 
     # ------------------------------------------------------------ the steps
+
+    async def _fit_media(self, media: tuple, text_tokens: int) -> tuple:
+        """The turn's attachments, their pictures scaled down (half each side, at most
+        four times) while the first prompt would not fit the window; as they are when
+        there is no scaler or scaling does not help (the check after refuses them)."""
+        scaler = self.settings.image_scaler
+        scaled = False
+        for _ in range(4):
+            if self._fits(text_tokens + media_tokens(media)) or scaler is None:
+                break
+            pictures = [m for m in media if m.kind == "image" and (m.width or 0) > 64]
+            if not pictures:
+                break
+            try:
+                media = tuple([await scaler(m, 0.5) if m in pictures else m for m in media])
+                scaled = True
+            except Exception as exc:   # a picture the scaler cannot read: refused as it is
+                log.warning("could not scale a picture down: %s", describe(exc))
+                break
+        need, room = text_tokens + media_tokens(media), self._room()
+        if need > room:
+            how = "even scaled down" if scaled else \
+                "and nothing here can scale them (pip install pillow)" if scaler is None \
+                else "and they could not be scaled"
+            error = QuotaExceededError(
+                f"The attachments are too large for the model's context window {how} "
+                f"({need} tokens, room for about {room}); send fewer or smaller ones.",
+                requested=need, quota=room)
+            error.speaks_to_user = True
+            raise error
+        return media
 
     async def _check_media(self, kinds: frozenset[str]) -> None:
         """Refuse, before any prompt, attachments of a kind the model cannot take; the
@@ -422,6 +460,8 @@ def turn_error_text(exc: Exception) -> str:
         return (f"{describe(exc, 600)} Your message and its attachments are kept: send it "
                 "again without them, or with a model that takes them.")
     if isinstance(exc, QuotaExceededError):
+        if exc.speaks_to_user:
+            return describe(exc, 600)
         return ("That is too long for the on-device model's context window. "
                 "Please shorten the message or split it up.")
     if isinstance(exc, ModelTimeoutError):

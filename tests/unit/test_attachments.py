@@ -387,3 +387,26 @@ def test_capture_tab_gives_a_model_that_sees_the_screenshot():
     assert "picture 1: “a harbour at dusk”, 300×200" in listing and "<page-data" in listing
     looked = run(tools["look_at_image"].invoke(None, {"index": 1}))
     assert looked.media[0].type == "image/jpeg" and "a harbour at dusk" in looked.text
+
+
+def test_a_picture_too_large_for_the_window_is_scaled_down_before_it_is_refused():
+    scaled = []
+
+    async def halve(attachment, factor):   # as Pillow or the page's worker would
+        scaled.append((attachment.width, factor))
+        return Attachment(content=samples.png(int(attachment.width * factor),
+                                              int(attachment.height * factor)),
+                          name=attachment.label).loaded()
+
+    def agent_for(scaler):
+        return Agent(model=FunctionModel(answering(), accepts=("image",), context_window=4000),
+                     image_scaler=scaler)
+
+    big = Attachment(content=samples.png(2048, 2048), name="big.png")   # 64 tiles: 4104 tokens
+    result = run(agent_for(halve).run("what is this", "s", attachments=[big]))
+    assert result.status == "answered", result.answer
+    assert scaled[0] == (2048, 0.5) and len(scaled) >= 1
+    without = run(agent_for(None).run("what is this", "s", attachments=[big]))
+    assert without.status == "error"
+    assert "too large for the model's context window and nothing here can scale them" \
+        in without.answer
