@@ -257,3 +257,65 @@ def test_a_recording_reaches_the_model_as_an_audio_part(microphone_page):
     expect(answer.locator(".text")).to_contain_text("I received: audio (audio/wav")
     sent = [m for m in media_sent(page) if m][0]
     assert sent[0]["kind"] == "audio" and 1.0 < sent[0]["seconds"] < 5.0
+
+
+# ------------------------------------------------------------------ a model server
+
+@pytest.fixture
+def served_with_server(app_server):
+    """serve_with(vision) -> (url, fake server): the app with an OpenAI-compatible fake as
+    its model (and no Prompt API), whose model sees or does not."""
+    import threading
+
+    from serving.http_server import make_server
+    from serving.model_server import model_server_from_args
+    from tests.fake_openai_server import FakeServer, agent_responder
+    opened = []
+
+    def serve_with(vision: bool):
+        fake = FakeServer(agent_responder, vision=vision)
+        server = make_server("127.0.0.1", 0, quiet=True, model_server=model_server_from_args(
+            fake.url, model="fake-model", context_window=8192, environ={}))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        opened.append((fake, server))
+        return server.url, fake
+
+    yield serve_with
+    for fake, server in opened:
+        server.shutdown()
+        server.server_close()
+        fake.close()
+
+
+@pytest.mark.parametrize("vision", [True, False])
+def test_a_model_server_gets_data_urls_or_its_refusal_is_explained(page, served_with_server,
+                                                                   vision):
+    url, fake = served_with_server(vision)
+    page.add_init_script("delete window.LanguageModel")
+    boot(page, url + "/")
+    expect(page.get_by_test_id("status")).to_have_attribute("data-backend", "server")
+    give(page, "input", file_of("chart.png", png(24, 16), "image/png"))
+    pending(page, 1)
+    page.get_by_test_id("chat-input").fill("Which bar is tallest?")
+    page.get_by_test_id("send-button").click()
+    answer = answer_to(page, "Which bar is tallest?")
+    sent = [m for body in fake.chat_requests() for m in body["messages"]
+            if isinstance(m.get("content"), list)]
+    if vision:
+        expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+        expect(answer.locator(".text")).to_contain_text("I received: image (image/png, 24×16")
+        part = next(p for p in sent[0]["content"] if p["type"] == "image_url")
+        assert part["image_url"]["url"].startswith("data:image/png;base64,")
+        return
+    expect(answer).to_have_attribute("data-state", "error", timeout=TURN_TIMEOUT_MS)
+    expect(answer.locator(".text")).to_contain_text("The model 'fake-model'")
+    expect(answer.locator(".text")).to_contain_text("does not take images")
+    text_only = answer.get_by_test_id("send-text-only")
+    expect(text_only).to_be_enabled()
+    text_only.click()
+    again = page.locator('[data-role="assistant"]').last
+    expect(again).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(again.locator(".text")).to_have_text("You said: Which bar is tallest?")
+    # and the page now says so before the next try
+    expect(page.get_by_test_id("model-inputs")).to_have_attribute("data-image", "no",
+                                                                  timeout=TURN_TIMEOUT_MS)

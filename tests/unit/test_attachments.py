@@ -410,3 +410,18 @@ def test_a_picture_too_large_for_the_window_is_scaled_down_before_it_is_refused(
     assert without.status == "error"
     assert "too large for the model's context window and nothing here can scale them" \
         in without.answer
+
+
+def test_the_summary_and_the_memory_session_read_the_attachments_text_not_bytes():
+    from py_agent.memory.summary import render_turns_for_summary
+    from py_agent.state import Turn
+    turn = Turn(id=12, user="What is the total?", answer="42.10 EUR.",
+                attachments=[AttachmentRecord(id="a1", name="receipt.jpg", type="image/jpeg",
+                                              size=1000, width=1600, height=1200,
+                                              description="a grocery receipt, total 42.10 EUR",
+                                              kept=True)])
+    text = render_turns_for_summary([turn], 200)
+    assert ("Attached: [picture receipt.jpg from turn 12, 1600×1200: a grocery receipt, "
+            "total 42.10 EUR]") in text
+    again = Turn.from_dict(json.loads(json.dumps(turn.to_dict())))
+    assert again.attachments == turn.attachments

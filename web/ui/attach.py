@@ -301,6 +301,14 @@ def ask_model_inputs(*args):
     request("model_inputs", answered)
 
 
+def after_turn(turn, ok, value):
+    """A model that refused the turn's pictures or sounds has said what it cannot take:
+    ask again, so the buttons say it before the next try."""
+    if ok and isinstance(value, dict) and str(value.get("error") or "").startswith(
+            "InputNotSupportedError"):
+        ask_model_inputs()
+
+
 def start():
     state["attachments"] = []
     state["inputs"] = None
@@ -312,6 +320,7 @@ def start():
     listen(pending_list, "click", on_remove)
     listen(record_button, "click", on_record)
     on("model_changed", ask_model_inputs)
+    on("turn_finished", after_turn)
     if state["booted"]:
         ask_model_inputs()
     else:
