@@ -121,8 +121,15 @@ def add_files(files):
         composer.removeAttribute("data-preparing")
         show_note("The files could not be read: %s" % getattr(error, "message", error))
 
-    with_module(lambda module: module.prepareAll(files, len(pending())).then(
-        _once(prepared), _once(failed)))
+    def prepare(module):
+        # One batch after another, so the attachments keep the order they were given in.
+        def run(*_args):
+            return module.prepareAll(files, len(pending())).then(_once(prepared),
+                                                                 _once(failed))
+        chain = _module.get("chain") or window.Promise.resolve()
+        _module["chain"] = chain.then(_once(run))
+
+    with_module(prepare)
 
 
 def take():
