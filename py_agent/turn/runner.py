@@ -189,10 +189,11 @@ class TurnRunner:
                 prompt.recalled = ""  # the message alone is long: it goes first
             # the least the first prompt carries (its attachments' share estimated); a
             # picture too large for the window is scaled down first
+            media_cost = 0
             if media:
-                media = await self._fit_media(media, count(prompt.least()))
+                media, media_cost = await self._fit_media(media, prompt.least(), abort)
                 turn = replace(turn, attachments=media)
-            fixed = count(prompt.least()) + media_tokens(media)
+            fixed = count(prompt.least()) + media_cost
             self._check_message_fits(fixed)
             opener.prompt_tokens = fixed
             await self.memory.make_room(session_id, fixed)
@@ -258,14 +259,33 @@ class TurnRunner:
 
     # ------------------------------------------------------------ the steps
 
-    async def _fit_media(self, media: tuple, text_tokens: int) -> tuple:
+    async def _media_tokens(self, text: str, media: tuple, abort: asyncio.Event | None) -> int:
+        """What the attachments add to the first prompt: measured by the model made to
+        take them (the Prompt API's ``measureContextUsage``) when it can say, else
+        estimated (:func:`~py_agent.message_list.media_tokens`)."""
+        try:
+            base = await self.bases.media_base(frozenset(m.kind for m in media))
+            exact = await model_call(base.measure(attached.prompt_with(text, media)),
+                                     self.settings.step_policy, abort, "count tokens")
+            plain = await model_call(base.measure(text), self.settings.step_policy, abort,
+                                     "count tokens")
+        except ModelError:
+            return media_tokens(media)
+        if exact is None or plain is None:
+            return media_tokens(media)
+        return max(0, exact - plain)
+
+    async def _fit_media(self, media: tuple, text: str,
+                         abort: asyncio.Event | None) -> tuple[tuple, int]:
         """The turn's attachments, their pictures scaled down (half each side, at most
         four times) while the first prompt would not fit the window; as they are when
-        there is no scaler or scaling does not help (the check after refuses them)."""
+        there is no scaler or scaling does not help (then they are refused, saying so)."""
         scaler = self.settings.image_scaler
         scaled = False
+        text_tokens = self.accountant.counter.count(text)
         for _ in range(4):
-            if self._fits(text_tokens + media_tokens(media)) or scaler is None:
+            cost = await self._media_tokens(text, media, abort)
+            if self._fits(text_tokens + cost) or scaler is None:
                 break
             pictures = [m for m in media if m.kind == "image" and (m.width or 0) > 64]
             if not pictures:
@@ -276,7 +296,8 @@ class TurnRunner:
             except Exception as exc:   # a picture the scaler cannot read: refused as it is
                 log.warning("could not scale a picture down: %s", describe(exc))
                 break
-        need, room = text_tokens + media_tokens(media), self._room()
+        cost = await self._media_tokens(text, media, abort)
+        need, room = text_tokens + cost, self._room()
         if need > room:
             how = "even scaled down" if scaled else \
                 "and nothing here can scale them (pip install pillow)" if scaler is None \
@@ -287,7 +308,7 @@ class TurnRunner:
                 requested=need, quota=room)
             error.speaks_to_user = True
             raise error
-        return media
+        return media, cost
 
     async def _check_media(self, kinds: frozenset[str]) -> None:
         """Refuse, before any prompt, attachments of a kind the model cannot take; the

@@ -319,3 +319,19 @@ def test_a_model_server_gets_data_urls_or_its_refusal_is_explained(page, served_
     # and the page now says so before the next try
     expect(page.get_by_test_id("model-inputs")).to_have_attribute("data-image", "no",
                                                                   timeout=TURN_TIMEOUT_MS)
+
+
+def test_a_picture_too_large_for_a_small_window_is_scaled_down_in_the_worker(open_page):
+    page = open_page(contextWindow=4096)
+    give(page, "drop", {"name": "wide.jpg", "jpeg": [2048, 2048]})
+    pending(page, 1)
+    page.get_by_test_id("chat-input").fill("What is in it?")
+    page.get_by_test_id("send-button").click()
+    answer = answer_to(page, "What is in it?")
+    expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    sent = [m for m in media_sent(page) if m][0]
+    # 2048×2048 is 64 tiles, 4,104 tokens: more than this window's room; half fits
+    assert (sent[0]["width"], sent[0]["height"]) == (1024, 1024)
+    measured = page.evaluate("__fakeLM.callsOf('measureContextUsage').filter((c) => "
+                             "c.media.length).map((c) => c.media[0].width)")
+    assert measured[0] == 2048 and measured[-1] == 1024   # measured, scaled, measured again
