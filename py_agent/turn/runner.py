@@ -36,11 +36,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..bases import BaseSessions
+from ..attachments import AttachmentRecord, Scaler
 from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
-from ..attachments import AttachmentRecord, Scaler
 from ..message_list import media_tokens
 from ..model import (InputNotSupportedError, ModelError, ModelNetworkError, ModelTimeoutError,
                      ModelUnavailableError, Purpose, QuotaExceededError, destroy_quietly)
@@ -147,6 +147,7 @@ class TurnRunner:
         turn = replace(turn, offered=tuple(offered))
         turn_memory = TurnMemory(self._recall_search(session_id, held, emit))
         count = self.accountant.counter.count
+
         async def media_clone(wanted: frozenset[str]):
             return await (await self.bases.media_base(wanted)).clone()
 
@@ -187,7 +188,7 @@ class TurnRunner:
             prompt.recalled = (await self._recall(session_id, message, held, emit)).text
             if prompt.recalled and not self._fits(count(prompt.least())):
                 prompt.recalled = ""  # the message alone is long: it goes first
-            # the least the first prompt carries (its attachments' share estimated); a
+            # the least the first prompt carries (its attachments' share measured); a
             # picture too large for the window is scaled down first
             media_cost = 0
             if media:
@@ -283,8 +284,8 @@ class TurnRunner:
         scaler = self.settings.image_scaler
         scaled = False
         text_tokens = self.accountant.counter.count(text)
+        cost = await self._media_tokens(text, media, abort)
         for _ in range(4):
-            cost = await self._media_tokens(text, media, abort)
             if self._fits(text_tokens + cost) or scaler is None:
                 break
             pictures = [m for m in media if m.kind == "image" and (m.width or 0) > 64]
@@ -292,11 +293,11 @@ class TurnRunner:
                 break
             try:
                 media = tuple([await scaler(m, 0.5) if m in pictures else m for m in media])
-                scaled = True
             except Exception as exc:   # a picture the scaler cannot read: refused as it is
                 log.warning("could not scale a picture down: %s", describe(exc))
                 break
-        cost = await self._media_tokens(text, media, abort)
+            scaled = True
+            cost = await self._media_tokens(text, media, abort)
         need, room = text_tokens + cost, self._room()
         if need > room:
             how = "even scaled down" if scaled else \
