@@ -373,7 +373,7 @@ class Agent:
         return await self.sessions.export(session_id)
 
     async def export_session(self, session_id: str) -> str:
-        """The whole session as ``py-agent-session/1`` JSON Lines (see :mod:`py_agent.transfer`)."""
+        """The whole session as ``py-agent-session/2`` JSON Lines (see :mod:`py_agent.transfer`)."""
         return (await self.export_bundle(session_id)).to_jsonl()
 
     async def import_session(self, text: str, session_id: str | None = None) -> str:

@@ -2,7 +2,7 @@
 
     py-agent sessions [list]             # id, last change, turns, title; newest first
     py-agent sessions show ID            # summary, key facts and the transcript
-    py-agent sessions export ID [--out FILE]   # py-agent-session/1 JSON Lines
+    py-agent sessions export ID [--out FILE]   # py-agent-session/2 JSON Lines
     py-agent sessions delete ID
 
 Read and written through the store alone (:class:`~py_agent.sqlite_store.SqliteStore`):
@@ -39,7 +39,7 @@ def add_arguments(sessions: argparse.ArgumentParser) -> None:
                               help="a session's summary, key facts and transcript")
     show.add_argument("session_id", metavar="ID")
     export = actions.add_parser("export", parents=[db],
-                                help="a session as py-agent-session/1 JSON Lines, as the page "
+                                help="a session as py-agent-session/2 JSON Lines, as the page "
                                      "exports it")
     export.add_argument("session_id", metavar="ID")
     export.add_argument("--out", metavar="FILE", help="write it here (default: standard output)")

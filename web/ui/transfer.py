@@ -1,4 +1,4 @@
-# Export and import of a whole session (py-agent-session/1 JSON Lines, made and read
+# Export and import of a whole session (py-agent-session/2 JSON Lines, made and read
 # by the worker): Export downloads the shown session as a file; Import reads a file,
 # adds it as a new session, lists it and opens it. A bad file changes nothing.
 from pyscript import document, window
