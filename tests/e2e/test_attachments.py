@@ -335,3 +335,27 @@ def test_a_picture_too_large_for_a_small_window_is_scaled_down_in_the_worker(ope
     measured = page.evaluate("__fakeLM.callsOf('measureContextUsage').filter((c) => "
                              "c.media.length).map((c) => c.media[0].width)")
     assert measured[0] == 2048 and measured[-1] == 1024   # measured, scaled, measured again
+
+
+def test_a_silent_recording_is_refused_and_nothing_is_sent(browser_type, browser_type_launch_args,
+                                                          app_server, tmp_path):
+    silence = tmp_path / "silence.wav"
+    silence.write_bytes(tone_wav(3, amplitude=0))
+    browser = browser_type.launch(**{**browser_type_launch_args, "args": [
+        *CHROMIUM_FLAGS, *FAKE_MICROPHONE, f"--use-file-for-fake-audio-capture={silence}"]})
+    try:
+        page = browser.new_context().new_page()
+        install_fake_lm_scripts(page, {})
+        boot(page, app_server + "/")
+        page.get_by_test_id("chat-input").fill("Can you hear me?")
+        record = page.get_by_test_id("record-button")
+        record.click()
+        expect(record).to_have_attribute("aria-pressed", "true", timeout=TURN_TIMEOUT_MS)
+        page.wait_for_timeout(1200)
+        record.click()
+        expect(page.get_by_test_id("attach-note")).to_contain_text(
+            "The recording is silent", timeout=TURN_TIMEOUT_MS)
+        expect(page.get_by_test_id("pending-attachment")).to_have_count(0)
+        expect(page.get_by_test_id("chat-input")).to_have_value("Can you hear me?")
+    finally:
+        browser.close()
