@@ -33,17 +33,26 @@ def _once(function):
 
 
 def with_module(then):
-    """Call ``then(module)`` with web/attachments.js, imported on first use."""
+    """Call ``then(module)`` with web/attachments.js, imported on first use (one import;
+    callers that come while it loads are called in the order they came)."""
     if _module["module"] is not None:
         then(_module["module"])
         return
+    waiting = _module["loading"]
+    if waiting is not None:
+        waiting.append(then)
+        return
+    waiting = _module["loading"] = [then]
     url = window.URL.new("attachments.js", document.baseURI).href
 
     def loaded(modules):
         _module["module"] = modules[0]
-        then(modules[0])
+        _module["loading"] = None
+        for each in waiting:
+            each(modules[0])
 
     def failed(error):
+        _module["loading"] = None
         show_note("Attachments could not be loaded here: %s" % getattr(error, "message", error))
 
     js_import(url).then(_once(loaded), _once(failed))
