@@ -31,6 +31,16 @@ export const MAX_RECORDING_SECONDS = 60;          // a recording stops by itself
 export const SILENCE_RMS = 0.002;                 // below this a sound is silent (-54 dBFS)
 const SENDABLE_IMAGES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif']);
 const WAV_RATE = 16000;
+const DECODE_TIMEOUT_MS = 60000;   // a picture or sound that takes longer is given up on
+
+/** `promise`, or a rejection once `ms` have passed (what it was doing is named). */
+function within(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 
 const NAMES = {
   'image/png': 'PNG', 'image/jpeg': 'JPEG', 'image/gif': 'GIF', 'image/webp': 'WebP',
@@ -115,10 +125,11 @@ function pictureWorker() {
 
 function inWorker(blob, options) {
   const id = nextCall++;
-  return new Promise((resolve, reject) => {
+  const call = new Promise((resolve, reject) => {
     calls.set(id, {resolve, reject});
     pictureWorker().postMessage({id, blob, ...options});
   });
+  return within(call, DECODE_TIMEOUT_MS, 'decoding the picture').finally(() => calls.delete(id));
 }
 
 /** An SVG as a PNG: drawn by an <img> (no script runs in an image), never put in the page. */
@@ -127,7 +138,7 @@ async function rasteriseSvg(blob) {
   try {
     const image = new Image();
     image.src = url;
-    await image.decode();
+    await within(image.decode(), DECODE_TIMEOUT_MS, 'drawing the SVG');
     const width = image.naturalWidth || 512;
     const height = image.naturalHeight || 512;
     const scale = Math.min(1, MAX_SIDE / Math.max(width, height));
@@ -188,7 +199,8 @@ export function wav(samples, rate = WAV_RATE) {
 async function prepareSound(file, type, {limit = MAX_AUDIO_SECONDS} = {}) {
   let decoded;
   try {
-    decoded = await new OfflineAudioContext(1, 1, WAV_RATE).decodeAudioData(await file.arrayBuffer());
+    decoded = await within(new OfflineAudioContext(1, 1, WAV_RATE).decodeAudioData(await file.arrayBuffer()),
+                           DECODE_TIMEOUT_MS, 'decoding the sound');
   } catch {
     throw new Refused('undecodable', `could not be decoded as ${NAMES[type] || 'sound'}: the file may be ` +
                       'damaged, cut short, or in a format this browser cannot play');
@@ -202,7 +214,8 @@ async function prepareSound(file, type, {limit = MAX_AUDIO_SECONDS} = {}) {
   source.buffer = decoded;
   source.connect(context.destination);
   source.start();
-  const samples = (await context.startRendering()).getChannelData(0);
+  const samples = (await within(context.startRendering(), DECODE_TIMEOUT_MS, 'converting the sound'))
+    .getChannelData(0);
   let sum = 0;
   for (let i = 0; i < samples.length; i++) sum += samples[i] * samples[i];
   if (Math.sqrt(sum / samples.length) < SILENCE_RMS) {

@@ -66,6 +66,8 @@ from .tool_services import AgentModel, Search, TurnMemory
 # How long a turn waits for tool sources that have not listed yet (a tool server still
 # connecting at start): a few seconds, not the whole connect timeout.
 TOOL_SOURCES_WAIT_S = 5.0
+# How long scaling one picture down may take (the page's worker, or Pillow).
+SCALE_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -292,7 +294,11 @@ class TurnRunner:
             if not pictures:
                 break
             try:
-                media = tuple([await scaler(m, 0.5) if m in pictures else m for m in media])
+                media = tuple([await bounded(scaler(m, 0.5), timeout=SCALE_TIMEOUT_S,
+                                             abort=abort) if m in pictures else m
+                               for m in media])
+            except TurnAborted:
+                raise
             except Exception as exc:   # a picture the scaler cannot read: refused as it is
                 log.warning("could not scale a picture down: %s", describe(exc))
                 break
