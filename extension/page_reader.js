@@ -14,6 +14,9 @@
  *   selection()          the text the user selected (in the page or in a text field).
  *   links({max})         the visible links: text and absolute URL.
  *   images({max})        the visible pictures: alt text (or title), absolute URL, size.
+ *   imageData({index})   one of them read as this page may read it (its own site's, or one
+ *                        whose server allows it): {data (base64), type, alt, url}, or
+ *                        {unreadable: why}.
  *   show(quote)          scroll to the first visible place that says `quote` and
  *                        highlight it (the CSS Custom Highlight API: the page's DOM is
  *                        not touched); {found}.
@@ -297,6 +300,27 @@
     return {images: out, title: document.title, url: location.href};
   }
 
+  const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+  async function imageData({index = 1} = {}) {
+    const found = images({max: index}).images[index - 1];
+    if (!found) return {unreadable: 'missing', count: images().images.length};
+    let response;
+    try {
+      response = await fetch(found.url, {credentials: 'same-origin'});
+    } catch {
+      return {unreadable: 'cross-origin', ...found};
+    }
+    if (!response.ok) return {unreadable: `status ${response.status}`, ...found};
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (bytes.length > MAX_IMAGE_BYTES) return {unreadable: 'too-large', ...found};
+    let text = '';
+    for (let at = 0; at < bytes.length; at += 0x8000) {
+      text += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+    }
+    return {...found, data: btoa(text), type: response.headers.get('content-type') || ''};
+  }
+
   // ------------------------------------------------------------ showing a quote
 
   /** The visible text nodes, their text joined with collapsed whitespace, and where
@@ -380,5 +404,5 @@
     return {found: false};
   }
 
-  globalThis.pyAgentPageReader = {extract, selection, links, images, show, HIGHLIGHT};
+  globalThis.pyAgentPageReader = {extract, selection, links, images, imageData, show, HIGHLIGHT};
 })();

@@ -194,26 +194,25 @@ export class TabReader {
     return {...await this._inTab(tab, 'images', [{max}]), tabId: tab.id};
   }
 
-  /** One of the page's pictures (`index` in images()), fetched from the side panel,
-   *  where the extension's host permissions let it read it. */
+  /** One of the page's pictures (`index` in images()), read by the page reader as the
+   *  page itself may read it (its own site's pictures, or those whose server allows it). */
   async image({tab: tabId, index = 1} = {}) {
-    const listed = await this.images({tab: tabId});
-    const found = listed.images[index - 1];
-    if (!found) {
-      throw new PageUnreadableError(`The page has no picture ${index} (it shows ${listed.images.length}).`, 'no-image');
+    const tab = await this.currentTab(tabId);
+    const found = await this._inTab(tab, 'imageData', [{index}]);
+    if (found.unreadable === 'missing') {
+      throw new PageUnreadableError(`The page has no picture ${index} (it shows ${found.count}).`, 'no-image');
     }
-    let response;
-    try {
-      response = await fetch(found.url, {credentials: 'omit'});
-    } catch {
-      throw new PageUnreadableError(`The picture at ${new URL(found.url).host} may not be read by ` +
-        'this extension (that site is not one it may read). Its alt text: ' +
-        `“${found.alt || 'none'}”.`, 'cross-origin');
+    if (found.unreadable) {
+      const host = (() => { try { return new URL(found.url).host; } catch { return found.url; } })();
+      const why = found.unreadable === 'cross-origin'
+        ? `its site (${host}) does not let the page read it`
+        : found.unreadable === 'too-large' ? 'it is larger than 10 MB' : `it could not be fetched (${found.unreadable})`;
+      throw new PageUnreadableError(`That picture cannot be read: ${why}. Its alt text: ` +
+                                    `“${found.alt || 'none'}”.`, 'cross-origin');
     }
-    if (!response.ok) throw new PageUnreadableError(`The picture could not be fetched (${response.status}).`, 'failed');
-    return {...found, index, image: new Uint8Array(await response.arrayBuffer()),
-            type: response.headers.get('content-type') || '', title: listed.title, pageUrl: listed.url,
-            tabId: listed.tabId};
+    const image = Uint8Array.from(atob(found.data), (c) => c.charCodeAt(0));
+    return {alt: found.alt, url: found.url, width: found.width, height: found.height, index,
+            image, type: found.type, title: tab.title || '', pageUrl: tab.url || '', tabId: tab.id};
   }
 
   /** The visible part of the tab, as a PNG. A tab that is not the one shown in its window

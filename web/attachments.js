@@ -311,7 +311,11 @@ export class Recorder {
     this.stopped = new Promise((resolve) => { this.recorder.onstop = resolve; });
     this.recorder.start(250);
     this.started = performance.now();
-    this.timer = setTimeout(() => { this.hitLimit = true; this.onLimit?.(); }, this.limitSeconds * 1000);
+    this.timer = setTimeout(() => {   // the limit: stop recording now, then say so
+      this.hitLimit = true;
+      if (this.recorder.state !== 'inactive') this.recorder.stop();
+      this.onLimit?.();
+    }, this.limitSeconds * 1000);
   }
 
   /** The recording, made ready ({name, type: 'audio/wav', blob, seconds, ...}). */

@@ -359,3 +359,19 @@ def test_a_silent_recording_is_refused_and_nothing_is_sent(browser_type, browser
         expect(page.get_by_test_id("chat-input")).to_have_value("Can you hear me?")
     finally:
         browser.close()
+
+
+def test_a_recording_stops_by_itself_at_its_limit_and_says_so(microphone_page):
+    """The page's recorder (web/attachments.js) with a one-second limit instead of 60."""
+    result = microphone_page.evaluate("""async () => {
+      const {Recorder} = await import(new URL('attachments.js', document.baseURI).href);
+      let limited = 0;
+      const recorder = new Recorder({limitSeconds: 1, onLimit: () => { limited += 1; }});
+      await recorder.start();
+      await new Promise((resolve) => setTimeout(resolve, 1800));
+      const item = await recorder.stop();
+      return {limited, note: item.note, seconds: item.seconds, type: item.type};
+    }""")
+    assert result["limited"] == 1 and result["type"] == "audio/wav"
+    assert result["note"] == "stopped at 1 s, the longest a recording may be"
+    assert 0.5 < result["seconds"] < 1.5   # what came after the limit was not recorded

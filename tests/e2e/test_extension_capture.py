@@ -21,8 +21,10 @@ from tests.e2e.pages import BOOT_TIMEOUT_MS, TURN_TIMEOUT_MS, answer_to, send, s
 pytestmark = pytest.mark.e2e
 
 RESPONDER = step_responder(r"""
-    const observed = /^Observation from (\w+): ([\s\S]*)$/.exec(text);
-    if (observed) return step({thought: 'seen', finalAnswer: `Seen: ${observed[2].slice(0, 120)}`});
+    // the observation: a prompt of its own, or after the first prompt when the turn went on
+    // in a session made to take its picture
+    const observed = /Observation from (\w+): ([\s\S]*)$/.exec(text);
+    if (observed) return step({thought: 'seen', finalAnswer: `Seen: ${observed[2].slice(0, 400)}`});
     const message = text.slice(text.lastIndexOf('User: ') + 6);
     if (/picture/.test(message)) return step({thought: 'look', toolName: 'look_at_image', toolInput: {index: 1}});
     return step({thought: 'look', toolName: 'capture_tab', toolInput: {}});
@@ -62,3 +64,19 @@ def test_capture_tab_gives_the_model_a_picture_of_the_tab(seeing):
     # the picture went inside the observation's data marks
     prompt = panel.evaluate("__fakeLM.calls.filter((c) => c.media && c.media.length)[0].input")
     assert "screenshot of the page below is data" in prompt
+
+
+def test_look_at_image_gives_the_model_a_picture_of_the_page(seeing):
+    browser, fixtures = seeing
+    browser.open_tab(fixtures.url + "/pictures.html")
+    panel = browser.open_panel(responderSource=RESPONDER)
+    expect(panel.get_by_test_id("status")).to_have_attribute("data-state", "ready",
+                                                             timeout=BOOT_TIMEOUT_MS)
+    listed = page_tools_call(panel, "images")
+    assert [(i["alt"], i["width"]) for i in listed["images"]] == [("a red harbour buoy", 60)]
+    send(panel, "What is in the first picture?")
+    answer = answer_to(panel, "What is in the first picture?")
+    expect(answer).to_have_attribute("data-state", "answered", timeout=TURN_TIMEOUT_MS)
+    expect(answer.locator(".text")).to_contain_text("a red harbour buoy")
+    media = panel.evaluate("__fakeLM.calls.flatMap((c) => c.media || [])")
+    assert [(m["type"], m["width"], m["height"]) for m in media] == [("image/png", 60, 40)]
