@@ -17,6 +17,10 @@
  *                        result says so.
  *   selection()          the text the user selected (in the page or in a text field).
  *   links({max})         the visible links: text and absolute URL.
+ *   images({max})        the visible pictures: alt text (or title), absolute URL, size.
+ *   imageData({index})   one of them read as this page may read it (its own site's, or one
+ *                        whose server allows it): {data (base64), type, alt, url}, or
+ *                        {unreadable: why}.
  *   show(quote)          scroll to the first visible place that says `quote` and
  *                        highlight it (the CSS Custom Highlight API: the page's DOM is
  *                        not touched); {found}.
@@ -692,6 +696,39 @@
     return {links: out, title: document.title, url: location.href};
   }
 
+  function images({max = 40} = {}) {
+    const out = [];
+    for (const img of document.querySelectorAll('img')) {
+      if (out.length >= max) break;
+      const src = img.currentSrc || img.src;
+      if (!src || !img.naturalWidth || hiddenReason(img, document.defaultView)) continue;
+      const alt = squash(img.getAttribute('alt') || img.title || img.getAttribute('aria-label') || '');
+      out.push({alt: alt.slice(0, 300), url: src, width: img.naturalWidth, height: img.naturalHeight});
+    }
+    return {images: out, title: document.title, url: location.href};
+  }
+
+  const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+  async function imageData({index = 1} = {}) {
+    const found = images({max: index}).images[index - 1];
+    if (!found) return {unreadable: 'missing', count: images().images.length};
+    let response;
+    try {
+      response = await fetch(found.url, {credentials: 'same-origin'});
+    } catch {
+      return {unreadable: 'cross-origin', ...found};
+    }
+    if (!response.ok) return {unreadable: `status ${response.status}`, ...found};
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (bytes.length > MAX_IMAGE_BYTES) return {unreadable: 'too-large', ...found};
+    let text = '';
+    for (let at = 0; at < bytes.length; at += 0x8000) {
+      text += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+    }
+    return {...found, data: btoa(text), type: response.headers.get('content-type') || ''};
+  }
+
   // ------------------------------------------------------------ showing a quote
 
   /** The visible text nodes, their text joined with collapsed whitespace, and where
@@ -780,5 +817,5 @@
    * or '' if they may: for one element, as extract() decides for each. */
   const why = (el) => new Sight(document.defaultView).elementHidden(el);
 
-  globalThis.pyAgentPageReader = {extract, selection, links, show, why, HIGHLIGHT};
+  globalThis.pyAgentPageReader = {extract, selection, links, images, imageData, show, why, HIGHLIGHT};
 })();

@@ -85,6 +85,11 @@ function explain(error, tab) {
   return new PageUnreadableError(`The tab could not be read: ${text}`, 'failed');
 }
 
+/** A data: URL's bytes (captureVisibleTab gives one). */
+function dataUrlBytes(url) {
+  return Uint8Array.from(atob(url.slice(url.indexOf(',') + 1)), (c) => c.charCodeAt(0));
+}
+
 export class TabReader {
   /**
    * @param {object} [options]
@@ -184,6 +189,62 @@ export class TabReader {
     return {...await this._inTab(tab, 'links', [{max}]), tabId: tab.id};
   }
 
+  async images({tab: tabId, max = 40} = {}) {
+    const tab = await this.currentTab(tabId);
+    return {...await this._inTab(tab, 'images', [{max}]), tabId: tab.id};
+  }
+
+  /** One of the page's pictures (`index` in images()), read by the page reader as the
+   *  page itself may read it (its own site's pictures, or those whose server allows it). */
+  async image({tab: tabId, index = 1} = {}) {
+    const tab = await this.currentTab(tabId);
+    const found = await this._inTab(tab, 'imageData', [{index}]);
+    if (found.unreadable === 'missing') {
+      throw new PageUnreadableError(`The page has no picture ${index} (it shows ${found.count}).`, 'no-image');
+    }
+    if (found.unreadable) {
+      const host = (() => { try { return new URL(found.url).host; } catch { return found.url; } })();
+      const why = found.unreadable === 'cross-origin'
+        ? `its site (${host}) does not let the page read it`
+        : found.unreadable === 'too-large' ? 'it is larger than 10 MB' : `it could not be fetched (${found.unreadable})`;
+      throw new PageUnreadableError(`That picture cannot be read: ${why}. Its alt text: ` +
+                                    `“${found.alt || 'none'}”.`, 'cross-origin');
+    }
+    const image = Uint8Array.from(atob(found.data), (c) => c.charCodeAt(0));
+    return {alt: found.alt, url: found.url, width: found.width, height: found.height, index,
+            image, type: found.type, title: tab.title || '', pageUrl: tab.url || '', tabId: tab.id};
+  }
+
+  /** The visible part of the tab, as a PNG. A tab that is not the one shown in its window
+   *  (the panel open in a tab of its own) is brought to the front for the capture. */
+  async capture({tab: tabId} = {}) {
+    const tab = await this.currentTab(tabId);
+    const why = unreadableBecause(tab.url);
+    if (why) throw new PageUnreadableError(`That tab cannot be captured: ${why}.`, 'browser-page');
+    const {tabs} = this.chrome;
+    let previous = null;
+    if (!tab.active) {
+      [previous] = await tabs.query({active: true, windowId: tab.windowId});
+      await tabs.update(tab.id, {active: true});
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    try {
+      const url = await withTimeout(tabs.captureVisibleTab(tab.windowId, {format: 'png'}),
+                                    CALL_TIMEOUT_MS, 'The tab');
+      return {image: dataUrlBytes(url), type: 'image/png', title: tab.title || '', url: tab.url || '',
+              tabId: tab.id};
+    } catch (error) {
+      if (error instanceof PageUnreadableError) throw error;
+      if (/activeTab|all_urls|permission/i.test(String(error?.message))) {
+        throw new PageUnreadableError('This extension may capture a tab only after you open the side ' +
+          'panel on it (click the py-agent button while the tab is shown), then ask again.', 'no-access');
+      }
+      throw explain(error, tab);
+    } finally {
+      if (previous) await tabs.update(previous.id, {active: true}).catch(() => {});
+    }
+  }
+
   /** The open tabs: those the extension may see get their title and URL. */
   async listTabs() {
     const ownId = await this._ownTabId();
@@ -224,6 +285,16 @@ export class TabReader {
       {name: 'tab_list', annotations: readOnly, inputSchema: {type: 'object', properties: {}},
        description: 'The browser tabs that are open: their title, address and tab id.',
        execute: () => this.listTabs()},
+      {name: 'tab_images', annotations: readOnly, inputSchema: tabInput,
+       description: 'The pictures on the page the user is looking at: their alt text and address.',
+       execute: (input) => this.images(input || {})},
+      {name: 'tab_image', annotations: readOnly,
+       inputSchema: {type: 'object', properties: {...tabInput.properties, index: {type: 'integer'}}},
+       description: 'One picture of the page the user is looking at, by its number in tab_images.',
+       execute: (input) => this.image(input || {})},
+      {name: 'tab_capture', annotations: readOnly, inputSchema: tabInput,
+       description: 'A screenshot of the visible part of the page the user is looking at.',
+       execute: (input) => this.capture(input || {})},
     ];
   }
 }

@@ -9,13 +9,14 @@ modules of your own with :func:`load_tools` (see
 """
 
 from .agent import Agent
+from .attachments import Attachment, AttachmentError
 from .budget import MemoryPolicy, MemoryPolicyError
 from .events import AgentEvent
 from .kv import InMemoryKeyValueStore, KeyValueStore
 from .mcp import ToolServer, ToolServerError, connect_mcp, load_mcp_tools, mcp_server
-from .model import (LanguageModel, ModelAbortedError, ModelCallError, ModelError,
-                    ModelNetworkError, ModelSession, ModelTimeoutError, ModelUnavailableError,
-                    Purpose, QuotaExceededError)
+from .model import (InputNotSupportedError, LanguageModel, MediaSupport, ModelAbortedError,
+                    ModelCallError, ModelError, ModelNetworkError, ModelSession,
+                    ModelTimeoutError, ModelUnavailableError, Purpose, QuotaExceededError)
 from .results import CompactionReport, MemoryState, RunResult, StepTrace
 from .state import CompressionRecord, Fact, SessionState, Turn
 from .store import InMemoryStore, StateConflictError, StorageError, Store, UnknownSessionError
@@ -28,8 +29,8 @@ from .turn.approval import ApprovalRequest
 from .turn.policies import StepPolicy, ToolPolicy
 
 __all__ = [
-    "Agent", "AgentEvent", "ApprovalRequest", "CompactionReport", "CompressionRecord", "Fact",
-    "InMemoryKeyValueStore", "InMemoryStore", "InvalidToolSchemaError", "KeyValueStore",
+    "Agent", "AgentEvent", "ApprovalRequest", "Attachment", "AttachmentError", "CompactionReport", "CompressionRecord", "Fact",
+    "InMemoryKeyValueStore", "InMemoryStore", "InputNotSupportedError", "MediaSupport", "InvalidToolSchemaError", "KeyValueStore",
     "LanguageModel",
     "LoadedTools", "MemoryPolicy", "MemoryPolicyError", "MemoryState", "ModelAbortedError",
     "ModelCallError", "ModelError", "ModelNetworkError", "ModelSession", "ModelTimeoutError",

@@ -14,8 +14,8 @@ from typing import Any
 
 from .boundary import clean_text, describe
 from .events import log
-from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession, Purpose,
-                    TaggedSession, as_model_error, destroy_quietly, for_conversation)
+from .model import (LanguageModel, Message, ModelCallError, ModelError, ModelSession, Prompt,
+                    Purpose, TaggedSession, as_model_error, destroy_quietly, for_conversation)
 from .waiting import Crashed, contained
 
 # Replies longer than this are cut before anything reads them (the step parser looks
@@ -100,13 +100,13 @@ class GuardedSession:
         except Exception as exc:  # a tag the backend refuses costs only the tag
             log.warning("could not tag a model session: %s", describe(exc))
 
-    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+    async def prompt(self, text: Prompt, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         reply = await _call(self.inner.prompt(text, response_constraint=response_constraint,
                                               purpose=purpose))
         return clean_reply(reply)
 
-    async def measure(self, text: str) -> int | None:
+    async def measure(self, text: Prompt) -> int | None:
         value = await _call(self.inner.measure(text))
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return None
@@ -138,9 +138,14 @@ def guard(session: Any) -> GuardedSession:
 
 
 async def create_guarded(model: LanguageModel, initial_prompts: list[Message],
-                         purpose: Purpose) -> GuardedSession:
-    """``model.create(...)`` as a :class:`GuardedSession`; failures are ModelErrors."""
-    session = await _call(model.create(initial_prompts=initial_prompts, purpose=purpose))
+                         purpose: Purpose, expected_inputs: tuple[str, ...] = ()
+                         ) -> GuardedSession:
+    """``model.create(...)`` as a :class:`GuardedSession`; failures are ModelErrors.
+    ``expected_inputs`` (the kinds of media its prompts carry) is passed only when given,
+    so a model that takes text only need not know the option."""
+    extra = {"expected_inputs": tuple(expected_inputs)} if expected_inputs else {}
+    session = await _call(model.create(initial_prompts=initial_prompts, purpose=purpose,
+                                       **extra))
     if session is None:
         raise ModelCallError("the model's create() returned no session")
     return guard(session)

@@ -23,6 +23,7 @@ from collections import Counter
 from datetime import datetime
 from typing import AsyncIterator, Callable, Iterable
 
+from .attachments import Attachment, Scaler, check_count, pillow_scaler
 from .bases import BaseSessions
 from .boundary import clean_text
 from .budget import Budget, MemoryAccountant, MemoryPolicy
@@ -32,7 +33,7 @@ from .memory.live import DEFAULT_MAX_LIVE, MemorySessions
 from .memory.profile_control import ProfileControl
 from .memory.steps import base_prompts
 from .memory_report import estimated_budget, memory_report
-from .model import LanguageModel
+from .model import LanguageModel, MediaSupport
 from .prefix import PrefixPlan, PrefixPlanner
 from .profile import ProfileFact
 from .prompting import SYSTEM_INSTRUCTION
@@ -89,6 +90,9 @@ class Agent:
             awaits ``True`` (allow once), ``"chat"`` (allow this tool for the rest of the
             chat) or ``False`` (deny). None: such calls are refused, with an observation
             that says why (see :mod:`py_agent.turn.approval`).
+        image_scaler: scales down an attached picture too large for the model's window
+            (:mod:`py_agent.attachments.scaling`); by default Pillow's where it is
+            installed, else such a picture is refused, saying so.
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -100,7 +104,8 @@ class Agent:
                  sync_tool_runner: SyncRunner | None = None,
                  memory_sessions: int = DEFAULT_MAX_LIVE, recall: bool = True,
                  clock: Callable[[], datetime] = local_now,
-                 approve: Approver | None = None) -> None:
+                 approve: Approver | None = None,
+                 image_scaler: Scaler | None = None) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.store: Store = store if store is not None else InMemoryStore()
@@ -127,7 +132,8 @@ class Agent:
                                    calls=self.model_calls, memory_sessions=memory_sessions)
         self.profile_control = ProfileControl(self.sessions, self.accountant, self._emit)
         self.settings = TurnSettings(tool_policy or ToolPolicy(), step_policy or StepPolicy(),
-                                     max_steps, sync_tool_runner, approver=approve)
+                                     max_steps, sync_tool_runner, approver=approve,
+                                     image_scaler=image_scaler or pillow_scaler())
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
                                 self.toolbox, self.settings, self._emit, self.model_calls,
                                 recall=self.archive_recall, top_k=top_k)
@@ -193,17 +199,26 @@ class Agent:
     async def run(self, prompt: str, session_id: str = "default", *,
                   on_event: EventHandler | None = None,
                   abort: asyncio.Event | None = None,
-                  approve: Approver | None = None) -> RunResult:
+                  approve: Approver | None = None,
+                  attachments: Iterable[Attachment] = ()) -> RunResult:
         """Answer ``prompt`` in ``session_id``; never raises for model, tool or storage trouble.
 
         Whatever happens, the turn is kept in the transcript with the user's message:
         answered, "incomplete" (the step cap), "error" (with a message saying why),
         or "stopped" when ``abort`` is set (set it to stop) or the call is cancelled.
         ``approve`` asks the user in this turn instead of the agent's ``approve``.
+        ``attachments`` are images and sounds for this message
+        (:class:`~py_agent.attachments.Attachment`): read and checked first (an
+        :class:`~py_agent.attachments.AttachmentError`, before anything is archived, says
+        what is wrong with one), sent with this turn only, kept in the archive.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
-        turn = TurnContext(session_id, clean_text(prompt).strip(), abort, approver=approve)
+        media = list(attachments)
+        check_count(media)
+        loaded = tuple(a.loaded() for a in media)
+        turn = TurnContext(session_id, clean_text(prompt).strip(), abort, approver=approve,
+                           attachments=loaded)
         return await self.turns.run(turn, on_event=on_event)
 
     async def call_tool(self, name: str, tool_input: object = None, *,
@@ -216,11 +231,13 @@ class Agent:
         return await self.turns.call_tool(name, tool_input, session_id, on_event=on_event)
 
     async def stream(self, prompt: str, session_id: str = "default", *,
-                     abort: asyncio.Event | None = None) -> AsyncIterator[AgentEvent | RunResult]:
+                     abort: asyncio.Event | None = None,
+                     attachments: Iterable[Attachment] = ()
+                     ) -> AsyncIterator[AgentEvent | RunResult]:
         """Yield each event of the turn as it happens, then the :class:`RunResult`."""
         queue: asyncio.Queue = asyncio.Queue()
         task = asyncio.ensure_future(self.run(prompt, session_id, on_event=queue.put_nowait,
-                                              abort=abort))
+                                              abort=abort, attachments=attachments))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         while (item := await queue.get()) is not None:
             yield item
@@ -325,6 +342,16 @@ class Agent:
     async def transcript(self, session_id: str) -> list[Turn]:
         """Every raw turn of the session, including any not yet saved."""
         return await self.sessions.transcript(session_id)
+
+    async def media_support(self) -> MediaSupport:
+        """What the model in use takes besides text: images, sounds, and why not (ask
+        before the user tries; the page's attach and record buttons do)."""
+        return await self.bases.media_support()
+
+    async def attachment(self, session_id: str, attachment_id: str) -> Attachment | None:
+        """An attachment the archive keeps (its bytes, type, name and pixels), or None if
+        it was not kept (see the turn's record) or the store keeps none."""
+        return await self.sessions.attachment(session_id, attachment_id)
 
     async def compressions(self, session_id: str) -> list[CompressionRecord]:
         """The session's compression log (empty for a session detached from storage)."""

@@ -24,8 +24,8 @@ from typing import Mapping
 from ._model_guard import create_guarded
 from .constraints import ConstraintLadder, ModelConstraints
 from .events import AgentEvent, Emit
-from .model import (GEMINI_NANO_WINDOW, LanguageModel, Message, ModelSession, Purpose,
-                    destroy_quietly)
+from .model import (GEMINI_NANO_WINDOW, LanguageModel, MediaSupport, Message, ModelSession,
+                    Purpose, destroy_quietly, media_support_of)
 from .prefix import PrefixPlan, PrefixPlanner
 
 # The window assumed before any model session exists: Gemini Nano's.
@@ -54,6 +54,9 @@ class BaseSessions:
         self.emit = emit
         self._sessions: dict[Purpose, ModelSession] = {}
         self._tool_bases: dict[tuple[Purpose, str], ModelSession] = {}
+        # Step bases made to take images or sounds, by the kinds they take: made on the
+        # first turn that sends one (declaring media can make a browser load more).
+        self._media: dict[tuple[str, ...], ModelSession] = {}
         self._lock = asyncio.Lock()
         self.ladder = ConstraintLadder()
 
@@ -63,6 +66,23 @@ class BaseSessions:
         self.model = model
         self._sessions.clear()
         self._tool_bases.clear()
+        self._media.clear()
+
+    async def media_support(self) -> MediaSupport:
+        """What the model in use takes besides text (see :class:`MediaSupport`)."""
+        return await media_support_of(self.model)
+
+    async def media_base(self, kinds: frozenset[str]) -> ModelSession:
+        """A step base made to take ``kinds`` of media (the Prompt API's
+        ``expectedInputs``), with the step prefix in use: made on first use, kept."""
+        await self.get(Purpose.STEP)   # the plan, and the prefix it chose
+        key = tuple(sorted(kinds))
+        async with self._lock:
+            if key not in self._media:
+                plan = self.planner.current
+                self._media[key] = await create_guarded(self.model, plan.messages,
+                                                        Purpose.STEP, key)
+            return self._media[key]
 
     def constraints(self) -> ModelConstraints:
         """The response constraints the model in use accepted so far (see
@@ -144,7 +164,9 @@ class BaseSessions:
 
     async def close(self) -> None:
         """Destroy every base session (each bounded; a failure only leaks it)."""
-        for session in [*self._sessions.values(), *self._tool_bases.values()]:
+        for session in [*self._sessions.values(), *self._tool_bases.values(),
+                        *self._media.values()]:
             await destroy_quietly(session, "a base session")
         self._sessions.clear()
         self._tool_bases.clear()
+        self._media.clear()

@@ -15,6 +15,7 @@ import traceback
 from typing import Any, Awaitable, Callable
 
 from .agent import Agent
+from .attachments import MAX_BYTES, MAX_PER_MESSAGE, Attachment, AttachmentError, size_text
 from .events import AgentEvent, log
 from .profile import UnknownProfileFactError
 from .replies import error_of, reply
@@ -44,6 +45,8 @@ class AgentHost:
             "profile": self._profile, "edit_profile_fact": self._edit_profile_fact,
             "forget_profile_fact": self._forget_profile_fact, "set_private": self._set_private,
             "confirm_profile_fact": self._confirm_profile_fact,
+            # attachments (py_agent.attachments)
+            "attachment": self._attachment, "model_inputs": self._model_inputs,
         }
 
     def _forward(self, event: AgentEvent) -> None:
@@ -68,6 +71,9 @@ class AgentHost:
             self.post(reply(request_id, error=exc))
         except SessionImportError as exc:  # the user's file, not a bug: no traceback
             self.post(reply(request_id, error=error_of(exc, line=exc.line)))
+        except AttachmentError as exc:     # the user's file too
+            self.post(reply(request_id, error=error_of(exc, reason=exc.reason,
+                                                       attachment=exc.name)))
         except Exception as exc:
             log.exception("request %s failed", kind)
             self.post(reply(request_id, error=error_of(
@@ -84,10 +90,12 @@ class AgentHost:
         text = message.get("text")
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
+        attachments = await read_attachments(message.get("attachments"))
         abort = asyncio.Event()
         self._aborts[session_id] = abort
         try:
-            result = await self.agent.run(text, session_id=session_id, abort=abort)
+            result = await self.agent.run(text, session_id=session_id, abort=abort,
+                                          attachments=attachments)
         finally:
             if self._aborts.get(session_id) is abort:
                 del self._aborts[session_id]
@@ -177,6 +185,20 @@ class AgentHost:
         await self.agent.set_private(self._session(message), private)
         return private
 
+    async def _attachment(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A kept attachment for the page to show: its metadata and bytes (a Uint8Array
+        there), or None when the archive did not keep it."""
+        found = await self.agent.attachment(self._session(message),
+                                            required_text(message, "attachment_id"))
+        if found is None:
+            return None
+        return {"name": found.name, "type": found.type, "size": found.size,
+                "width": found.width, "height": found.height, "data": found.content}
+
+    async def _model_inputs(self, message: dict[str, Any]) -> dict[str, Any]:
+        """What the model in use takes besides text, and why not."""
+        return (await self.agent.media_support()).to_dict()
+
     async def _tools(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         return describe_tools(self.agent.tools)
 
@@ -213,6 +235,41 @@ def describe_tools(tools: list[Tool]) -> list[dict[str, Any]]:
              "server": t.origin.server, "url": t.origin.url, "origin": t.origin.to_dict(),
              "identity": list(t.origin.identity(t.name)),
              "input_schema": t.input_schema()} for t in tools]
+
+
+async def read_attachments(items: Any) -> list[Attachment]:
+    """The ``attachments`` of a run request as :class:`Attachment` s: each ``{name,
+    type, data, width?, height?}`` whose ``data`` is bytes or a Blob (read here, after
+    its size is checked against the cap). A ValueError for a malformed one."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ValueError("attachments must be a list")
+    if len(items) > MAX_PER_MESSAGE:
+        raise AttachmentError(f"{len(items)} attachments is too many for one message; send at "
+                              f"most {MAX_PER_MESSAGE} at once.", reason="too-many")
+    found = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("data") is None:
+            raise ValueError("each attachment needs its data")
+        name = str(item.get("name") or "attachment")
+        data = item["data"]
+        size = getattr(data, "size", None)
+        if isinstance(size, (int, float)) and size > MAX_BYTES:
+            raise AttachmentError(f"{name} is {size_text(int(size))}; attachments may be at most "
+                                  f"{size_text(MAX_BYTES)}.", reason="too-large", name=name)
+        if callable(getattr(data, "arrayBuffer", None)):   # a Blob, read only now
+            buffer = await data.arrayBuffer()
+            data = buffer.to_bytes() if hasattr(buffer, "to_bytes") else bytes(buffer)
+        elif callable(getattr(data, "to_bytes", None)) and not isinstance(data, (bytes, int)):
+            data = data.to_bytes()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ValueError(f"the data of {name} is neither bytes nor a Blob")
+        dims = {k: int(item[k]) for k in ("width", "height")
+                if isinstance(item.get(k), (int, float)) and item[k] > 0}
+        found.append(Attachment(content=bytes(data), name=name,
+                                type=str(item.get("type") or "") or None, **dims))
+    return found
 
 
 def required_text(message: dict[str, Any], key: str) -> str:

@@ -69,6 +69,8 @@ def render_observation(step, observation_chars: int | None) -> str:
 def render_turn(turn: Turn, *, observation_chars: int | None = None) -> str:
     """A past turn as prompt text; ``observation_chars`` micro-compacts its observations."""
     lines = [f"User: {turn.user}"]
+    if turn.attachments:
+        lines.append(f"  Attached: {turn.attachments_text()}")
     for step in turn.steps:
         if step.corrective or not step.tool or step.tool == NONE_TOOL:
             continue

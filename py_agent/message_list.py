@@ -14,19 +14,58 @@ them.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
+from .attachments import Attachment
 from .model import Message, ModelUnavailableError, Purpose, QuotaExceededError
 
 # Tokens a chat template adds around each message (role markers), roughly.
 MESSAGE_OVERHEAD = 4
+# What an image costs a model's window, roughly: 64 tokens for each 256×256 tile it
+# spans, plus a few (encoders that tile, as Qwen's and the fake Prompt API's do, grow
+# with the pixels; Gemma 3's fixed 256 is about a 512×512 picture's count); a picture
+# whose size is unknown counts as IMAGE_TOKENS.
+IMAGE_TOKENS = 256
+IMAGE_TILE = 256
+TILE_TOKENS = 64
+# ... and a second of sound (Gemma 3n's audio encoder: 6.25 tokens a second).
+AUDIO_TOKENS_PER_SECOND = 6.25
+# A sound whose length is unknown counts as this many seconds.
+AUDIO_GUESS_SECONDS = 30.0
+
+
+def media_tokens(media: Iterable[Attachment]) -> int:
+    """What images and sounds cost a window, estimated (a model that can measure them,
+    the Prompt API's ``measureContextUsage``, says exactly)."""
+    from .attachments import wav_seconds
+    total = 0
+    for item in media:
+        if item.kind == "audio":
+            seconds = wav_seconds(item.content or b"") if item.type == "audio/wav" else None
+            total += int((seconds or AUDIO_GUESS_SECONDS) * AUDIO_TOKENS_PER_SECOND) + 1
+        elif item.width and item.height:
+            tiles = max(1, -(-item.width // IMAGE_TILE)) * max(1, -(-item.height // IMAGE_TILE))
+            total += tiles * TILE_TOKENS + 8
+        else:
+            total += IMAGE_TOKENS
+    return total
+
+
+def content_text(content: Any) -> str:
+    """A message's text, whether its content is a string or a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or p.get("value") or "") for p in content
+                       if isinstance(p, dict) and p.get("type") == "text")
+    return str(content)
 
 Count = Callable[[str], int]
 
 
 def messages_tokens(messages: Iterable[Message], count: Count) -> int:
     """The tokens ``messages`` hold, each counted by ``count`` plus its overhead."""
-    return sum(count(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+    return sum(count(content_text(m["content"])) + MESSAGE_OVERHEAD for m in messages)
 
 
 def opening_messages(initial_prompts: list[Message], count: Count,

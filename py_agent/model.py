@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from enum import Enum
-from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Protocol, TypedDict, TypeVar, Union, runtime_checkable
 
+from .attachments import Attachment
 from .boundary import describe
 from .waiting import bounded, contained
 
@@ -36,6 +38,96 @@ class Message(TypedDict):
     content: str
 
 
+MediaKind = Literal["image", "audio"]
+MEDIA_KINDS: tuple[str, ...] = ("image", "audio")
+
+
+class ContentPart(TypedDict):
+    """One part of a user message, as the Prompt API takes it: ``text`` with a string
+    value, ``image`` or ``audio`` with an :class:`~py_agent.attachments.Attachment`
+    (loaded: its bytes and sniffed type) as the value."""
+
+    type: Literal["text", "image", "audio"]
+    value: Union[str, Attachment]
+
+
+# What a prompt sends as the user's message: text, or a list of content parts.
+Prompt = Union[str, list[ContentPart]]
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """The text of a prompt (its text parts joined, as the Prompt API joins them)."""
+    if isinstance(prompt, str):
+        return prompt
+    return "".join(str(p["value"]) for p in prompt if p.get("type") == "text")
+
+
+def prompt_media(prompt: Prompt) -> list[Attachment]:
+    """The images and sounds of a prompt, in order."""
+    if isinstance(prompt, str):
+        return []
+    return [p["value"] for p in prompt if p.get("type") in MEDIA_KINDS
+            and isinstance(p.get("value"), Attachment)]
+
+
+def media_kinds(prompt: Prompt) -> frozenset[str]:
+    """The kinds of media a prompt carries (none for text)."""
+    if isinstance(prompt, str):
+        return frozenset()
+    return frozenset(p["type"] for p in prompt if p.get("type") in MEDIA_KINDS)
+
+
+def with_media(text: str, media: list[Attachment]) -> Prompt:
+    """``text`` followed by each attachment as its part; plain text when there is none."""
+    if not media:
+        return text
+    parts: list[ContentPart] = [{"type": "text", "value": text}]
+    parts += [{"type": "audio" if a.kind == "audio" else "image", "value": a} for a in media]
+    return parts
+
+
+@dataclass(frozen=True)
+class MediaSupport:
+    """What a model takes besides text. ``takes`` holds the kinds it takes (``image``,
+    ``audio``); ``why_not`` says, for each kind it does not, why, in the user's words
+    ("Gemma 3 1B in this page reads text only")."""
+
+    takes: frozenset[str] = frozenset()
+    why_not: Mapping[str, str] = field(default_factory=dict)
+    model: str = ""
+
+    def can(self, kind: str) -> bool:
+        return kind in self.takes
+
+    def reason(self, kind: str) -> str:
+        name = self.model or "This model"
+        return self.why_not.get(kind) or f"{name} cannot take {kind} input."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {kind: {"supported": kind in self.takes,
+                       "reason": None if kind in self.takes else self.reason(kind)}
+                for kind in MEDIA_KINDS} | {"model": self.model}
+
+
+TEXT_ONLY = MediaSupport(why_not={kind: "This model takes text only." for kind in MEDIA_KINDS})
+
+
+async def media_support_of(model: Any) -> MediaSupport:
+    """What ``model`` takes besides text: its ``media_support()`` if it has one (a
+    failure there counts as text only), else text only."""
+    ask = getattr(model, "media_support", None)
+    if not callable(ask):
+        return TEXT_ONLY
+    try:
+        support = await ask()
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("could not ask the model what it takes: %s", describe(exc))
+        return TEXT_ONLY
+    return support if isinstance(support, MediaSupport) else TEXT_ONLY
+
+
 class Purpose(str, Enum):
     """Why a model call is made; carried on every call for tracing and accounting."""
 
@@ -43,6 +135,7 @@ class Purpose(str, Enum):
     SUMMARY = "summary"
     FACTS = "facts"
     MEASURE = "measure"
+    DESCRIBE = "describe"
 
 
 class ModelError(Exception):
@@ -84,6 +177,21 @@ class ResponseConstraintError(ModelError):
                  original_name: str | None = None) -> None:
         super().__init__(message)
         self.original_name = original_name
+
+
+class InputNotSupportedError(ModelError):
+    """The model refused an image or a sound: it cannot see or hear (a text-only model,
+    a server whose model has no projector, a device whose Prompt API takes text only).
+    The message names the model; ``kinds`` are the refused kinds. The turn's text may
+    go again without them."""
+
+    speaks_to_user = True
+
+    def __init__(self, message: str, *, kinds: frozenset[str] = frozenset(),
+                 model: str = "") -> None:
+        super().__init__(message)
+        self.kinds = kinds
+        self.model = model
 
 
 class ModelNetworkError(ModelError):
@@ -150,12 +258,13 @@ class ModelSession(Protocol):
         """Tokens the session holds now (``contextUsage``/``inputUsage``)."""
         ...
 
-    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+    async def prompt(self, text: Prompt, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
-        """Append ``text`` as a user message and return the model's reply."""
+        """Append ``text`` (a string, or content parts with images and sounds in a
+        session created to take them) as a user message and return the model's reply."""
         ...
 
-    async def measure(self, text: str) -> int | None:
+    async def measure(self, text: Prompt) -> int | None:
         """Exact token count of ``text`` (``measureContextUsage``), or None if unknown."""
         ...
 
@@ -208,4 +317,17 @@ class LanguageModel(Protocol):
 
     async def create(self, *, initial_prompts: list[Message],
                      purpose: Purpose = Purpose.STEP) -> ModelSession:
+        """A new session that read ``initial_prompts``. A model that takes images or
+        sounds also accepts ``expected_inputs=("image", ...)``: the kinds its prompts
+        will carry, declared when the session is made (the Prompt API's
+        ``expectedInputs``); the agent passes it only then."""
+        ...
+
+
+@runtime_checkable
+class MediaModel(Protocol):
+    """A model that may take images or sounds: it says which (ask it before the user
+    tries; :func:`media_support_of`), and its ``create`` takes ``expected_inputs``."""
+
+    async def media_support(self) -> MediaSupport:
         ...

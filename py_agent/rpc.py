@@ -17,11 +17,12 @@ import itertools
 import json
 from typing import Any, Awaitable, Callable
 
-from .model import (Availability, Message, ModelAbortedError, ModelError, ModelNetworkError,
-                    ModelUnavailableError, Purpose, QuotaExceededError, ResponseConstraintError)
+from .model import (MEDIA_KINDS, Availability, InputNotSupportedError, MediaSupport, Message,
+                    ModelAbortedError, ModelError, ModelNetworkError, ModelUnavailableError,
+                    Prompt, Purpose, QuotaExceededError, ResponseConstraintError)
 from .profile import UserProfile
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import StateConflictError, StorageError, check_blob, written
+from .store import StateConflictError, StorageError, check_blob, check_blob_bytes, written
 
 Transport = Callable[[str, list[Any]], Awaitable[dict[str, Any]]]
 
@@ -38,6 +39,8 @@ _MODEL_ERRORS: dict[str, type[ModelError]] = {
     "AbortError": ModelAbortedError,
     "NetworkError": ModelNetworkError,
     "ResponseConstraintError": ResponseConstraintError,
+    # An image or sound the model refused or could not decode (web/llm_host.js names it).
+    "MediaInputError": InputNotSupportedError,
 }
 
 _STORAGE_KINDS = {"StorageQuotaError": "quota", "QuotaExceededError": "quota",
@@ -57,6 +60,23 @@ def model_error(error: dict[str, Any]) -> ModelError:
         return ResponseConstraintError(f"{original}: {message}" if original else message,
                                        original_name=original)
     return cls(message if cls is not ModelError else f"{name}: {message}")
+
+
+def wire_prompt(prompt: Prompt) -> Any:
+    """A prompt as the bridge carries it: text as it is; content parts with each image or
+    sound as ``{type, value: bytes, mime, name}`` (bytes cross as a Uint8Array, never
+    as base64 text; the host makes each a Blob of its type)."""
+    if isinstance(prompt, str):
+        return prompt
+    parts: list[dict[str, Any]] = []
+    for part in prompt:
+        value = part["value"]
+        if part["type"] == "text":
+            parts.append({"type": "text", "value": str(value)})
+        else:
+            parts.append({"type": part["type"], "value": bytes(value.content or b""),
+                          "mime": value.type or "", "name": value.label})
+    return parts
 
 
 def storage_error(error: dict[str, Any]) -> StorageError:
@@ -106,7 +126,7 @@ class BridgeSession:
         self._window = int(value.get("contextWindow") or self._window)
         self._usage = int(value.get("contextUsage") or self._usage)
 
-    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+    async def prompt(self, text: Prompt, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         request_id = self._model.next_request_id()
         # The schema is not added to the model's input (omitResponseConstraintInput): the
@@ -119,7 +139,7 @@ class BridgeSession:
                    "stream": Purpose(purpose) in self._model.stream_purposes,
                    "conversationId": self.conversation_id}
         try:
-            value = await self._model.call("prompt", [self.id, text, options])
+            value = await self._model.call("prompt", [self.id, wire_prompt(text), options])
         except asyncio.CancelledError:
             # Stop the generation on the main thread too; do not wait for it.
             asyncio.ensure_future(self._model.transport("abort", [request_id]))
@@ -146,8 +166,8 @@ class BridgeSession:
             raise QuotaExceededError("the session overflowed its context window while "
                                      "appending and dropped earlier context", quota=self._window)
 
-    async def measure(self, text: str) -> int | None:
-        value = await self._model.call("measure", [self.id, text])
+    async def measure(self, text: Prompt) -> int | None:
+        value = await self._model.call("measure", [self.id, wire_prompt(text)])
         return None if value is None else int(value)
 
     async def clone(self) -> "BridgeSession":
@@ -177,14 +197,21 @@ class BridgeModel:
         self.context_window: int | None = None
         self.languages = tuple(languages)
         self._ids = itertools.count(1)
+        self._media: MediaSupport | None = None
+
+    # How the model is named in what the user reads.
+    label = "Chrome's built-in model"
 
     def next_request_id(self) -> str:
         return f"r{next(self._ids)}"
 
-    def expected_io(self) -> dict[str, Any]:
-        """The ``expectedInputs``/``expectedOutputs`` options: text in ``languages``."""
-        return {key: [{"type": "text", "languages": list(self.languages)}]
-                for key in ("expectedInputs", "expectedOutputs")}
+    def expected_io(self, media: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The ``expectedInputs``/``expectedOutputs`` options: text in ``languages``, and
+        the kinds of ``media`` the prompts will carry."""
+        options = {key: [{"type": "text", "languages": list(self.languages)}]
+                   for key in ("expectedInputs", "expectedOutputs")}
+        options["expectedInputs"] += [{"type": kind} for kind in media]
+        return options
 
     async def call(self, method: str, args: list[Any]) -> Any:
         return await call_transport(self.transport, method, args, model_error)
@@ -193,11 +220,31 @@ class BridgeModel:
         value = await self.call("availability", [self.expected_io()])
         return value.get("availability", "unavailable") if isinstance(value, dict) else value
 
+    async def media_support(self) -> MediaSupport:
+        """Which of images and sounds the model takes here: ``availability()`` asked with
+        each declared beside text (once; a model that takes text only says why)."""
+        if self._media is None:
+            text = await self.availability()
+            takes, why = set(), {}
+            for kind in MEDIA_KINDS:
+                value = await self.call("availability", [self.expected_io((kind,))])
+                answer = value.get("availability", "unavailable") if isinstance(value, dict) \
+                    else value
+                if answer != "unavailable" and text != "unavailable":
+                    takes.add(kind)
+                else:
+                    why[kind] = (f"{self.label} takes no {kind} input on this device (the "
+                                 f"Prompt API's availability() for {kind} says "
+                                 f"{answer!r}).")
+            self._media = MediaSupport(frozenset(takes), why, self.label)
+        return self._media
+
     async def create(self, *, initial_prompts: list[Message],
-                     purpose: Purpose = Purpose.STEP) -> BridgeSession:
+                     purpose: Purpose = Purpose.STEP,
+                     expected_inputs: tuple[str, ...] = ()) -> BridgeSession:
         info = await self.call("create", [{"initialPrompts": initial_prompts,
                                            "purpose": Purpose(purpose).value,
-                                           **self.expected_io()}])
+                                           **self.expected_io(tuple(expected_inputs))}])
         session = BridgeSession(self, info, Purpose(purpose))
         if session.context_window > 0:
             self.context_window = session.context_window
@@ -280,6 +327,23 @@ class RpcStore(StorageClient):
         ids = sorted({int(i) for i in turn_ids})
         return [Turn.from_dict(t) for t in self._json(await self._call("readTurns", session_id,
                                                                        json.dumps(ids)))]
+
+    # Attachments' bytes travel as bytes too (a Uint8Array on the other side).
+
+    async def put_blob(self, session_id: str, blob_id: str, data: bytes, meta: dict) -> None:
+        await self._call("putBlob", session_id, str(blob_id), check_blob_bytes(data),
+                         json.dumps(dict(meta)))
+
+    async def get_blob(self, session_id: str, blob_id: str) -> tuple[bytes, dict] | None:
+        value = await self._call("getBlob", session_id, str(blob_id))
+        if value is None:
+            return None
+        meta, data = value
+        return as_bytes(data), self._json(meta) or {}
+
+    async def blob_sizes(self, session_id: str) -> dict[str, int]:
+        return {str(k): int(v) for k, v in (self._json(await self._call("blobSizes", session_id))
+                                            or {}).items()}
 
     # The user profile: one JSON document, written with the version it was read at.
 

@@ -32,12 +32,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import Callable
 
+from .attachments import Attachment
 from .events import log
 from .profile import UserProfile, reconcile
 from .profile_table import ProfileTable
 from .state import CompressionRecord, SessionState, Turn, now_ms
-from .store import CONFLICT_RETRIES, StateConflictError, Store, UnknownSessionError
-from .transfer import SessionBundle, id_candidates
+from .store import BlobStore, CONFLICT_RETRIES, StateConflictError, Store, UnknownSessionError
+from .transfer import (EXPORT_MAX_ATTACHMENT_BYTES, ExportedAttachment, SessionBundle,
+                       id_candidates)
 
 # A pass's new state and the compression record logged with it, made from the session's
 # state as it is now. It may refuse by raising, and changes none of its inputs: another
@@ -410,16 +412,54 @@ class SessionTable:
         await self.profiles.refresh()
         return existed
 
+    # ------------------------------------------------------- attachments
+
+    async def attachment(self, session_id: str, attachment_id: str) -> Attachment | None:
+        """An attachment the archive keeps, or None (not kept, or no such one)."""
+        if not isinstance(self.store, BlobStore):
+            return None
+        found = await self.store.get_blob(session_id, attachment_id)
+        if found is None:
+            return None
+        data, meta = found
+        return Attachment(content=data, type=str(meta.get("type") or "") or None,
+                          name=str(meta.get("name") or ""), width=meta.get("width") or None,
+                          height=meta.get("height") or None, size=len(data))
+
+    async def _exported_attachments(self, session_id: str, turns: list[Turn],
+                                    cap: int) -> list[ExportedAttachment]:
+        """Every attachment of ``turns``: with its bytes while the export's ``cap``
+        allows, named as left out past it (or when the archive did not keep it)."""
+        out, used = [], 0
+        for turn in turns:
+            for record in turn.attachments:
+                item = ExportedAttachment(record.id, turn.id, record.name, record.type,
+                                          record.size, record.width, record.height)
+                found = await self.attachment(session_id, record.id) if record.kept else None
+                if found is None:
+                    item.left_out = record.note or "not kept in this browser's archive"
+                elif used + len(found.content or b"") > cap:
+                    item.left_out = (f"the export carries at most {cap // (1024 * 1024)} MB "
+                                     "of attachments")
+                else:
+                    item.data = found.content
+                    used += len(item.data or b"")
+                out.append(item)
+        return out
+
     # ------------------------------------------------------- export, import
 
-    async def export(self, session_id: str) -> SessionBundle:
+    async def export(self, session_id: str, *,
+                     attachment_cap: int = EXPORT_MAX_ATTACHMENT_BYTES) -> SessionBundle:
         """A consistent snapshot of a session: state, every raw turn (unsaved ones too),
-        compression log. Raises :class:`UnknownSessionError` for unknown sessions."""
+        compression log, and the attachments' bytes within ``attachment_cap`` (the rest
+        named as left out). Raises :class:`UnknownSessionError` for unknown sessions."""
         async with self._lock(session_id):
             state = (await self.open(session_id, create=False)).copy()
             turns = await self.transcript(session_id)
             records = await self.compressions(session_id)
-        return SessionBundle(state, turns, records)
+        attachments = await self._exported_attachments(session_id, turns, attachment_cap)
+        return SessionBundle(state, turns, records, attachments=attachments)
 
     async def import_bundle(self, bundle: SessionBundle, session_id: str | None = None) -> str:
         """Write ``bundle`` as a new session named ``session_id`` (default: its own id);
@@ -438,6 +478,9 @@ class SessionTable:
                     break
             bundle = bundle.with_session_id(candidate)
             try:
+                for item in bundle.attachments:
+                    if item.data is not None and isinstance(self.store, BlobStore):
+                        await self.store.put_blob(candidate, item.id, item.data, item.meta())
                 for record in bundle.compressions:
                     await self.store.commit_compaction(None, record)
                 await self.store.commit_turn(bundle.state, list(bundle.turns))

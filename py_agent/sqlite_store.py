@@ -32,8 +32,8 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
-from .store import (StateConflictError, StorageError, check_blob, check_profile_version,
-                    check_version, written)
+from .store import (StateConflictError, StorageError, check_blob, check_blob_bytes,
+                    check_profile_version, check_version, written)
 
 SCHEMA_VERSION = 4
 PROFILE_KEY = "user"
@@ -76,11 +76,18 @@ _MIGRATIONS = [
     ) WITHOUT ROWID;
     """,
     # 4: provenance (whose words a step read, a fact's or the summary's untrusted sources,
-    # a profile fact's unconfirmed state) lives inside the JSON above; no table changes.
-    # The version moves so that an older py-agent, which would write states back without
-    # it (turning marked facts into trusted ones), refuses the file instead.
+    # a profile fact's unconfirmed state) lives inside the JSON above; and the bytes of
+    # turns' attachments (py_agent.attachments), deleted with their session. The version
+    # moves so that an older py-agent, which would write states back without provenance
+    # (turning marked facts into trusted ones), refuses the file instead.
     """
-    UPDATE sessions SET state = state WHERE 0;
+    CREATE TABLE IF NOT EXISTS blobs (
+        session_id TEXT NOT NULL,
+        id         TEXT NOT NULL,
+        meta       TEXT NOT NULL,            -- name, type, size, width, height as JSON
+        data       BLOB NOT NULL,
+        PRIMARY KEY (session_id, id)
+    ) WITHOUT ROWID;
     """,
 ]
 
@@ -258,6 +265,7 @@ class SqliteStore:
             db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM compressions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM recall WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM blobs WHERE session_id = ?", (session_id,))
             profile = self._read_profile(db)
             withdrawn = withdraw(profile, session_id, deleted=True)
             if withdrawn.to_dict() != profile.to_dict():
@@ -298,6 +306,30 @@ class SqliteStore:
                                         (session_id, *chunk)).fetchall()
                 turns += [Turn.from_dict(json.loads(r[0])) for r in rows]
         return turns
+
+    # ------------------------------------------------------------ attachments' blobs
+
+    async def put_blob(self, session_id: str, blob_id: str, data: bytes, meta: dict) -> None:
+        _check_session_id(session_id)
+        data = check_blob_bytes(data)
+        with _storage_errors("keep an attachment"), self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO blobs (session_id, id, meta, data) VALUES"
+                       " (?, ?, ?, ?)", (session_id, str(blob_id),
+                                         json.dumps(dict(meta), ensure_ascii=False), data))
+
+    async def get_blob(self, session_id: str, blob_id: str) -> tuple[bytes, dict] | None:
+        _check_session_id(session_id)
+        with _storage_errors("read an attachment"):
+            row = self._db.execute("SELECT data, meta FROM blobs WHERE session_id = ? AND id = ?",
+                                   (session_id, str(blob_id))).fetchone()
+        return None if row is None else (bytes(row[0]), json.loads(row[1]))
+
+    async def blob_sizes(self, session_id: str) -> dict[str, int]:
+        _check_session_id(session_id)
+        with _storage_errors("read the attachments"):
+            rows = self._db.execute("SELECT id, length(data) FROM blobs WHERE session_id = ?",
+                                    (session_id,)).fetchall()
+        return {blob_id: int(size) for blob_id, size in rows}
 
     # ------------------------------------------------------------ the user profile
 

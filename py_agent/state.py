@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from .attachments import AttachmentRecord
 FactCategory = Literal["preference", "need", "background", "follow-up", "decision"]
 FACT_CATEGORIES: tuple[str, ...] = ("preference", "need", "background", "follow-up", "decision")
 
@@ -75,11 +76,21 @@ class Turn:
     steps: list[StepRecord] = field(default_factory=list)
     status: TurnStatus = "answered"
     created_at: float = field(default_factory=now_ms)
+    # The images and sounds sent with the message (their bytes are blobs of the store).
+    attachments: list[AttachmentRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "user": self.user, "answer": self.answer,
+        data = {"id": self.id, "user": self.user, "answer": self.answer,
                 "steps": [s.to_dict() for s in self.steps], "status": self.status,
                 "created_at": self.created_at}
+        if self.attachments:
+            data["attachments"] = [a.to_dict() for a in self.attachments]
+        return data
+
+    def attachments_text(self) -> str:
+        """The attachments as memory names them (their name, and what the model said
+        they show), one line; "" for none."""
+        return " ".join(a.text(self.id) for a in self.attachments)
 
     @property
     def in_memory(self) -> bool:
@@ -109,7 +120,9 @@ class Turn:
                    answer=str(data.get("answer", "")),
                    steps=[StepRecord.from_dict(s) for s in data.get("steps", [])],
                    status=status if status in TURN_STATUSES else "error",
-                   created_at=float(data.get("created_at", 0.0)))
+                   created_at=float(data.get("created_at", 0.0)),
+                   attachments=[AttachmentRecord.from_dict(a) for a in
+                                data.get("attachments") or [] if isinstance(a, dict)])
 
 
 UNTRUSTED_ANSWER = "(left out: written after reading text from outside)"

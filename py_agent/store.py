@@ -19,6 +19,9 @@ never loses the user's message) is replaced by the same id's final copy.
 A store may also keep each session's part of the archive recall index
 (:class:`RecallStore`: a blob beside the archive, deleted with its session, never
 exported); a store without it works too, its index rebuilt from the archive at start.
+A store may keep the bytes of a turn's attachments (:class:`BlobStore`: one blob per
+attachment, keyed by session and attachment id, capped per session, deleted with its
+session); the turn's record holds only their names and what the model said of them.
 A store also keeps one :class:`~py_agent.profile.UserProfile` for all its sessions,
 versioned and written conditionally in the same way; a write of the profile may carry a
 session's state (or a compaction) in the same transaction, and deleting a session takes
@@ -32,6 +35,10 @@ from typing import Protocol, runtime_checkable
 
 from .profile import UserProfile, withdraw
 from .state import CompressionRecord, SessionInfo, SessionState, Turn
+
+# The bytes of one session's attachments the archive keeps at most; an attachment that
+# would pass it is named in its turn as not kept.
+MAX_SESSION_BLOB_BYTES = 100 * 1024 * 1024
 
 # How often a conditional write (a session's state, the user profile) is tried again
 # after another tab or process wrote the same record first.
@@ -179,6 +186,33 @@ class RecallStore(Protocol):
         ...
 
 
+@runtime_checkable
+class BlobStore(Protocol):
+    """What a store offers a turn's attachments: their bytes, each under its session
+    and attachment id, with a little metadata (name, type, size, pixels); every blob of
+    a session goes with :meth:`Store.delete_session`."""
+
+    async def put_blob(self, session_id: str, blob_id: str, data: bytes,
+                       meta: dict) -> None:
+        """Keep ``data`` (replacing a blob of that id)."""
+        ...
+
+    async def get_blob(self, session_id: str, blob_id: str) -> tuple[bytes, dict] | None:
+        """The blob's bytes and metadata, or None if there is none."""
+        ...
+
+    async def blob_sizes(self, session_id: str) -> dict[str, int]:
+        """The size of each blob the session keeps, by id."""
+        ...
+
+
+def check_blob_bytes(data: object) -> bytes:
+    """An attachment's bytes as ``bytes``; a :class:`StorageError` for anything else."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise StorageError(f"an attachment's blob must be bytes, not {type(data).__name__}")
+    return bytes(data)
+
+
 class FailNextWrite:
     """A test hook for in-memory stores: ``fail_next`` makes the next write raise that
     :class:`StorageError` (then it is cleared); ``writes`` counts the writes that went
@@ -208,6 +242,7 @@ class InMemoryStore(FailNextWrite):
         self._archives: dict[str, list[Turn]] = {}
         self._logs: dict[str, list[CompressionRecord]] = {}
         self._recall: dict[str, bytes] = {}
+        self._blobs: dict[str, dict[str, tuple[bytes, dict]]] = {}
         self._profile = UserProfile()
 
     async def load(self, session_id: str) -> SessionState | None:
@@ -266,6 +301,7 @@ class InMemoryStore(FailNextWrite):
         self._archives.pop(session_id, None)
         self._logs.pop(session_id, None)
         self._recall.pop(session_id, None)
+        self._blobs.pop(session_id, None)
         withdrawn = withdraw(self._profile, session_id, deleted=True)
         if withdrawn.to_dict() != self._profile.to_dict():
             withdrawn.version += 1
@@ -292,6 +328,20 @@ class InMemoryStore(FailNextWrite):
         wanted = set(turn_ids)
         return copy.deepcopy(sorted((t for t in self._archives.get(session_id, [])
                                      if t.id in wanted), key=lambda t: t.id))
+
+    # ------------------------------------------------------------ BlobStore
+
+    async def put_blob(self, session_id: str, blob_id: str, data: bytes, meta: dict) -> None:
+        data = check_blob_bytes(data)
+        self._check_failure()
+        self._blobs.setdefault(session_id, {})[blob_id] = (data, copy.deepcopy(dict(meta)))
+
+    async def get_blob(self, session_id: str, blob_id: str) -> tuple[bytes, dict] | None:
+        found = self._blobs.get(session_id, {}).get(blob_id)
+        return None if found is None else (found[0], copy.deepcopy(found[1]))
+
+    async def blob_sizes(self, session_id: str) -> dict[str, int]:
+        return {key: len(data) for key, (data, _) in self._blobs.get(session_id, {}).items()}
 
     # ------------------------------------------------------------ the user profile
 

@@ -22,9 +22,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
-from .message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
-from .model import (GEMINI_NANO_WINDOW, Availability, Message, ModelUnavailableError, Purpose,
-                    QuotaExceededError, ResponseConstraintError)
+from .attachments import Attachment
+from .message_list import (MESSAGE_OVERHEAD, MessageListSession, content_text, media_tokens,
+                           opening_messages)
+from .model import (GEMINI_NANO_WINDOW, MEDIA_KINDS, Availability, InputNotSupportedError,
+                    MediaSupport, Message, ModelUnavailableError, Prompt, Purpose,
+                    QuotaExceededError, ResponseConstraintError, media_kinds, prompt_media,
+                    prompt_text)
 from .tokens import CJK_CHARS
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
@@ -55,6 +59,8 @@ class PromptCall:
     input_tokens: int = 0
     reply: str = ""
     seq: int = 0  # order among all prompts and appends of the model
+    # The images and sounds sent with this prompt (loaded: bytes, type, pixels).
+    media: list[Attachment] = field(default_factory=list)
 
 
 @dataclass
@@ -114,20 +120,39 @@ class FunctionSession(MessageListSession):
     """A session of :class:`FunctionModel`; see that class."""
 
     def __init__(self, model: "FunctionModel", messages: list[Message], purpose: Purpose,
-                 usage: int) -> None:
+                 usage: int, expected: frozenset[str] = frozenset()) -> None:
         """``usage``: the tokens ``messages`` hold (a clone's source may have trimmed
-        its messages on overflow, so it is carried, not counted again)."""
+        its messages on overflow, so it is carried, not counted again); ``expected``:
+        the kinds of media it was created to take."""
         super().__init__(messages, purpose, usage)
         self._model = model
+        self.expected = expected
         self.id = model.new_session_id()
 
     @property
     def context_window(self) -> int:
         return self._model.context_window
 
-    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+    def _input(self, prompt: Prompt) -> tuple[str, list[Attachment], int]:
+        """The prompt's text (media shown as markers), its media and the tokens it
+        takes; a kind of media the session was not created for is refused, as the
+        Prompt API refuses it (``NotSupportedError``)."""
+        kinds = media_kinds(prompt)
+        missing = kinds - self.expected
+        if missing:
+            self._model.media_refusals += 1
+            raise InputNotSupportedError(
+                f"NotSupportedError: the session was not created to take "
+                f"{', '.join(sorted(missing))} input", kinds=frozenset(missing),
+                model="FunctionModel")
+        media = prompt_media(prompt)
+        text = prompt_text(prompt) + "".join(f"\n[{m.kind}: {m.label}]" for m in media)
+        return text, media, self._model.count(prompt_text(prompt)) + media_tokens(media)
+
+    async def prompt(self, text: Prompt, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         self._check_alive()
+        text, media, media_cost = self._input(text)
         check = self._model.constraint_check
         refusal = None if response_constraint is None or check is None \
             else check(response_constraint)
@@ -135,7 +160,7 @@ class FunctionSession(MessageListSession):
             self._model.refusals.append((Purpose(purpose), response_constraint, refusal))
             raise ResponseConstraintError(f"NotSupportedError: {refusal}",
                                           original_name="NotSupportedError")
-        needed = self._model.count(text) + MESSAGE_OVERHEAD
+        needed = media_cost + MESSAGE_OVERHEAD
         if self._usage + needed > self.context_window:
             self._model.quota_errors += 1
             raise QuotaExceededError("the prompt does not fit the context window",
@@ -143,7 +168,7 @@ class FunctionSession(MessageListSession):
         call = PromptCall(input=text, messages=list(self.messages),
                           response_constraint=response_constraint, purpose=Purpose(purpose),
                           session_id=self.id, usage_before=self._usage, input_tokens=needed,
-                          seq=self._model.next_seq())
+                          seq=self._model.next_seq(), media=media)
         self._model.calls.append(call)
         # Always yield, as a real call across the worker bridge does.
         await asyncio.sleep(self._model.latency)
@@ -161,7 +186,7 @@ class FunctionSession(MessageListSession):
             self._model.overflow_events += 1
             index = 1 if self.messages[0]["role"] == "system" else 0
             dropped = self.messages.pop(index)
-            self._usage -= self._model.count(dropped["content"]) + MESSAGE_OVERHEAD
+            self._usage -= self._model.count(content_text(dropped["content"])) + MESSAGE_OVERHEAD
         return reply
 
     async def append(self, text: str, *, purpose: Purpose = Purpose.STEP) -> None:
@@ -181,13 +206,16 @@ class FunctionSession(MessageListSession):
         self.messages.append({"role": "user", "content": text})
         self._usage += needed
 
-    async def measure(self, text: str) -> int | None:
+    async def measure(self, text: Prompt) -> int | None:
         self._check_alive()
-        return self._model.count(text) if self._model.measure_supported else None
+        if not self._model.measure_supported:
+            return None
+        return self._input(text)[2]
 
     async def clone(self) -> "FunctionSession":
         self._check_alive()
-        copy = FunctionSession(self._model, self.messages, self.purpose, self._usage)
+        copy = FunctionSession(self._model, self.messages, self.purpose, self._usage,
+                               self.expected)
         self._model.clones += 1
         return copy
 
@@ -210,12 +238,18 @@ class FunctionModel:
             :data:`ConstraintCheck`); a refused prompt raises
             :class:`~py_agent.model.ResponseConstraintError` and is listed in ``refusals``
             as ``(purpose, constraint, reason)``, not in ``calls``. None takes any.
+        accepts: the kinds of media it takes (``"image"``, ``"audio"``); a session
+            takes them only when created with ``expected_inputs`` naming them, as the
+            Prompt API's. Each prompt's media are in its call's ``media``.
     """
 
     def __init__(self, fn: Responder, *, context_window: int = GEMINI_NANO_WINDOW,
                  availability: Availability = "available", measure_supported: bool = True,
-                 latency: float = 0.0, constraint_check: ConstraintCheck | None = None) -> None:
+                 latency: float = 0.0, constraint_check: ConstraintCheck | None = None,
+                 accepts: tuple[str, ...] = ()) -> None:
         self.fn = fn
+        self.accepts = frozenset(accepts)
+        self.media_refusals = 0
         self.constraint_check = constraint_check
         self.refusals: list[tuple[Purpose, dict[str, Any], str]] = []
         self.context_window = context_window
@@ -251,13 +285,25 @@ class FunctionModel:
     def set_availability(self, value: Availability) -> None:
         self._availability = value
 
+    async def media_support(self) -> MediaSupport:
+        return MediaSupport(self.accepts, {k: f"FunctionModel takes no {k} input"
+                                           for k in MEDIA_KINDS if k not in self.accepts},
+                            "FunctionModel")
+
     async def create(self, *, initial_prompts: list[Message],
-                     purpose: Purpose = Purpose.STEP) -> FunctionSession:
+                     purpose: Purpose = Purpose.STEP,
+                     expected_inputs: tuple[str, ...] = ()) -> FunctionSession:
         if self._availability != "available":
             raise ModelUnavailableError(f"the model is {self._availability}")
+        refused = frozenset(expected_inputs) - self.accepts
+        if refused:
+            raise InputNotSupportedError(
+                f"NotSupportedError: FunctionModel takes no {', '.join(sorted(refused))} input",
+                kinds=refused, model="FunctionModel")
         messages, usage = opening_messages(initial_prompts, self.count, self.context_window)
         self.created += 1
-        return FunctionSession(self, messages, Purpose(purpose), usage)
+        return FunctionSession(self, messages, Purpose(purpose), usage,
+                               frozenset(expected_inputs))
 
     def calls_for(self, purpose: Purpose) -> list[PromptCall]:
         return [c for c in self.calls if c.purpose == purpose]

@@ -7,9 +7,15 @@ agent gathers a :class:`SessionBundle` and writes it through the store API.
 Format ``py-agent-session/2``, one JSON object per line (UTF-8, ``\\n`` ends each)::
 
     {"type": "session", "format": "py-agent-session/2", "exported_at": 1718000000,
-     "turns": 12, "compressions": 2, "state": SessionState.to_dict()}
+     "turns": 12, "compressions": 2, "attachments": 1, "state": SessionState.to_dict()}
     {"type": "turn", **Turn.to_dict()}                  one per archived turn, oldest first
     {"type": "compression", **CompressionRecord.to_dict()}   one per log entry, oldest first
+    {"type": "attachment", "id", "turn_id", "name", "mime", "size", "width", "height",
+     "data": base64}                                    one per attachment the archive kept;
+                                                        "left_out": why, instead of "data",
+                                                        for one left out (over the cap)
+
+Version 1 (no attachment lines) is read too.
 
 The header carries the whole state (recent turns included), so an import is
 lossless even for turns the archive lacks; ``turns``/``compressions`` let a
@@ -25,6 +31,8 @@ was); their summaries and facts have no provenance to read and count as trusted.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import time
@@ -34,9 +42,40 @@ from typing import Any, Callable, Iterator
 from .state import TURN_STATUSES, CompressionRecord, SessionState, Turn
 
 FORMAT = "py-agent-session/2"
-FORMAT_FAMILY = "py-agent-session/"
-# The versions this py-agent reads (every earlier one converts on import).
 READABLE_FORMATS = ("py-agent-session/1", FORMAT)
+FORMAT_FAMILY = "py-agent-session/"
+# The attachments' bytes an export carries at most; those past it are named as left out.
+EXPORT_MAX_ATTACHMENT_BYTES = 50 * 1024 * 1024
+
+
+@dataclass
+class ExportedAttachment:
+    """An attachment of an exported session: its record's fields, and its bytes, or why
+    they were left out."""
+
+    id: str
+    turn_id: int
+    name: str
+    mime: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+    data: bytes | None = None
+    left_out: str = ""
+
+    def meta(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.mime, "size": self.size,
+                "width": self.width, "height": self.height}
+
+    def to_dict(self) -> dict[str, Any]:
+        line: dict[str, Any] = {"type": "attachment", "id": self.id, "turn_id": self.turn_id,
+                                "name": self.name, "mime": self.mime, "size": self.size,
+                                "width": self.width, "height": self.height}
+        if self.data is not None:
+            line["data"] = base64.b64encode(self.data).decode("ascii")
+        else:
+            line["left_out"] = self.left_out or "not kept"
+        return line
 
 
 class SessionImportError(ValueError):
@@ -60,6 +99,7 @@ class SessionBundle:
     turns: list[Turn] = field(default_factory=list)
     compressions: list[CompressionRecord] = field(default_factory=list)
     exported_at: float | None = None
+    attachments: list[ExportedAttachment] = field(default_factory=list)
 
     @property
     def session_id(self) -> str:
@@ -78,10 +118,11 @@ class SessionBundle:
         del state["version"]  # a store's write counter, not part of the conversation
         header = {"type": "session", "format": FORMAT, "exported_at": when,
                   "turns": len(self.turns), "compressions": len(self.compressions),
-                  "state": state}
+                  "attachments": len(self.attachments), "state": state}
         lines = [header]
         lines += [{"type": "turn", **t.to_dict()} for t in self.turns]
         lines += [{"type": "compression", **r.to_dict()} for r in self.compressions]
+        lines += [a.to_dict() for a in self.attachments]
         return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
 
 
@@ -219,6 +260,31 @@ def _record(data: Any, session_id: str) -> CompressionRecord:
     return CompressionRecord.from_dict({**kept, "session_id": session_id})
 
 
+_ATTACHMENT = {"id": ((lambda v: isinstance(v, str) and 0 < len(v) <= 64), "an id", True),
+               "turn_id": (*_TURN_ID, True), "name": (*_STR, False), "mime": (*_STR, True),
+               "size": (*_COUNT, False),
+               "width": ((lambda v: v is None or _is_int(v)), "an integer or null", False),
+               "height": ((lambda v: v is None or _is_int(v)), "an integer or null", False),
+               "data": (*_STR, False), "left_out": (*_STR, False)}
+
+
+def _attachment(data: Any) -> ExportedAttachment:
+    _check(data, _ATTACHMENT, "the attachment")
+    raw = None
+    if "data" in data:
+        try:
+            raw = base64.b64decode(data["data"], validate=True)
+        except (binascii.Error, ValueError):
+            raise _Invalid("the attachment's data is not valid base64") from None
+    elif "left_out" not in data:
+        raise _Invalid("the attachment has neither 'data' nor 'left_out'")
+    return ExportedAttachment(id=data["id"], turn_id=data["turn_id"], name=data.get("name", ""),
+                              mime=data["mime"], size=len(raw) if raw is not None
+                              else int(data.get("size") or 0),
+                              width=data.get("width"), height=data.get("height"), data=raw,
+                              left_out=str(data.get("left_out", "")))
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
@@ -238,7 +304,8 @@ def _records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def parse_session(text: str) -> SessionBundle:
-    """Read a ``py-agent-session/1`` or ``/2`` file; raise :class:`SessionImportError` on any problem.
+    """Read a ``py-agent-session/1`` or ``/2`` file; raise :class:`SessionImportError` on
+    any problem.
 
     Lenient only where it is safe: blank lines, a byte-order mark, unknown
     extra keys. A ``next_turn_id`` at or below a turn in the file is raised, so
@@ -268,6 +335,7 @@ def parse_session(text: str) -> SessionBundle:
 
     turns: list[Turn] = []
     compressions: list[CompressionRecord] = []
+    attachments: list[ExportedAttachment] = []
     first_seen: dict[int, int] = {}
     for number, record in records:
         kind = record["type"]
@@ -281,6 +349,8 @@ def parse_session(text: str) -> SessionBundle:
                 turns.append(turn)
             elif kind == "compression":
                 compressions.append(_record(record, state.session_id))
+            elif kind == "attachment" and version != READABLE_FORMATS[0]:
+                attachments.append(_attachment(record))
             elif kind == "session":
                 raise _Invalid("a second session header; a file holds one session")
             else:
@@ -288,7 +358,8 @@ def parse_session(text: str) -> SessionBundle:
         except _Invalid as exc:
             raise SessionImportError(str(exc), number) from None
 
-    for key, found in (("turns", len(turns)), ("compressions", len(compressions))):
+    for key, found in (("turns", len(turns)), ("compressions", len(compressions)),
+                       ("attachments", len(attachments))):
         promised = header.get(key)
         if promised is not None and promised != found:
             raise SessionImportError(f"the header lists {_show(promised)} {key} but the file "
@@ -296,8 +367,22 @@ def parse_session(text: str) -> SessionBundle:
     ids = [t.id for t in turns] + [t.id for t in state.recent_turns]
     state.next_turn_id = max([state.next_turn_id, *(i + 1 for i in ids)])
     exported_at = header.get("exported_at")
+    _mark_left_out(turns, state.recent_turns, attachments)
     return SessionBundle(state, turns, compressions,
-                         exported_at=exported_at if _is_num(exported_at) else None)
+                         exported_at=exported_at if _is_num(exported_at) else None,
+                         attachments=attachments)
+
+
+def _mark_left_out(turns: list[Turn], recent: list[Turn],
+                   attachments: list[ExportedAttachment]) -> None:
+    """Records of attachments the file does not carry say so (they are not kept here)."""
+    carried = {a.id for a in attachments if a.data is not None}
+    why = {a.id: a.left_out for a in attachments if a.data is None}
+    for turn in [*turns, *recent]:
+        for record in turn.attachments:
+            if record.id not in carried:
+                record.kept = False
+                record.note = f"left out of the export: {why.get(record.id) or 'not kept'}"
 
 
 def id_candidates(session_id: str) -> Iterator[str]:

@@ -36,7 +36,11 @@ from typing import Iterable, Mapping
 #                        the origin of --model-url's server when the worker reaches it
 #                        directly (not when serve.py proxies it), of the --gguf URLs, and
 #                        of the --mcp tool servers: those origins only.
-#   img-src 'self' data: the page's empty data: icon (so no request for /favicon.ico).
+#   img-src 'self' data: the page's empty data: icon (so no request for /favicon.ico);
+#     blob:              blob: for an attachment's thumbnail, drawn from its Blob
+#                        (URL.createObjectURL), never from markup.
+#   media-src 'self'     blob: to play a recording back from its Blob.
+#     blob:
 # Everything else is closed: no plugins, no <base>, no framing, forms post only here.
 # Each home (serving/http_server.py, serving/static_build.py, serving/extension_build.py)
 # calls content_security_policy() with its page's hashes and its extra origins.
@@ -48,7 +52,8 @@ DIRECTIVES: dict[str, tuple[str, ...]] = {
     "style-src": ("'self'",),
     "worker-src": ("'self'", "blob:"),
     "connect-src": ("'self'",),
-    "img-src": ("'self'", "data:"),
+    "img-src": ("'self'", "data:", "blob:"),
+    "media-src": ("'self'", "blob:"),
     "font-src": ("'self'",),
     "object-src": ("'none'",),
     "base-uri": ("'none'",),

@@ -9,7 +9,9 @@ error bodies in OpenAI's shape (``{"error": {"message", "type", "param", "code"}
 with their statuses (401 without the right key, 404 ``model_not_found``, 400
 ``context_length_exceeded``, 400 for ``response_format`` when told not to support it
 (a type, or schemas using a keyword),
-429 with ``Retry-After``, 500/503), and optional llama.cpp (``/props``, ``/tokenize``),
+429 with ``Retry-After``, 500/503), images and sounds as OpenAI's content parts
+(``image_url`` with a data URL, ``input_audio``: read back as :attr:`ChatRequest.media`,
+or refused with llama.cpp's 500 when ``vision=False``), and optional llama.cpp (``/props``, ``/tokenize``),
 vLLM (``max_model_len``) and Ollama (``/api/show``, ``/api/ps``) extras. CORS as
 llama.cpp and vLLM do it by default (any origin, preflights answered), or
 ``cors=False`` for a server that lets no page in.
@@ -26,8 +28,10 @@ Run it alone for manual tries and the page's tests::
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import re
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,7 +55,38 @@ class ChatRequest:
     @property
     def last_user(self) -> str:
         users = [m for m in self.messages if m.get("role") == "user"]
-        return str(users[-1].get("content", "")) if users else ""
+        if not users:
+            return ""
+        content = users[-1].get("content", "")
+        if isinstance(content, list):   # content parts: the text ones
+            return "".join(str(p.get("text", "")) for p in content
+                           if isinstance(p, dict) and p.get("type") == "text")
+        return str(content)
+
+    @property
+    def media(self) -> list[dict[str, Any]]:
+        """Every image and sound of the request, in order: ``{kind, mime, bytes, width,
+        height}`` (the mime and pixels read from the data; a sound's format as sent)."""
+        found = []
+        for message in self.messages:
+            content = message.get("content")
+            for part in content if isinstance(content, list) else []:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "image_url":
+                    url = str((part.get("image_url") or {}).get("url", ""))
+                    head, _, data = url.partition(",")
+                    raw = base64.b64decode(data) if head.endswith(";base64") else b""
+                    width, height = _pixels(raw)
+                    found.append({"kind": "image", "mime": head[5:].split(";")[0],
+                                  "bytes": len(raw), "width": width, "height": height,
+                                  "data_url": head.startswith("data:")})
+                elif part.get("type") == "input_audio":
+                    audio = part.get("input_audio") or {}
+                    found.append({"kind": "audio", "mime": f"audio/{audio.get('format')}",
+                                  "bytes": len(base64.b64decode(str(audio.get("data", "")))),
+                                  "width": None, "height": None, "data_url": False})
+        return found
 
     @property
     def schema(self) -> dict[str, Any] | None:
@@ -124,6 +159,30 @@ Action = Union[Reply, Fail, Hang, Raw, str]
 Responder = Callable[[ChatRequest], Action]
 
 
+def _pixels(data: bytes) -> tuple[int | None, int | None]:
+    """A PNG's or a JPEG's size, for saying what arrived."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return struct.unpack(">II", data[16:24])
+    at = 2
+    while data[:2] == b"\xff\xd8" and at + 9 < len(data) and data[at] == 0xFF:
+        marker, length = data[at + 1], struct.unpack(">H", data[at + 2:at + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[at + 5:at + 9])
+            return width, height
+        at += 2 + length
+    return None, None
+
+
+def received(media: list[dict[str, Any]]) -> str:
+    """What a request's media were, as the scripted model says it: "image (image/png,
+    64×48, 1,234 bytes)"."""
+    said = []
+    for item in media:
+        pixels = f", {item['width']}×{item['height']}" if item.get("width") else ""
+        said.append(f"{item['kind']} ({item['mime']}{pixels}, {item['bytes']:,} bytes)")
+    return "; ".join(said)
+
+
 def echo_responder(request: ChatRequest) -> Action:
     return Reply(content=f"You said: {request.last_user}")
 
@@ -137,8 +196,10 @@ class FakeServer:
                  response_formats: tuple[str, ...] = ("json_schema", "json_object"),
                  refusal_status: int = 400, refused_keywords: tuple[str, ...] = (),
                  stream_options: bool = True, cors: bool = True, host: str = "127.0.0.1",
-                 port: int = 0, chunk_pause_s: float = 0.0) -> None:
+                 port: int = 0, chunk_pause_s: float = 0.0, vision: bool = True) -> None:
         self.responder = responder
+        # False: a model without a projector, refusing images and sounds as llama.cpp does
+        self.vision = vision
         self.models = models
         self.api_key = api_key
         self.context_window = context_window
@@ -315,6 +376,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(Fail(404, f"The model `{body.get('model')}` does not exist or you do not "
                                  "have access to it.", code="model_not_found"))
             return
+        if request.media and not fake.vision:
+            self._fail(Fail(500, "image input is not supported - hint: if this is unexpected, "
+                                 "you may need to provide the mmproj", type="server_error"))
+            return
         kind = (body.get("response_format") or {}).get("type")
         if kind and kind not in fake.response_formats:
             self._fail(Fail(fake.refusal_status, f"response_format.type: input should be one of "
@@ -460,6 +525,13 @@ def agent_responder(request: ChatRequest) -> Action:
     if last.startswith("Observation:"):
         return _step("I will answer directly.", answer="I could not use a tool for that.")
     message = last.rpartition("\nUser: ")[2] if "\nUser: " in last else last.removeprefix("User: ")
+    message = message.split("\nAttached to this message")[0]
+    if request.schema_name == "describe":
+        return json.dumps({"descriptions": [("an image" if item["kind"] == "image" else "a sound")
+                                            + " the user sent" for item in request.media]})
+    if request.media:
+        return _step("The user sent media.",
+                     answer=f"You said: {message}. I received: {received(request.media)}.")
     calculator = next((t for t in request.offered_tools() if t.startswith("calc")), None)
     match = _ARITHMETIC.search(message)
     if calculator and match:

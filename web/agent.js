@@ -35,11 +35,15 @@
  *
  * The agent: tools ([{name, description, signature, pinned}]), toolErrors ([{module,
  * message}] for tool modules that failed to load: the agent works without them),
- * session (get/set), send(text, {session}) -> the turn's result ({answer, status, steps,
- * ...}), stream(text, {session}) -> async iterator of the turn's events, then
+ * session (get/set), send(text, {session, attachments}) -> the turn's result ({answer,
+ * status, steps, ...}; attachments: Files or Blobs, images or sounds, at most 4, sent with
+ * this turn only: docs/attachments.md), stream(text, {session, attachments}) -> async
+ * iterator of the turn's events, then
  * {type: 'text', text} while the answer streams, then {type: 'result', result};
  * stop({session}), sessions(), memory({session}) ({summary, facts, recent_turns, ...}),
- * compact({session, focus}), transcript({session}), deleteSession(id), pageTools (the
+ * compact({session, focus}), transcript({session}), attachment(id, {session}) (a kept
+ * attachment: {name, type, size, width, height, blob}, or null), modelInputs() (what the
+ * model takes besides text: {image: {supported, reason}, audio: ...}), deleteSession(id), pageTools (the
  * PageTools host: register() and unregister() page tools at any time), availability()
  * (Chrome's model: 'available', 'downloadable', ... or 'unavailable'), close().
  * Failed calls reject with an Error whose name is the worker's (UnknownSessionError...).
@@ -150,16 +154,21 @@ class Agent {
                                  {timeoutMs, what: `the agent's ${type} request`, onTimeout});
   }
 
-  /** Run one turn; resolves to its result ({answer, status, steps, ...}). */
-  send(text, {session = this.session} = {}) {
-    return this._request('run', {session_id: session, text}, this._turnTimeoutMs,
-                         () => this.stop({session}));
+  /** Run one turn; resolves to its result ({answer, status, steps, ...}). `attachments`:
+   *  Files or Blobs (images, sounds) sent with this turn only; the worker reads them. */
+  send(text, {session = this.session, attachments = []} = {}) {
+    const fields = {session_id: session, text};
+    if (attachments.length) {
+      fields.attachments = [...attachments].map((blob) => ({
+        name: blob.name || 'attachment', type: blob.type || '', data: blob}));
+    }
+    return this._request('run', fields, this._turnTimeoutMs, () => this.stop({session}));
   }
 
   /** Run one turn, yielding its events as they come, the answer text as it streams
    *  ({type: 'text', text}), and last {type: 'result', result}. Leaving the loop early
    *  stops the turn. */
-  async *stream(text, {session = this.session} = {}) {
+  async *stream(text, {session = this.session, attachments = []} = {}) {
     const queue = [];
     let wake = null;
     const push = (item) => { queue.push(item); wake?.(); };
@@ -174,7 +183,7 @@ class Agent {
     };
     this._listeners.add(listen);
     let finished = false;
-    const done = this.send(text, {session}).then(
+    const done = this.send(text, {session, attachments}).then(
       (result) => push({type: 'result', result}), (error) => push({type: 'failed', error}))
       .finally(() => { finished = true; });
     try {
@@ -207,6 +216,14 @@ class Agent {
   memory({session = this.session} = {}) { return this._request('memory', {session_id: session}); }
   transcript({session = this.session} = {}) { return this._request('transcript', {session_id: session}); }
   deleteSession(id) { return this._request('delete_session', {session_id: id}); }
+  /** A kept attachment of a turn ({name, type, size, width, height, blob}), or null. */
+  async attachment(id, {session = this.session} = {}) {
+    const found = await this._request('attachment', {session_id: session, attachment_id: id});
+    if (!found) return null;
+    const {data, ...meta} = found;
+    return {...meta, blob: new Blob([data], {type: meta.type || ''})};
+  }
+  modelInputs() { return this._request('model_inputs'); }
   compact({session = this.session, focus = ''} = {}) {
     return this._request('compact', {session_id: session, focus}, this._turnTimeoutMs);
   }

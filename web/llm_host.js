@@ -38,6 +38,10 @@
  *   clone(sessionId, [{requestId}])  -> {sessionId, contextWindow, contextUsage}
  *   prompt(sessionId, text, {responseConstraint?, omitResponseConstraintInput?, purpose?, stream?, requestId?, conversationId?})
  *                                    -> {text, contextUsage, contextWindow, overflowed}
+ *        text: a string, or the user message's content parts [{type: 'text', value}, {type:
+ *        'image' | 'audio', value: Uint8Array | Blob, mime, name}] (each image or sound made
+ *        a Blob of its type; the session must have been created with it in expectedInputs).
+ *        An image or sound the model refuses or cannot decode is a MediaInputError.
  *        stream: true uses promptStreaming; each delta goes to the page (onChunk / 'chunk'
  *        event: {sessionId, requestId, purpose, conversationId, chunk, text, offset}: offset is
  *        where chunk starts in text, 0 for a new call) and only the final text to the worker;
@@ -64,6 +68,22 @@
  */
 
 const UNAVAILABLE_NAMES = new Set(['NotSupportedError', 'NotAllowedError', 'ModelUnavailableError']);
+// What the Prompt API raises for an image or a sound it refuses (a session not created for
+// it) or cannot read (undecodable bytes: InvalidStateError for images, DataError for sound
+// in Chrome; EncodingError in the explainer; SecurityError for a cross-origin source).
+const MEDIA_NAMES = new Set(['NotSupportedError', 'DataError', 'EncodingError', 'SecurityError',
+                             'InvalidStateError', 'TypeError']);
+
+/** The prompt input for the API: a string as it is; content parts as one user message
+ * whose images and sounds are Blobs of their type. `media`: whether it has any. */
+export function promptInput(input) {
+  if (!Array.isArray(input)) return { input, media: false };
+  const content = input.map((part) => (part.type === 'text'
+    ? { type: 'text', value: String(part.value ?? '') }
+    : { type: part.type,
+        value: part.value instanceof Blob ? part.value : new Blob([part.value], { type: part.mime || '' }) }));
+  return { input: [{ role: 'user', content }], media: content.some((p) => p.type !== 'text') };
+}
 const CONSTRAINT_NAMES = new Set(['NotSupportedError', 'TypeError', 'SyntaxError']);
 // Purposes whose replies should be the model's most likely ones: ReAct steps and fact extraction.
 const PREDICTABLE_PURPOSES = new Set(['step', 'facts']);
@@ -339,8 +359,19 @@ export class LLMHost extends EventTarget {
     }
   }
 
-  async prompt(sessionId, text, opts = {}, rpcId = null) {
+  /** `err` from a call that carried an image or a sound: a MediaInputError when the model
+   * refused or could not read it (the session itself being alive), else `err`. */
+  _mediaError(err, sessionId) {
+    if (!MEDIA_NAMES.has(err?.name) || !this.sessions.has(sessionId)) return err;
+    if (err.name === 'NotSupportedError' && !/image|audio|input|media/i.test(String(err.message))) return err;
+    const e = hostError('MediaInputError', `${err.name}: ${err.message}`);
+    e.originalName = err.name;
+    return e;
+  }
+
+  async prompt(sessionId, rawText, opts = {}, rpcId = null) {
     const entry = this._entry(sessionId);
+    const { input: text, media } = promptInput(rawText);
     const { responseConstraint, omitResponseConstraintInput, stream = false, purpose, conversationId = null } = opts;
     const requestId = opts.requestId ?? rpcId;
     const { signal, done } = this._track(requestId);
@@ -371,6 +402,8 @@ export class LLMHost extends EventTarget {
       }
       return { text: result, ...usage(session), overflowed: entry.overflowed };
     } catch (err) {
+      const mediaErr = media ? this._mediaError(err, sessionId) : err;
+      if (mediaErr !== err) throw mediaErr;
       throw responseConstraint != null ? constraintError(err) : err;
     } finally {
       done();
@@ -389,8 +422,9 @@ export class LLMHost extends EventTarget {
     }
   }
 
-  async measure(sessionId, text, { responseConstraint } = {}) {
+  async measure(sessionId, rawText, { responseConstraint } = {}) {
     const { session } = this._entry(sessionId);
+    const { input: text, media } = promptInput(rawText);
     const fn = session.measureContextUsage ?? session.measureInputUsage;
     if (typeof fn !== 'function') return null;
     const options = responseConstraint != null ? { responseConstraint } : {};
@@ -398,6 +432,8 @@ export class LLMHost extends EventTarget {
     try {
       n = await fn.call(session, text, options);
     } catch (err) {
+      const mediaErr = media ? this._mediaError(err, sessionId) : err;
+      if (mediaErr !== err) throw mediaErr;
       throw responseConstraint != null ? constraintError(err) : err;
     }
     return Number.isFinite(n) ? n : null;

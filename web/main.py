@@ -56,7 +56,8 @@ def start_later():
     # phones) show nothing until the agent is ready, and the tools panel sits below the
     # fold: they are imported and started after the page has painted and the worker is
     # taken over. Each catches up on a boot that finished before it started.
-    from ui import memory, profile, sessions, tool_servers, tools_panel
+    from ui import attach, memory, profile, sessions, tool_servers, tools_panel
+    attach.start()
     memory.start()
     profile.start()
     sessions.start()

@@ -52,9 +52,17 @@ function toolError(name, message) {
   return error;
 }
 
-/** A value the worker can receive: JSON-clean, at most MAX_RESULT_CHARS of it. */
+const isBinary = (v) => v instanceof Uint8Array || (typeof Blob === 'function' && v instanceof Blob);
+
+/** A value the worker can receive: JSON-clean, at most MAX_RESULT_CHARS of it; an object's
+ *  binary fields (a Uint8Array or a Blob: the tab reader's pictures) cross as they are. */
 export function transferable(value) {
   if (value === undefined || value === null) return null;
+  if (typeof value === 'object' && !Array.isArray(value) && Object.values(value).some(isBinary)) {
+    const entries = Object.entries(value);
+    return {...transferable(Object.fromEntries(entries.filter(([, v]) => !isBinary(v)))),
+            ...Object.fromEntries(entries.filter(([, v]) => isBinary(v)))};
+  }
   if (typeof value === 'string') {
     return value.length > MAX_RESULT_CHARS ? value.slice(0, MAX_RESULT_CHARS) : value;
   }

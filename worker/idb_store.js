@@ -24,8 +24,12 @@
 //   profile      keyPath 'key' (v4)                 one record {key: 'user', ...}: the user
 //                                                   profile, UserProfile.to_dict()
 //                                                   (py_agent.profile), versioned like states
-//   (v5)         no new store: records keep provenance (untrusted sources, unconfirmed
-//                profile facts) inside them; older code is kept from writing them back
+//   blobs        keyPath ['session_id', 'id'] (v5) {session_id, id, meta, data: Blob}: the
+//                                                   bytes of a turn's attachment (its record
+//                                                   in the turn names it), deleted with the
+//                                                   session
+//   (v5)         records keep provenance (untrusted sources, unconfirmed profile facts)
+//                inside them; older code is kept from writing them back
 //
 // The reference design's data (database 'AgentMemoryDB', read by legacy_import.js) is
 // copied in on the first open, once; the 'legacy-migrated' meta record says it was.
@@ -63,7 +67,7 @@ const LEGACY_META_KEY = 'legacy-migrated';
 export const STORE_METHODS = Object.freeze([
   'load', 'save', 'commitTurn', 'commitCompaction', 'readArchive', 'compressions',
   'listSessions', 'deleteSession', 'saveRecall', 'loadRecall', 'readTurns', 'loadProfile',
-  'saveProfile',
+  'saveProfile', 'putBlob', 'getBlob', 'blobSizes',
 ]);
 
 // The key-value methods (py_agent.kv.RpcKeyValueStore), over the same transport.
@@ -92,12 +96,14 @@ const MIGRATIONS = [
   [4, (db) => {
     if (!db.objectStoreNames.contains('profile')) db.createObjectStore('profile', { keyPath: 'key' });
   }],
-  // 5: provenance (whose words a step read, the untrusted sources of a fact and of the
-  // summary's marked part, a profile fact's unconfirmed state) lives inside the records
-  // above, and old records read as before (py_agent.state). No store changes: the version
-  // moves so that a tab still running older code, which would write states back without
-  // it, is closed ('versionchange') instead of turning marked facts into trusted ones.
-  [5, () => {}],
+  // 5: the attachments' bytes ('blobs'); and provenance (whose words a step read, the
+  // untrusted sources of a fact and of the summary's marked part, a profile fact's
+  // unconfirmed state) lives inside the records above, old records read as before
+  // (py_agent.state). The version also closes ('versionchange') a tab still running older
+  // code, which would write states back without provenance.
+  [5, (db) => {
+    if (!db.objectStoreNames.contains('blobs')) db.createObjectStore('blobs', { keyPath: ['session_id', 'id'] });
+  }],
 ];
 
 // --- errors -----------------------------------------------------------------------------
@@ -481,12 +487,13 @@ export class IdbStore {
   // (its state) existed.
   async deleteSession(sessionId) {
     checkSessionId(sessionId);
-    const stores = ['sessions', 'archive', 'compressions', 'recall', 'profile'];
+    const stores = ['sessions', 'archive', 'compressions', 'recall', 'profile', 'blobs'];
     return this._transaction(stores, 'readwrite', (tx) => {
       const sessions = tx.objectStore('sessions');
       const existed = sessions.count(sessionId);
       sessions.delete(sessionId);
       tx.objectStore('archive').delete(sessionRange(sessionId));
+      tx.objectStore('blobs').delete(sessionRange(sessionId));
       tx.objectStore('recall').delete(sessionId);
       const compressions = tx.objectStore('compressions');
       compressions.index('by_session').getAllKeys(sessionId).onsuccess = (event) => {
@@ -550,6 +557,53 @@ export class IdbStore {
         .map((id) => archive.get([sessionId, id]));
       return () => JSON.stringify(requests.map((r) => r.result).filter((t) => t !== undefined)
         .map(({ session_id, ...turn }) => turn));
+    });
+  }
+
+  // --- attachments: the bytes of a turn's images and sounds --------------------------------
+
+  // Keep an attachment's bytes (a Uint8Array, ArrayBuffer or Blob) under the session and
+  // its id, with its metadata (JSON text: name, type, size, width, height). Kept as a
+  // Blob of its type, so the page can show it without copying it into JavaScript memory.
+  async putBlob(sessionId, blobId, data, metaJson) {
+    checkSessionId(sessionId);
+    checkKey(blobId);
+    const meta = parseJson(metaJson, 'metaJson');
+    let blob;
+    if (data instanceof Blob) blob = data;
+    else if (data instanceof Uint8Array || data instanceof ArrayBuffer) {
+      blob = new Blob([new Uint8Array(data).slice()], { type: (meta && meta.type) || '' });
+    } else throw invalid('an attachment must be a Uint8Array, an ArrayBuffer or a Blob');
+    return this._transaction('blobs', 'readwrite', (tx) => {
+      tx.objectStore('blobs').put({ session_id: sessionId, id: blobId, meta, data: blob });
+    });
+  }
+
+  // [metaJson, Uint8Array] of a kept attachment, or null.
+  async getBlob(sessionId, blobId) {
+    checkSessionId(sessionId);
+    checkKey(blobId);
+    const record = await this._transaction('blobs', 'readonly', (tx) => {
+      const request = tx.objectStore('blobs').get([sessionId, blobId]);
+      return () => request.result ?? null;
+    });
+    if (!record) return null;
+    return [JSON.stringify(record.meta ?? {}), new Uint8Array(await record.data.arrayBuffer())];
+  }
+
+  // {id: size} of a session's kept attachments, as JSON.
+  async blobSizes(sessionId) {
+    checkSessionId(sessionId);
+    return this._transaction('blobs', 'readonly', (tx) => {
+      const sizes = {};
+      const request = tx.objectStore('blobs').openCursor(sessionRange(sessionId));
+      request.onsuccess = () => {
+        const cursor = request.result;
+        if (!cursor) return;
+        sizes[cursor.value.id] = cursor.value.data.size;
+        cursor.continue();
+      };
+      return () => JSON.stringify(sizes);
     });
   }
 

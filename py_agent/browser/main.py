@@ -14,6 +14,7 @@ from typing import Any
 from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
 from ..agent import Agent
+from ..attachments import Attachment, Scaler
 from ..host import describe_tools
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
@@ -38,6 +39,7 @@ from .tool_worker import tool_worker_spawner
 from .worker_tool_modules import load_served_tools
 
 IDB_MODULE = "./idb_store.js"   # beside the worker script (so at any path of the site)
+SCALE_MODULE = "./image_scale.js"   # the same; imported the first time a picture is scaled
 
 
 def js_error(exc: BaseException) -> dict[str, Any]:
@@ -116,6 +118,23 @@ async def idb_transport_for(boot: Any):
         return {"ok": True, "value": _to_py(value)}
 
     return transport, open_error
+
+
+def worker_scaler(boot: Any) -> Scaler:
+    """A picture scaled down in this worker (``worker/image_scale.js``: createImageBitmap,
+    OffscreenCanvas), the module imported on first use."""
+    loaded: dict[str, Any] = {}
+
+    async def scale(attachment: Attachment, factor: float) -> Attachment:
+        if "module" not in loaded:
+            loaded["module"] = await boot.importModule(SCALE_MODULE)
+        result = await loaded["module"].scale(to_js(attachment.content or b""),
+                                              attachment.type or "", factor)
+        data = result.bytes
+        data = data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)
+        return Attachment(content=data, name=attachment.label).loaded()
+
+    return scale
 
 
 def deadlines(params: Any) -> dict[str, Any]:
@@ -205,13 +224,14 @@ def model_switch(link: PageLink, tools: WorkerTools, store: RpcStore, approvals:
     settings = ServerSettings.from_manifest(manifest.get("model_server"), origin)
     agent_options = deadlines(params)
     runner = tools.tool_worker.call if tools.tool_worker else None
+    scaler = worker_scaler(link.boot)
     switch = BackendSwitch(
         bridge, settings,
         make_server_model=lambda name: ServerModel(settings, fetch, wanted=name,
                                                    on_chunk=on_chunk),
         make_agent=lambda model, policy: Agent(
             model=model, store=store, tools=tools.toolbox, memory=policy,
-            sync_tool_runner=runner, approve=approvals, **agent_options),
+            sync_tool_runner=runner, approve=approvals, image_scaler=scaler, **agent_options),
         post=link.post,
         page_models=PageModelSource.from_manifest(manifest.get("page_models")),
         make_page_model=lambda source: PageModelBridge(

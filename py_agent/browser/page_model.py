@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Message, ModelError, Purpose
+from ..model import (MEDIA_KINDS, InputNotSupportedError, MediaSupport, Message, ModelError,
+                     Purpose)
 from ..rpc import BridgeModel, BridgeSession, Transport
 
 PAGE_MODEL = "page-model"   # the backend's name, and the LLM host's name for its API
@@ -70,8 +71,23 @@ class PageModelBridge(BridgeModel):
             self.context_window = window
         return self.info
 
+    @property
+    def label(self) -> str:   # type: ignore[override]
+        return f"{(self.info or {}).get('name') or self.source.name} (in this page)"
+
+    async def media_support(self) -> MediaSupport:
+        """Text only: llama.cpp in the page runs no image or audio projector."""
+        return MediaSupport(frozenset(), {kind: f"{self.label} reads text only: it cannot "
+                                          f"take {'images' if kind == 'image' else 'sounds'}."
+                                          for kind in MEDIA_KINDS}, self.label)
+
     async def create(self, *, initial_prompts: list[Message],
-                     purpose: Purpose = Purpose.STEP) -> BridgeSession:
+                     purpose: Purpose = Purpose.STEP,
+                     expected_inputs: tuple[str, ...] = ()) -> BridgeSession:
+        if expected_inputs:
+            support = await self.media_support()
+            raise InputNotSupportedError(support.reason(expected_inputs[0]),
+                                         kinds=frozenset(expected_inputs), model=self.label)
         session = await super().create(initial_prompts=initial_prompts, purpose=purpose)
         if self.info is None:   # loaded by now: learn what it is, for the status line
             try:

@@ -44,7 +44,8 @@ class Route:
 AGENT_REQUESTS = ("run", "stop", "memory", "compact", "sessions", "transcript",
                   "rename_session", "delete_session", "tools", "export", "import",
                   "save_recall", "recall", "call_tool", "profile", "edit_profile_fact",
-                  "forget_profile_fact", "set_private", "confirm_profile_fact")
+                  "forget_profile_fact", "set_private", "confirm_profile_fact", "attachment",
+                  "model_inputs")
 
 ROUTES: tuple[Route, ...] = (
     Route("llm-result", LLM), Route("llm-event", LLM),

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Message, Purpose
+from ..model import MEDIA_KINDS, MediaSupport, Message, Purpose
 from ..openai_compat import (ChatClient, ModelNotFoundError, OpenAIModel, OpenAISession,
                              ServerError, Timeouts)
 from ..openai_compat.discovery import model_ids
@@ -117,10 +117,22 @@ class ServerModel:
             return "unavailable"
         return "available"
 
+    async def media_support(self) -> MediaSupport:
+        """What the server's model takes (see :meth:`OpenAIModel.media_support`); text only
+        while the server cannot be reached, saying so."""
+        try:
+            model = await self.connect()
+        except ServerError as exc:
+            return MediaSupport(frozenset(), {kind: str(exc) for kind in MEDIA_KINDS},
+                                self.name or "the model server")
+        return await model.media_support()
+
     async def create(self, *, initial_prompts: list[Message],
-                     purpose: Purpose = Purpose.STEP) -> OpenAISession:
+                     purpose: Purpose = Purpose.STEP,
+                     expected_inputs: tuple[str, ...] = ()) -> OpenAISession:
         model = await self.connect()
-        return await model.create(initial_prompts=initial_prompts, purpose=purpose)
+        return await model.create(initial_prompts=initial_prompts, purpose=purpose,
+                                  expected_inputs=expected_inputs)
 
     def describe(self) -> dict[str, Any]:
         """Which model answers, for the page's status line."""

@@ -19,7 +19,8 @@ from .page_tools import PageToolError, PageToolsHost
 SOURCE = "tab"
 # The model-facing name's raw tool on the host.
 RAW = {"read_page": "tab_read_page", "page_selection": "tab_selection",
-       "page_links": "tab_links", "list_tabs": "tab_list"}
+       "page_links": "tab_links", "list_tabs": "tab_list", "page_images": "tab_images",
+       "look_at_image": "tab_image", "capture_tab": "tab_capture"}
 
 
 class TabSource:

@@ -153,6 +153,18 @@ def unsupported_feature(detail: str, code: str | None) -> str | None:
     return None
 
 
+_MEDIA_HINTS = ("image", "vision", "multimodal", "multi-modal", "mmproj", "audio",
+                "input_audio", "image_url", "modality", "modalities")
+
+
+def looks_like_media_refusal(detail: str, code: str | None) -> bool:
+    """Does a server's error (for a request that carried an image or a sound) say the
+    model cannot take them? llama.cpp: "image input is not supported ... mmproj"; vLLM:
+    "... is not a multimodal model"; Ollama: "... does not support images"."""
+    lowered = f"{detail} {code or ''}".lower()
+    return any(hint in lowered for hint in _MEDIA_HINTS)
+
+
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """The ``Retry-After`` header in seconds (delta form; HTTP dates are ignored)."""
     value = headers.get("retry-after")

@@ -22,15 +22,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
-from ..message_list import MESSAGE_OVERHEAD, MessageListSession, opening_messages
-from ..model import Availability, Message, Purpose, QuotaExceededError
+from ..message_list import MESSAGE_OVERHEAD, MessageListSession, media_tokens, opening_messages
+from ..model import (MEDIA_KINDS, Availability, InputNotSupportedError, MediaSupport, Message,
+                     Prompt, Purpose, QuotaExceededError, media_kinds, prompt_media, prompt_text)
 from ..tokens import estimate_tokens
 from .client import ChatClient, Timeouts
 from .discovery import ServerFacts, discover, token_count, tokenize_body
 from .errors import (BadRequestError, ModelNotFoundError, ResponseFormatRefusedError, ServerError,
-                     ServerFailureError, unsupported_feature)
+                     ServerFailureError, looks_like_media_refusal, unsupported_feature)
 from .transport import HttpTransport
-from .wire import SCHEMA_MODES, Reply, chat_body
+from .wire import SCHEMA_MODES, Reply, chat_body, has_media, user_content
 
 log = logging.getLogger("py_agent.openai_compat")
 
@@ -70,16 +71,18 @@ class OpenAISession(MessageListSession):
     def context_window(self) -> int:
         return self._model.window
 
-    async def prompt(self, text: str, *, response_constraint: dict[str, Any] | None = None,
+    async def prompt(self, text: Prompt, *, response_constraint: dict[str, Any] | None = None,
                      purpose: Purpose = Purpose.STEP) -> str:
         self._check_alive()
         model = self._model
-        needed = self._usage + estimate_tokens(text) + MESSAGE_OVERHEAD
+        model.check_media(media_kinds(text))
+        needed = (self._usage + estimate_tokens(prompt_text(text))
+                  + media_tokens(prompt_media(text)) + MESSAGE_OVERHEAD)
         room = model.window - needed
         if room < MIN_REPLY_TOKENS:
             raise QuotaExceededError("the prompt does not fit the context window",
                                      requested=needed + MIN_REPLY_TOKENS, quota=model.window)
-        messages = [*self.messages, {"role": "user", "content": text}]
+        messages = [*self.messages, {"role": "user", "content": user_content(text)}]
         reply = await model.complete(messages, response_constraint, Purpose(purpose),
                                      max_tokens=min(model.max_tokens, room),
                                      conversation_id=self.conversation_id)
@@ -104,8 +107,11 @@ class OpenAISession(MessageListSession):
         self.messages = [*self.messages, {"role": "user", "content": text}]
         self._usage = needed
 
-    async def measure(self, text: str) -> int | None:
+    async def measure(self, text: Prompt) -> int | None:
         self._check_alive()
+        if not isinstance(text, str):
+            exact = await self._model.measure(prompt_text(text))
+            return None if exact is None else exact + media_tokens(prompt_media(text))
         return await self._model.measure(text)
 
     async def clone(self) -> "OpenAISession":
@@ -173,6 +179,8 @@ class OpenAIModel:
         self.last_error: ServerError | None = None
         self._discovery_lock = asyncio.Lock()
         self._ids = itertools.count(1)
+        # Kinds of media the server refused for this model, with what it said.
+        self.refused_media: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.client.base_url!r}, {self.name!r})"
@@ -207,8 +215,33 @@ class OpenAIModel:
             return "unavailable"
         return "available"
 
+    async def media_support(self) -> MediaSupport:
+        """Images and sounds are offered to the server until it refuses them for this
+        model (a server says which models see only when asked with one: llama.cpp
+        without a projector, a text model on vLLM or Ollama); then that kind is not."""
+        takes = frozenset(k for k in MEDIA_KINDS if k not in self.refused_media)
+        return MediaSupport(takes, dict(self.refused_media), self.name)
+
+    def check_media(self, kinds: frozenset[str]) -> None:
+        """Refuse, before any request, the kinds this model's server refused already."""
+        refused = sorted(k for k in kinds if k in self.refused_media)
+        if refused:
+            raise InputNotSupportedError(self.refused_media[refused[0]],
+                                         kinds=frozenset(refused), model=self.name)
+
+    def _media_refused(self, kinds: frozenset[str], exc: ServerError) -> InputNotSupportedError:
+        what = " and ".join("images" if k == "image" else "sounds" for k in sorted(kinds))
+        message = (f"The model {self.name!r} at {self.base_url} does not take {what} "
+                   f"({exc.status}): {exc.detail or exc}. Send the message without the "
+                   "attachment, or choose a model that can see or hear.")
+        for kind in kinds:
+            self.refused_media[kind] = message
+        return InputNotSupportedError(message, kinds=kinds, model=self.name)
+
     async def create(self, *, initial_prompts: list[Message],
-                     purpose: Purpose = Purpose.STEP) -> OpenAISession:
+                     purpose: Purpose = Purpose.STEP,
+                     expected_inputs: tuple[str, ...] = ()) -> OpenAISession:
+        self.check_media(frozenset(expected_inputs))
         await self.connect()
         messages, usage = opening_messages(initial_prompts, estimate_tokens, self.window)
         return OpenAISession(self, messages, Purpose(purpose), usage)
@@ -231,7 +264,7 @@ class OpenAIModel:
             return None
         return token_count(tokenizer, data)
 
-    async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
+    async def complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None,
                        purpose: Purpose, *, max_tokens: int, conversation_id: str = "") -> Reply:
         """One completion; streamed pieces go to ``on_chunk``, tagged with
         ``conversation_id`` (the chat the calling session serves). A refused ``stream_options``
@@ -257,6 +290,9 @@ class OpenAIModel:
                                              detail=exc.detail) from None
                 raise
             except (BadRequestError, ServerFailureError) as exc:
+                media = has_media(messages)
+                if media and looks_like_media_refusal(exc.detail, exc.code):
+                    raise self._media_refused(media, exc) from exc
                 feature = unsupported_feature(exc.detail, exc.code)
                 if "stream_options" in body and feature == "stream_options":
                     self.include_usage = False

@@ -8,6 +8,7 @@ ReAct step as JSON (see :mod:`py_agent.openai_compat` for why steps are JSON).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from dataclasses import dataclass, field
@@ -89,7 +90,45 @@ def response_format(schema: dict[str, Any], name: str, mode: str = "json_schema"
                             "schema": schema}}
 
 
-def chat_body(model: str, messages: list[dict[str, str]], *, stream: bool,
+def user_content(prompt: Any) -> Any:
+    """A user message's ``content`` on the wire: the text, or, when images or sounds go
+    with it, OpenAI's content parts: ``text``, ``image_url`` with a data URL, and
+    ``input_audio`` (base64 and its format, ``wav`` or ``mp3``)."""
+    if isinstance(prompt, str):
+        return prompt
+    parts: list[dict[str, Any]] = []
+    for part in prompt:
+        value = part["value"]
+        if part["type"] == "text":
+            parts.append({"type": "text", "text": str(value)})
+            continue
+        data = base64.b64encode(bytes(value.content or b"")).decode("ascii")
+        mime = value.type or "application/octet-stream"
+        if part["type"] == "image":
+            parts.append({"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}})
+        else:
+            audio_format = {"audio/mpeg": "mp3", "audio/mp3": "mp3"}.get(mime, "wav")
+            parts.append({"type": "input_audio",
+                          "input_audio": {"data": data, "format": audio_format}})
+    return parts
+
+
+def has_media(messages: list[dict[str, Any]]) -> frozenset[str]:
+    """The kinds of media the messages carry (``image``, ``audio``)."""
+    kinds = set()
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "image_url":
+                    kinds.add("image")
+                elif kind == "input_audio":
+                    kinds.add("audio")
+    return frozenset(kinds)
+
+
+def chat_body(model: str, messages: list[dict[str, Any]], *, stream: bool,
               schema: dict[str, Any] | None, schema_name: str, max_tokens: int | None,
               include_usage: bool, schema_mode: str = "json_schema",
               options: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
-from ..tools import OriginKind, RunContext, Tool, ToolOrigin, Trust, tool
+from ..attachments import Attachment, AttachmentError
+from ..tools import OriginKind, RunContext, Tool, ToolOrigin, ToolOutput, Trust, tool
 from .index import PageIndex
 from . import summary as page_summary
 from .text import Chunk, PageText, as_data
@@ -76,6 +77,26 @@ class PageReader:
         if read.index is None:
             read.index = PageIndex(read.chunks)
         return read.index
+
+
+def image_bytes(value: Any) -> bytes:
+    """A picture's bytes as the page source gives them: bytes, a buffer, or a JavaScript
+    typed array not converted yet."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    to_bytes = getattr(value, "to_bytes", None)
+    if callable(to_bytes):
+        return bytes(to_bytes())
+    raise PageSourceError("the page gave no picture")
+
+
+def picture(data: dict[str, Any], name: str) -> Attachment:
+    """The picture a page source returned, loaded and checked as any attachment."""
+    try:
+        return Attachment(content=image_bytes(data.get("image")), name=name,
+                          type=str(data.get("type") or "") or None).loaded()
+    except AttachmentError as exc:
+        raise PageSourceError(str(exc)) from None
 
 
 def _header(page: PageText) -> str:
@@ -273,6 +294,77 @@ def page_tools(source: PageSource, *, summarize: bool = True,
             return "\n".join([header, as_data("\n".join(lines), what="list of links")])
         return await failed(run)
 
+    async def page_images(tab: Optional[int] = None) -> str:
+        """The pictures on the page the user is looking at: each one's number, its alt
+        text (what the page says it shows) and its size.
+
+        Args:
+            tab: a tab id from list_tabs; the tab the user is on if left out.
+
+        Examples:
+            what pictures are on this page
+            describe the images in this article
+            what does the photo show
+        """
+        async def run() -> str:
+            data = await source.call("page_images", {} if tab is None else {"tab": tab})
+            images = data.get("images") or []
+            header = f"Page: {data.get('title') or '(untitled)'} — {data.get('url') or ''}"
+            if not images:
+                return f"{header}\nThe page shows no pictures."
+            lines = [f"- picture {i}: “{item.get('alt') or 'no alt text'}”, "
+                     f"{item.get('width')}×{item.get('height')} — {item.get('url')}"
+                     for i, item in enumerate(images, 1)]
+            return "\n".join([header, "look_at_image(index) shows one of them to a model "
+                               "that sees.", as_data("\n".join(lines), what="list of pictures")])
+        return await failed(run)
+
+    async def look_at_image(index: int = 1, tab: Optional[int] = None) -> str | ToolOutput:
+        """Look at one picture of the page the user is looking at (its number from
+        page_images), to say what it shows.
+
+        Args:
+            index: the picture's number in page_images (1 is the first).
+            tab: a tab id from list_tabs; the tab the user is on if left out.
+
+        Examples:
+            look at the first picture on the page
+            what is in the chart on this page
+            read the text in the image
+        """
+        async def run() -> str | ToolOutput:
+            arguments: dict[str, Any] = {"index": index}
+            if tab is not None:
+                arguments["tab"] = tab
+            data = await source.call("look_at_image", arguments)
+            seen = picture(data, f"picture {index} of the page")
+            text = (f"Picture {index} of the page {data.get('title') or ''} — alt text: "
+                    f"“{data.get('alt') or 'none'}”, {seen.describe()}.")
+            return ToolOutput(as_data(text, what="picture of the page"), (seen,))
+        return await failed(run)
+
+    async def capture_tab(tab: Optional[int] = None) -> str | ToolOutput:
+        """A screenshot of what the user sees of the page they are looking at (its
+        visible part), to answer questions about how it looks: a chart, an error dialog,
+        a layout.
+
+        Args:
+            tab: a tab id from list_tabs; the tab the user is on if left out.
+
+        Examples:
+            what does this error dialog mean
+            look at my screen
+            which of these two charts shows the drop
+            take a screenshot of this page
+        """
+        async def run() -> str | ToolOutput:
+            data = await source.call("capture_tab", {} if tab is None else {"tab": tab})
+            seen = picture(data, f"screenshot of {data.get('title') or 'the tab'}")
+            text = (f"A screenshot of the visible part of {data.get('title') or '(untitled)'} "
+                    f"— {data.get('url') or ''}: {seen.describe()}.")
+            return ToolOutput(as_data(text, what="screenshot of the page"), (seen,))
+        return await failed(run)
+
     async def list_tabs() -> str:
         """The browser tabs that are open: their title, address and tab id (to read
         another tab with read_page).
@@ -304,9 +396,14 @@ def page_tools(source: PageSource, *, summarize: bool = True,
         "page_selection": ["selection", "selected", "highlighted", "marked", "paragraph"],
         "page_links": ["links", "link", "url", "address", "navigate"],
         "list_tabs": ["tabs", "open tabs", "windows", "other tab"],
+        "page_images": ["pictures", "images", "photos", "alt text", "figure"],
+        "look_at_image": ["picture", "image", "photo", "chart", "figure", "see", "look"],
+        "capture_tab": ["screenshot", "screen", "see", "look", "visible", "dialog", "chart",
+                        "shows", "layout"],
     }
     timeouts = {"summarize_page": SUMMARY_TIMEOUT_S}
-    functions = [read_page, find_in_page, page_selection, page_links, list_tabs]
+    functions = [read_page, find_in_page, page_selection, page_links, page_images,
+                 look_at_image, capture_tab, list_tabs]
     if summarize:
         functions.insert(2, summarize_page)
     return [tool(function, keywords=keywords[function.__name__],

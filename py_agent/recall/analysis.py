@@ -166,7 +166,8 @@ def display_text(turn: Turn, limit: int = TEXT_CHARS) -> str:
     answer, then the tools' results, each cut so that all three fit in ``limit``."""
     tools = [f"[{s.tool}] {' '.join(s.observation.split())}" for s in turn.steps
              if s.tool and s.tool != "none" and not s.corrective and s.observation]
-    parts = [("User: ", " ".join(turn.user.split())), ("Assistant: ", " ".join(turn.answer.split()))]
+    parts = [("User: ", " ".join(user_words(turn).split())),
+             ("Assistant: ", " ".join(turn.answer.split()))]
     parts += [("", t) for t in tools[:3]]
     parts = [(label, body) for label, body in parts if body]
     share = max(40, limit // max(1, len(parts)))
@@ -181,9 +182,15 @@ def display_text(turn: Turn, limit: int = TEXT_CHARS) -> str:
     return "\n".join(lines)
 
 
+def user_words(turn: Turn) -> str:
+    """The user's side of a turn: the message, and its attachments as memory names them
+    (their names and what the model said they show: "the receipt photo")."""
+    return f"{turn.user} {turn.attachments_text()}" if turn.attachments else turn.user
+
+
 def analyze_turn(session_id: str, turn: Turn, *, text_chars: int = TEXT_CHARS) -> AnalyzedTurn:
     """Terms per field, the time and a display text of an archived ``turn``."""
-    user, answer = turn.user[:FIELD_CHARS], turn.answer[:FIELD_CHARS]
+    user, answer = user_words(turn)[:FIELD_CHARS], turn.answer[:FIELD_CHARS]
     tools = tool_text(turn)[:FIELD_CHARS]
     user_terms, user_figures = read(user)
     answer_terms, answer_figures = read(answer)

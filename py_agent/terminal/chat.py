@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..agent import Agent
+from ..attachments import MAX_PER_MESSAGE, Attachment, AttachmentError
 from ..boundary import printable
 from ..redaction import redact_url
 from ..events import AgentEvent
@@ -38,7 +39,9 @@ from .tool_files import ToolFileError, load_tool_files
 COMPACTION_WAIT_S = 120.0
 HELP = """\
 Commands: /memory (what the next prompt carries), /compact [focus] (compact now),
-/sessions (list), /help, /quit (or Ctrl-D). Anything else is a message to the agent."""
+/attach PATH (a picture or sound for the next message; /attach alone lists them,
+/detach drops them), /sessions (list), /help, /quit (or Ctrl-D). Anything else is a
+message to the agent."""
 
 
 @dataclass
@@ -59,6 +62,7 @@ class ChatOptions:
     stream: bool = True
     structured_output: bool | str | None = None
     api_key: str | None = None
+    attach: list[str] = field(default_factory=list)      # --attach: for the first message
 
 
 _ANSWER = re.compile(r'"finalAnswer"\s*:\s*"((?:[^"\\]|\\.)*)')
@@ -192,11 +196,40 @@ class LineReader:
                 return
 
 
-async def _command(line: str, agent: Agent, session_id: str, ui: Terminal) -> bool:
+def attach(path: str, pending: list[Attachment], ui: Terminal) -> bool:
+    """Check the file at ``path`` (read, sniffed, within the caps) and add it to the
+    attachments of the next message; say what it is, or why not. True if added."""
+    if len(pending) >= MAX_PER_MESSAGE:
+        ui.note(f"error: a message may carry at most {MAX_PER_MESSAGE} attachments")
+        return False
+    try:
+        loaded = Attachment(path=str(Path(path).expanduser())).loaded()
+    except AttachmentError as exc:
+        ui.note(f"error: {exc}")
+        return False
+    pending.append(loaded)
+    ui.note(f"attached {loaded.label}: {loaded.describe()}; it goes with your next message")
+    return True
+
+
+async def _command(line: str, agent: Agent, session_id: str, ui: Terminal,
+                   pending: list[Attachment] | None = None) -> bool:
     """Handle a /command; False when the user wants to leave."""
     name, _, rest = line[1:].partition(" ")
+    pending = pending if pending is not None else []
     if name in ("quit", "exit"):
         return False
+    if name == "attach":
+        if rest.strip():
+            attach(rest.strip(), pending, ui)
+        else:
+            ui.note("attached: " + (", ".join(f"{a.label} ({a.describe()})" for a in pending)
+                                    or "nothing"))
+        return True
+    if name == "detach":
+        ui.note(f"dropped {len(pending)} attachment(s)")
+        pending.clear()
+        return True
     if name == "memory":
         try:
             state = await agent.memory_state(session_id)
@@ -262,16 +295,21 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
         ui.note(_banner(model, options, problem, len(agent.tools)))
     loop = asyncio.get_running_loop()
     failed = False
+    pending: list[Attachment] = []
+    for path in options.attach:   # --attach: with the first message
+        if not attach(path, pending, ui):
+            failed = True
     try:
         while (line := await reader.next()) is not None:
             text = line.strip()
             if not text:
                 continue
             if text.startswith("/"):
-                if not await _command(text, agent, options.session_id, ui):
+                if not await _command(text, agent, options.session_id, ui, pending):
                     break
                 continue
-            result = await _turn(agent, text, options.session_id, loop, interactive)
+            media, pending[:] = list(pending), []
+            result = await _turn(agent, text, options.session_id, loop, interactive, media)
             ui.answer(result)
             failed = failed or result.status == "error"
     finally:
@@ -341,7 +379,7 @@ async def connect_servers(options: ChatOptions, toolbox: Toolbox, ui: Terminal) 
 
 
 async def _turn(agent: Agent, text: str, session_id: str, loop: asyncio.AbstractEventLoop,
-                interactive: bool) -> RunResult:
+                interactive: bool, attachments: list[Attachment] = ()) -> RunResult:
     """One turn; in a terminal, Ctrl-C stops it (the turn ends as "stopped")."""
     abort = asyncio.Event()
     handled = False
@@ -352,7 +390,8 @@ async def _turn(agent: Agent, text: str, session_id: str, loop: asyncio.Abstract
         except (NotImplementedError, RuntimeError):
             pass
     try:
-        return await agent.run(text, session_id=session_id, abort=abort)
+        return await agent.run(text, session_id=session_id, abort=abort,
+                               attachments=attachments)
     finally:
         if handled:
             loop.remove_signal_handler(signal.SIGINT)

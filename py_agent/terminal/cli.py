@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how steps are constrained to JSON (default: auto, stepping down "
                            "when the server refuses one)")
     chat.add_argument("--no-stream", action="store_true", help="ask for whole replies")
+    chat.add_argument("--attach", action="append", default=[], metavar="PATH",
+                      help="a picture or sound for the first message (repeatable; /attach "
+                           "PATH in the chat for the next one)")
     session_commands.add_arguments(commands.add_parser(
         "sessions", help="list, show, export or delete the chat's sessions"))
     # Listed for --help; py_agent.terminal.commands hands its arguments to py_agent.replay.
@@ -104,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         for path in args.tools:   # fail before the database is touched
             if not Path(path).expanduser().exists():
                 raise ToolFileError(f"--tools {path}: no such file or folder")
+        for path in args.attach:
+            if not Path(path).expanduser().is_file():
+                raise ToolFileError(f"--attach {path}: no such file")
         options = ChatOptions(
             base_url=args.base_url, model=args.model, tool_paths=args.tools, db=db,
             mcp_urls=args.mcp, mcp_trusted=args.mcp_trusted, mcp_token=args.mcp_token,
@@ -112,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,
             structured_output={"auto": None, "off": False}.get(args.structured_output,
                                                                 args.structured_output),
-            api_key=api_key_from_environment())
+            api_key=api_key_from_environment(), attach=args.attach)
         return asyncio.run(run_chat(options))
     except ToolFileError as exc:
         print(f"error: {exc}", file=sys.stderr)

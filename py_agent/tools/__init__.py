@@ -4,6 +4,7 @@
   model's ``toolInput`` becomes arguments (or an error the model reads);
 - ``origin``: :class:`ToolOrigin`, where a tool comes from, set when it is made;
 - ``run_context``: :class:`RunContext`, what a tool that asks for it gets with each call;
+- ``output``: :class:`ToolOutput`, a result that holds pictures or sounds besides text;
 - ``errors``: what can go wrong calling a tool, as types the tool runner tells apart;
 - ``schema``: tools from a JSON Schema (a name, a description, a parameters schema and a
   callable), the door for tools not written as typed Python functions;
@@ -19,6 +20,7 @@ from .errors import (RetryableToolError, ToolArgumentError, ToolCrashedError, To
 from .modules import (LoadedTools, ToolContext, ToolModuleError, collect_tools,
                       load_tool_modules, load_tools)
 from .origin import OriginKind, ToolOrigin, Trust
+from .output import ToolOutput, media_note
 from .run_context import MemoryAccess, ModelAccess, RunContext
 from .schema import InvalidToolSchemaError, schema_tool
 from .toolbox import StaticSource, ToolSource, Toolbox, ToolboxSnapshot
@@ -27,5 +29,5 @@ __all__ = ["InvalidToolSchemaError", "LoadedTools", "MemoryAccess", "ModelAccess
            "OriginKind", "RetryableToolError", "RunContext", "StaticSource", "Tool",
            "ToolArgumentError", "ToolContext", "ToolCrashedError", "ToolError",
            "ToolModuleError", "ToolOrigin", "ToolParam", "ToolSource", "ToolTimeoutError",
-           "Toolbox", "ToolboxSnapshot", "Trust", "collect_tools", "load_tool_modules",
-           "load_tools", "schema_tool", "tool"]
+           "Toolbox", "ToolboxSnapshot", "ToolOutput", "Trust", "collect_tools", "load_tool_modules",
+           "load_tools", "media_note", "schema_tool", "tool"]

@@ -17,8 +17,10 @@ agent speaks for. A label that is not a boolean (``"true"``, ``1``), or read-onl
 together with destructive, is not read-only, whoever says it.
 
 What a remote tool returns (MCP's ``CallToolResult``: text, structured content, images,
-audio, resources) becomes observation text here (:func:`render_result`); an image is
-described, never dropped silently.
+audio, resources) becomes observation text here (:func:`render_result`); its images and
+sounds also come back as media (:func:`result_media`), which the turn sends to a model
+that can see or hear them, inside the result's data marks; a model that cannot reads
+a line naming each, never nothing.
 """
 
 from __future__ import annotations
@@ -27,10 +29,15 @@ import json
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping
 
+import base64
+import binascii
+
+from ..attachments import Attachment, AttachmentError
 from ..boundary import TITLE_CHARS, one_line, untrusted_text
 from .definition import Tool
 from .errors import ToolError
 from .origin import ToolOrigin
+from .output import ToolOutput
 from .schema import schema_tool
 
 # A remote description longer than this is cut: it goes into prompts, and a server
@@ -99,12 +106,13 @@ def remote_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
         text = text[:MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
     hints = dict(annotations) if isinstance(annotations, Mapping) else {}
 
-    async def run(**arguments: Any) -> str:
+    async def run(**arguments: Any) -> str | ToolOutput:
         result = await call(name, arguments)
         text, failed = render_result(result)
         if failed:
             raise RemoteToolError(text)
-        return text
+        media = result_media(result, name)
+        return ToolOutput(text, media) if media else text
 
     return schema_tool(name, text or name, input_schema, run,
                        metadata={"title": one_line(title, TITLE_CHARS), "annotations": hints},
@@ -131,9 +139,7 @@ def _block_text(block: Any) -> str:
         return str(block.get("text", ""))
     if kind in ("image", "audio"):
         mime = str(block.get("mimeType") or kind)
-        return (f"[{'an image' if kind == 'image' else 'audio'} ({mime}, "
-                f"{_size(block.get('data'))}) that this model cannot "
-                f"{'see' if kind == 'image' else 'hear'}]")
+        return f"[{'an image' if kind == 'image' else 'audio'} ({mime}, {_size(block.get('data'))})]"
     if kind == "resource_link":
         label = block.get("title") or block.get("name") or "a resource"
         return f"[resource: {label} <{block.get('uri', '')}>]"
@@ -144,6 +150,24 @@ def _block_text(block: Any) -> str:
         return (f"[a {resource.get('mimeType') or 'binary'} resource <{resource.get('uri', '')}>"
                 " that cannot be shown as text]")
     return _json(block)
+
+
+def result_media(result: Any, tool: str) -> tuple[Attachment, ...]:
+    """The images and sounds of a ``CallToolResult`` (base64 ``data`` blocks), loaded and
+    checked as any attachment is (a block that is not one is left to the text)."""
+    if not isinstance(result, Mapping) or not isinstance(result.get("content"), list):
+        return ()
+    found = []
+    for index, block in enumerate(result["content"]):
+        if not isinstance(block, Mapping) or block.get("type") not in ("image", "audio"):
+            continue
+        try:
+            data = base64.b64decode(str(block.get("data") or ""), validate=True)
+            found.append(Attachment(content=data, type=str(block.get("mimeType") or "") or None,
+                                    name=f"{tool} {block['type']} {index + 1}").loaded())
+        except (binascii.Error, ValueError, AttachmentError):
+            continue
+    return tuple(found)
 
 
 def _json(value: Any) -> str:

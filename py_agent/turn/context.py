@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from ..attachments import Attachment
 from ..retrieval import ScoredTool
 from .approval import Approver
 
@@ -37,6 +38,8 @@ class TurnContext:
         offered: the tools offered for the message, best first (empty until retrieved).
         approver: asked before a consequential tool call in this turn (None: the
             agent's own, if it has one; see :mod:`py_agent.turn.approval`).
+        attachments: the images and sounds sent with the message, loaded (bytes read,
+            type sniffed); they go to the model with this turn's prompts only.
     """
 
     session_id: str
@@ -45,3 +48,4 @@ class TurnContext:
     turn_id: int = 0
     offered: tuple[ScoredTool, ...] = ()
     approver: Approver | None = None
+    attachments: tuple[Attachment, ...] = ()

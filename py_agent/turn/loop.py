@@ -22,13 +22,14 @@ from typing import Any, Awaitable, Callable, TypeVar
 from ..boundary import loads_bounded, untrusted_text
 from ..constraints import ConstraintLevel, LevelChange, ModelConstraints
 from ..events import AgentEvent
-from ..model import (ModelCallError, ModelError, ModelSession, ModelTimeoutError, Purpose,
-                     QuotaExceededError, as_model_error)
+from ..model import (MediaSupport, ModelCallError, ModelError, ModelSession, ModelTimeoutError,
+                     Prompt, Purpose, QuotaExceededError, as_model_error, media_kinds,
+                     with_media)
 from ..parsing import StepParseError, parse_step
 from ..prompting import (NONE_TOOL, corrective_prompt, format_tool_input, observation_prompt,
                          shorten, step_constraint, untrusted_block)
 from ..results import RunResult, StepTrace
-from ..tools import MemoryAccess, ModelAccess, RunContext, Trust
+from ..tools import MemoryAccess, ModelAccess, RunContext, Trust, media_note
 from ..tools.run_context import ToolEmit
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, TurnAborted, bounded
 from .context import TurnContext
@@ -86,7 +87,8 @@ class TurnLoop:
     how to open a model session and make the first prompt), and what it reports back."""
 
     turn: TurnContext
-    first_prompt: Callable[[list[StepTrace], bool], str]
+    # The turn's first prompt (text, or text and the attachments as content parts).
+    first_prompt: Callable[[list[StepTrace], bool], Prompt]
     new_session: Callable[[], Awaitable[ModelSession]]
     emit: Callable[[AgentEvent], Awaitable[None]]
     tool_policy: ToolPolicy
@@ -106,6 +108,16 @@ class TurnLoop:
     # first prompt is made (the memory it shows, or the memory session's, and recalled
     # turns): each reason says which text and where it sits.
     read_untrusted: Callable[[], list[str]] = lambda: []
+    # Keep the model session of an answered turn (in ``kept``) instead of destroying it:
+    # the runner asks it about the turn's attachments, then destroys it.
+    keep_session: bool = False
+    kept: ModelSession | None = None
+    # Pictures or sounds a tool returns go to a model that takes them: what it takes (asked
+    # only then), the kinds the current session was made for, and how to open one that
+    # takes more (the turn starts over on it, its steps so far condensed).
+    media_support: Callable[[], Awaitable[MediaSupport]] | None = None
+    session_kinds: frozenset[str] = frozenset()
+    media_session: Callable[[frozenset[str]], Awaitable[ModelSession]] | None = None
 
     def context(self, tool_name: str, emit: ToolEmit) -> RunContext:
         """The context of one tool call of this turn."""
@@ -172,6 +184,15 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
                              constraint=level.value)
             result.steps.append(step)
             prompt = await _handle_reply(ctx, step, raw, by_name, seen, emit)
+            wanted = media_kinds(prompt) - ctx.session_kinds
+            if wanted and ctx.media_session is not None:
+                # A tool returned a picture or sound this session was not made for: go on
+                # in one that takes it, from the first prompt and the steps so far.
+                await session.destroy()
+                session = await model_call(ctx.media_session(ctx.session_kinds | wanted),
+                                           ctx.step_policy, turn.abort, "start a step")
+                ctx.session_kinds = ctx.session_kinds | wanted
+                prompt = joined(ctx.first_prompt(result.steps, True), prompt)
             if step.kind == "answer":
                 result.answer = step.observation
                 step.observation = ""
@@ -187,12 +208,17 @@ async def run_turn(ctx: TurnLoop) -> RunResult:
         else:
             result.status = "incomplete"
             result.answer = _gave_up(result.steps, ctx.max_steps)
-    finally:
+    except BaseException:
+        await session.destroy()
+        raise
+    if ctx.keep_session and result.status == "answered":
+        ctx.kept = session
+    else:
         await session.destroy()
     return result
 
 
-async def _prompt_step(session: ModelSession, prompt: str, by_name: dict, index: int,
+async def _prompt_step(session: ModelSession, prompt: Prompt, by_name: dict, index: int,
                        ctx: TurnLoop) -> tuple[str, ConstraintLevel]:
     """One step call under the richest response constraint the model takes (a refused
     one is asked again a level down: :mod:`py_agent.constraints`); each call is retried
@@ -308,6 +334,13 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
     step.observation, step.ok, step.tool_ms = outcome.observation, outcome.ok, outcome.duration_ms
     if ctx.memory.compaction_requests > asked:
         step.kind = "compact"   # the model asked for a compaction after the answer
+    shown: list = []
+    if outcome.media and outcome.kind is OutcomeKind.OK:
+        support = await ctx.media_support() if ctx.media_support is not None else None
+        shown = [m for m in outcome.media if support is not None and support.can(m.kind)]
+        unseen = [m for m in outcome.media if m not in shown]
+        notes = [media_note(shown, seen=True), media_note(unseen, seen=False)]
+        step.observation += "".join("\n" + n for n in notes if n)
     trust = tool.origin.trust
     source = f"{tool.name} ({tool.origin.server or tool.origin.kind.value})"
     if trust is Trust.UNTRUSTED and outcome.kind in (OutcomeKind.OK, OutcomeKind.REMOTE_ERROR):
@@ -329,7 +362,30 @@ async def _handle_reply(ctx: TurnLoop, step: StepTrace, raw: str, by_name: dict,
     seen[key] = step.observation
     await emit("observation", index=step.index, tool=parsed.tool_name, text=step.observation,
                ok=step.ok, kind=step.kind, duration_ms=round(step.tool_ms, 1))
-    return observation_prompt(parsed.tool_name, step.observation)
+    return observed(observation_prompt(parsed.tool_name, step.observation), shown)
+
+
+END_OF_DATA = "\u27e6end of data\u27e7"
+
+
+def observed(text: str, media: list) -> Prompt:
+    """An observation with the media a model that sees is shown: the text, the media,
+    and, for data between marks, the end mark after them (so the pictures are inside
+    the data, never instructions)."""
+    if not media:
+        return text
+    if text.endswith(END_OF_DATA):
+        parts = with_media(text[:-len(END_OF_DATA)].rstrip(), list(media))
+        assert isinstance(parts, list)
+        return [*parts, {"type": "text", "value": " " + END_OF_DATA}]
+    return with_media(text, list(media))
+
+
+def joined(first: Prompt, then: Prompt) -> Prompt:
+    """Two prompts sent as one, a blank line between them."""
+    head = [{"type": "text", "value": first}] if isinstance(first, str) else list(first)
+    tail = [{"type": "text", "value": then}] if isinstance(then, str) else list(then)
+    return [*head, {"type": "text", "value": "\n\n"}, *tail]  # type: ignore[list-item]
 
 
 def condensed_steps(steps: list[StepTrace], observation_chars: int) -> str:

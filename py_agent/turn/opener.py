@@ -26,14 +26,29 @@ class TurnSessions:
 
     def __init__(self, memory: MemorySessions, session_id: str,
                  base: Callable[[], ModelSession],
-                 base_clone: Callable[[], Awaitable[ModelSession]], prompt_tokens: int) -> None:
+                 base_clone: Callable[[], Awaitable[ModelSession]], prompt_tokens: int,
+                 media_clone: Callable[[frozenset[str]], Awaitable[ModelSession]] | None = None,
+                 kinds: frozenset[str] = frozenset()) -> None:
         self.memory, self.session_id = memory, session_id
         self.base, self.base_clone, self.prompt_tokens = base, base_clone, prompt_tokens
+        # A turn with images or sounds (``kinds``: the user's, or a tool's that came
+        # since) runs on a clone of a base made to take them, whose first prompt carries
+        # the memory (the memory session takes text only).
+        self.media_clone = media_clone
+        self.kinds = frozenset(kinds)
         self.uses_memory = False
         self._opened = 0
 
+    async def media_session(self, kinds: frozenset[str]) -> ModelSession:
+        """A session that takes ``kinds`` of media from now on in this turn."""
+        self.kinds = frozenset(kinds)
+        return await self.new_session()
+
     async def new_session(self) -> ModelSession:
         self._opened += 1
+        if self.kinds and self.media_clone is not None:
+            self.uses_memory = False
+            return for_conversation(await self.media_clone(self.kinds), self.session_id)
         if self._opened == 1:
             clone = await self.memory.clone_for_turn(self.session_id, self.base(),
                                                      self.prompt_tokens)

@@ -36,12 +36,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..bases import BaseSessions
+from ..attachments import AttachmentRecord, Scaler
 from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
 from ..memory.engine import MemoryEngine
-from ..model import (ModelError, ModelNetworkError, ModelTimeoutError, ModelUnavailableError,
-                     Purpose, QuotaExceededError)
+from ..message_list import media_tokens
+from ..model import (InputNotSupportedError, ModelError, ModelNetworkError, ModelTimeoutError,
+                     ModelUnavailableError, Purpose, QuotaExceededError, destroy_quietly)
 from ..prompting import NONE_TOOL
 from ..recall.archive import ArchiveRecall
 from ..results import RunResult
@@ -50,6 +52,7 @@ from ..sessions import SessionTable
 from ..state import SessionState, Turn
 from ..tools import Toolbox, ToolboxSnapshot
 from ..waiting import TurnAborted, bounded
+from . import attached
 from .context import TurnContext
 from .first_prompt import TurnPrompt, without_memory
 from .loop import TurnLoop, call_context, model_call, run_turn
@@ -64,6 +67,8 @@ from .tool_services import AgentModel, Search, TurnMemory
 # How long a turn waits for tool sources that have not listed yet (a tool server still
 # connecting at start): a few seconds, not the whole connect timeout.
 TOOL_SOURCES_WAIT_S = 5.0
+# How long scaling one picture down may take (the page's worker, or Pillow).
+SCALE_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -79,6 +84,9 @@ class TurnSettings:
     approver: Approver | None = None
     approvals: Approvals = field(default_factory=Approvals)
     tool_sources_wait_s: float = TOOL_SOURCES_WAIT_S
+    # Scales a picture too large for the window (py_agent.attachments.scaling); None:
+    # such a picture is refused, saying so.
+    image_scaler: Scaler | None = None
 
 
 class TurnRunner:
@@ -129,7 +137,12 @@ class TurnRunner:
             await deliver([on_event], event)
 
         session_id, message, abort = turn.session_id, turn.message, turn.abort
-        entry = await self._open(session_id, message, emit)
+        media = turn.attachments
+        kinds = frozenset(a.kind for a in media)
+        records = [AttachmentRecord.of(a) for a in media]
+        if media:   # kept before the turn is archived, so a reload finds them
+            await attached.keep(self.sessions.store, session_id, media, records)
+        entry = await self._open(session_id, message, emit, records)
         turn = replace(turn, turn_id=entry.id)
         # The turns a prompt of this session holds already: never recalled into it.
         held = in_prompt(session_id, self.sessions.state(session_id), turn.turn_id)
@@ -137,16 +150,25 @@ class TurnRunner:
         turn = replace(turn, offered=tuple(offered))
         turn_memory = TurnMemory(self._recall_search(session_id, held, emit))
         count = self.accountant.counter.count
+
+        async def media_clone(wanted: frozenset[str]):
+            return await (await self.bases.media_base(wanted)).clone()
+
         opener = TurnSessions(self.memory.live, session_id,
                               lambda: self.bases.existing(Purpose.STEP),
                               lambda: self.bases.clone(Purpose.STEP),
-                              count(without_memory(message, offered)))
+                              count(without_memory(message, offered)), media_clone, kinds)
         prompt = TurnPrompt(message, offered, self.accountant, free_tokens=self._free_tokens,
                             memory=lambda: (None if opener.uses_memory
                                             else self.sessions.state(session_id)),
                             profile=self.memory.profile_facts)
         settings = self.settings
-        loop = TurnLoop(turn=turn, first_prompt=prompt.build, new_session=opener.new_session,
+        loop = TurnLoop(turn=turn,
+                        first_prompt=lambda steps, tight: attached.prompt_with(
+                            prompt.build(steps, tight), media),
+                        new_session=opener.new_session, keep_session=bool(media),
+                        media_session=opener.media_session, session_kinds=kinds,
+                        media_support=self.bases.media_support,
                         emit=emit, tool_policy=settings.tool_policy, max_steps=settings.max_steps,
                         step_policy=settings.step_policy,
                         sync_tool_runner=settings.sync_tool_runner,
@@ -163,6 +185,8 @@ class TurnRunner:
                              error=error, tools_offered=tools_offered)
 
         try:
+            if media:
+                await self._check_media(kinds)
             # The model's step base and the memory policy planned with it (may download:
             # no deadline but the stop button).
             await bounded(self.memory.plan(), abort=abort)
@@ -172,7 +196,13 @@ class TurnRunner:
             if prompt.recalled and not self._fits(count(prompt.least())):
                 # the message alone is long: it goes first
                 prompt.recalled, prompt.recalled_untrusted = "", []
-            fixed = count(prompt.least())  # the least the first prompt carries
+            # the least the first prompt carries (its attachments' share measured); a
+            # picture too large for the window is scaled down first
+            media_cost = 0
+            if media:
+                media, media_cost = await self._fit_media(media, prompt.least(), abort)
+                turn = replace(turn, attachments=media)
+            fixed = count(prompt.least()) + media_cost
             self._check_message_fits(fixed)
             opener.prompt_tokens = fixed
             await self.memory.make_room(session_id, fixed)
@@ -195,6 +225,8 @@ class TurnRunner:
         await emit(AgentEvent("answer", session_id, {"turn_id": turn.turn_id,
                                                      "text": result.answer,
                                                      "status": result.status}))
+        if media:   # after the answer: what memory will say of them
+            await self._describe(loop, media, records)
         entry.answer, entry.status = result.answer, result.status  # type: ignore[assignment]
         entry.steps = [s.record() for s in result.steps]
         result.saved = await self._save(session_id, entry, emit)
@@ -236,7 +268,86 @@ class TurnRunner:
 
     # ------------------------------------------------------------ the steps
 
-    async def _open(self, session_id: str, message: str, emit: Emit) -> Turn:
+    async def _media_tokens(self, text: str, media: tuple, abort: asyncio.Event | None) -> int:
+        """What the attachments add to the first prompt: measured by the model made to
+        take them (the Prompt API's ``measureContextUsage``) when it can say, else
+        estimated (:func:`~py_agent.message_list.media_tokens`)."""
+        try:
+            base = await self.bases.media_base(frozenset(m.kind for m in media))
+            exact = await model_call(base.measure(attached.prompt_with(text, media)),
+                                     self.settings.step_policy, abort, "count tokens")
+            plain = await model_call(base.measure(text), self.settings.step_policy, abort,
+                                     "count tokens")
+        except ModelError:
+            return media_tokens(media)
+        if exact is None or plain is None:
+            return media_tokens(media)
+        return max(0, exact - plain)
+
+    async def _fit_media(self, media: tuple, text: str,
+                         abort: asyncio.Event | None) -> tuple[tuple, int]:
+        """The turn's attachments, their pictures scaled down (half each side, at most
+        four times) while the first prompt would not fit the window; as they are when
+        there is no scaler or scaling does not help (then they are refused, saying so)."""
+        scaler = self.settings.image_scaler
+        scaled = False
+        text_tokens = self.accountant.counter.count(text)
+        cost = await self._media_tokens(text, media, abort)
+        for _ in range(4):
+            if self._fits(text_tokens + cost) or scaler is None:
+                break
+            pictures = [m for m in media if m.kind == "image" and (m.width or 0) > 64]
+            if not pictures:
+                break
+            try:
+                media = tuple([await bounded(scaler(m, 0.5), timeout=SCALE_TIMEOUT_S,
+                                             abort=abort) if m in pictures else m
+                               for m in media])
+            except TurnAborted:
+                raise
+            except Exception as exc:   # a picture the scaler cannot read: refused as it is
+                log.warning("could not scale a picture down: %s", describe(exc))
+                break
+            scaled = True
+            cost = await self._media_tokens(text, media, abort)
+        need, room = text_tokens + cost, self._room()
+        if need > room:
+            how = "even scaled down" if scaled else \
+                "and nothing here can scale them (pip install pillow)" if scaler is None \
+                else "and they could not be scaled"
+            error = QuotaExceededError(
+                f"The attachments are too large for the model's context window {how} "
+                f"({need} tokens, room for about {room}); send fewer or smaller ones.",
+                requested=need, quota=room)
+            error.speaks_to_user = True
+            raise error
+        return media, cost
+
+    async def _check_media(self, kinds: frozenset[str]) -> None:
+        """Refuse, before any prompt, attachments of a kind the model cannot take; the
+        message names the model and says why (the turn is kept, with them)."""
+        support = await self.bases.media_support()
+        missing = sorted(kinds - support.takes)
+        if missing:
+            raise InputNotSupportedError(support.reason(missing[0]), kinds=frozenset(missing),
+                                         model=support.model)
+
+    async def _describe(self, loop: TurnLoop, media: tuple, records: list[AttachmentRecord]
+                        ) -> None:
+        """Each attachment's description, from the turn's session when it answered (a
+        plain one otherwise); the session is destroyed after."""
+        session, loop.kept = loop.kept, None
+        if session is None:
+            for attachment, record in zip(media, records):
+                record.description = attached.plain_description(attachment)
+            return
+        try:
+            await attached.describe(session, media, records, self.settings.step_policy)
+        finally:
+            await destroy_quietly(session, "a turn's session")
+
+    async def _open(self, session_id: str, message: str, emit: Emit,
+                    attachments: list[AttachmentRecord] | None = None) -> Turn:
         """Read the session, archive the user's message as an unfinished turn, announce it."""
         try:
             await self.sessions.open(session_id, create=True)
@@ -247,10 +358,13 @@ class TurnRunner:
                            "conversation goes on in memory but is not saved; export it "
                            "to keep it.", "kind": getattr(exc, "kind", "unknown")}))
         # Replaced by the final save; until then a reload shows the message as interrupted.
-        turn = Turn(id=0, user=message, answer="", status="interrupted")
+        turn = Turn(id=0, user=message, answer="", status="interrupted",
+                    attachments=list(attachments or []))
         await self._save(session_id, turn, emit, allocate=True)
-        await emit(AgentEvent("turn_started", session_id, {"turn_id": turn.id,
-                                                           "message": message}))
+        started = {"turn_id": turn.id, "message": message}
+        if turn.attachments:
+            started["attachments"] = [a.to_dict() for a in turn.attachments]
+        await emit(AgentEvent("turn_started", session_id, started))
         return turn
 
     async def _retrieve(self, session_id: str, message: str, emit: Emit) -> list[ScoredTool]:
@@ -376,7 +490,12 @@ def previous_turn(state: SessionState | None) -> PreviousTurn | None:
 
 def turn_error_text(exc: Exception) -> str:
     """What the user reads when a turn failed: what happened and what to do."""
+    if isinstance(exc, InputNotSupportedError):
+        return (f"{describe(exc, 600)} Your message and its attachments are kept: send it "
+                "again without them, or with a model that takes them.")
     if isinstance(exc, QuotaExceededError):
+        if exc.speaks_to_user:
+            return describe(exc, 600)
         return ("That is too long for the on-device model's context window. "
                 "Please shorten the message or split it up.")
     if isinstance(exc, ModelTimeoutError):

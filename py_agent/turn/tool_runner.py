@@ -17,8 +17,9 @@ from typing import Any, Awaitable, Callable
 
 from ..boundary import cap_text, clean_text, describe
 from ..events import log
+from ..attachments import Attachment
 from ..tools import (RetryableToolError, RunContext, Tool, ToolArgumentError,
-                     ToolCrashedError, ToolError, ToolTimeoutError)
+                     ToolCrashedError, ToolError, ToolOutput, ToolTimeoutError)
 from ..tools.remote import RemoteToolError
 from ..waiting import CancelledInside, Crashed, DeadlineExceeded, bounded, contained
 from .approval import ApprovalEmit, ApprovalGate
@@ -62,6 +63,8 @@ class ToolOutcome:
     duration_ms: float
     error: str | None = None
     kind: OutcomeKind = OutcomeKind.OK
+    # Pictures or sounds the tool returned (a ToolOutput's), for a model that can see.
+    media: tuple[Attachment, ...] = ()
 
 
 def render_output(value: Any) -> str:
@@ -72,6 +75,8 @@ def render_output(value: Any) -> str:
     """
     if value is None:
         return "(the tool returned nothing)"
+    if isinstance(value, ToolOutput):
+        return clean_text(value.text)
     try:
         if isinstance(value, (str, bytes, bytearray)):
             return clean_text(value)
@@ -221,5 +226,8 @@ async def run_tool(tool: Tool, tool_input: Any, policy: ToolPolicy,
             return outcome(f"Error: {tool.name} raised {name}: {describe(exc)}", kind, attempt,
                            name)
         else:
-            return outcome(render_output(value), OutcomeKind.OK, attempt)
+            done = outcome(render_output(value), OutcomeKind.OK, attempt)
+            if isinstance(value, ToolOutput):
+                done.media = tuple(value.media)
+            return done
     raise AssertionError("unreachable")  # pragma: no cover

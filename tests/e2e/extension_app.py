@@ -87,7 +87,23 @@ def huge_html() -> str:
     return "\n".join(parts)
 
 
-GENERATED = {"/article.html": article_html, "/huge.html": huge_html}
+def pictures_html() -> str:
+    """A page with two pictures: one the extension may read (this server), one whose
+    address no extension may read (a port nothing listens on)."""
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Harbour "
+            "pictures</title></head><body><h1>Harbour pictures</h1>"
+            "<p>The harbour at dusk:</p><img src='/red.png' alt='a red harbour buoy' "
+            "width='60' height='40'><p>And the old lighthouse.</p></body></html>")
+
+
+def red_png() -> bytes:
+    from tests.unit.media_samples import png
+    return png(60, 40)
+
+
+GENERATED = {"/article.html": article_html, "/huge.html": huge_html,
+             "/pictures.html": pictures_html}
+BINARY = {"/red.png": (red_png, "image/png")}
 
 
 class _FixtureHandler(http.server.SimpleHTTPRequestHandler):
@@ -95,6 +111,15 @@ class _FixtureHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?")[0]
+        if path in BINARY:
+            make, kind = BINARY[path]
+            body = make()
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if path in GENERATED:
             body = self.cache.get(path)
             if body is None:

@@ -36,6 +36,11 @@
  *   - a system message anywhere but first in the session -> TypeError; `prefix` on any
  *     message but a last assistant one -> SyntaxError; image/audio content the session
  *     did not declare in expectedInputs, or in an assistant message -> NotSupportedError;
+ *   - image or audio content is decoded as Chrome decodes it, when the call runs: bytes
+ *     (a Blob, a BufferSource) that are no image -> InvalidStateError, no sound ->
+ *     DataError (the explainer says EncodingError for both; Chrome's tests assert these);
+ *     an image element not loaded (or broken) -> InvalidStateError; a cross-origin image
+ *     the page may not read -> SecurityError; an aborted call -> AbortError;
  *   - responseConstraint: not an object or RegExp -> TypeError; a schema that is
  *     malformed or uses a keyword the configured browser lacks (config.schemaSupport), or
  *     a prefix that cannot lead to a compliant reply -> NotSupportedError; a reply (from
@@ -51,8 +56,15 @@
  *   - a JSON-schema responseConstraint (unless omitResponseConstraintInput) adds one
  *     message holding JSON.stringify(schema); a RegExp adds nothing (Chrome sends only
  *     schemas to the model);
- *   - a reply costs what measureContextUsage(reply) would (tokens + 4).
+ *   - a reply costs what measureContextUsage(reply) would (tokens + 4);
+ *   - an image costs 64 tokens per 256×256 tile it spans (a picture the agent must scale
+ *     down to fit is possible), a sound 6.25 tokens a second (Gemma 3n's encoders), + 8.
  *   window.__fakeLM.countTokens(text) exposes the per-text part.
+ *
+ * What the model received: each call's log entry has `media` ([{kind, type, bytes, width,
+ * height, seconds}] of its input), and the default replies name the media of the input
+ * (or, for input without any, of the session's context): "I received: image (image/png,
+ * 64×48, 1,234 bytes)", so a test sees what really arrived.
  *
  * Overflow (config.overflowMode):
  *   'evict' (default, what Chrome does): when usage + input > window, the oldest non-initial
@@ -63,7 +75,8 @@
  *     {requested: usage + input, quota: contextWindow}; nothing is dropped.
  *
  * What real browsers differ in, as knobs (see DEFAULTS): schemaSupport, contextWindow,
- * languages, samplingModes (null: a browser without samplingMode), names.
+ * languages, samplingModes (null: a browser without samplingMode), names, mediaInputs
+ * (the media kinds the device's model takes: [] for a text-only one).
  *
  * Test control: `window.__fakeLM` (each member is documented where `control` is defined
  * near the end): configure(config), reset(config), setAvailability(a), setResponder(fn),
@@ -99,6 +112,8 @@
     replyCheck: 'strict',        // 'strict': a reply breaking the constraint -> SyntaxError; 'off'
     responderSource: null,       // JS source of a responder function (for init config)
     replies: [],                 // scripted replies consumed before the responder
+    mediaInputs: ['image', 'audio'],  // what this device's model takes besides text: others
+                                      // make availability() with them 'unavailable'
   };
 
   const CJK = /[\u1100-\u11ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]|[\u{20000}-\u{2fa1f}]/u;
@@ -147,6 +162,7 @@
       hasConstraint: c != null,
       constraint: c instanceof RegExp ? { regex: c.source, flags: c.flags } : c ?? null,
       omitConstraintInput: options.omitResponseConstraintInput === true,
+      media: [],
       time: performance.now(),
     };
     state.log.push(entry);
@@ -274,6 +290,7 @@
         throw new TypeError('A system message must be the first message, and only the first.');
       }
       let text = '';
+      const media = [];
       if (typeof content === 'string') {
         text = content;
       } else if (Array.isArray(content)) {
@@ -293,18 +310,130 @@
           if (part.type === 'image' && !isImageSource(part.value)) throw new TypeError('Image content must be an ImageBitmapSource or a BufferSource.');
           if (part.type === 'audio' && !isAudioSource(part.value)) throw new TypeError('Audio content must be an AudioBuffer, a BufferSource or a Blob.');
           text += `[${part.type}]`;
+          media.push({ kind: part.type, value: part.value });
         }
       } else {
         text = String(content);
       }
-      messages.push({ role, content: text, prefix: Boolean(prefix) });
+      messages.push({ role, content: text, prefix: Boolean(prefix), media, mediaTokens: 0 });
     });
     return messages;
   }
 
-  function messagesUsage(messages) {
-    return messages.reduce((n, m) => n + countTokens(m.content) + MESSAGE_OVERHEAD, 0);
+  function messageUsage(m) {
+    return countTokens(m.content) + MESSAGE_OVERHEAD + (m.mediaTokens || 0);
   }
+
+  function messagesUsage(messages) {
+    return messages.reduce((n, m) => n + messageUsage(m), 0);
+  }
+
+  // ---------------------------------------------------------------- images and sounds
+
+  const IMAGE_TILE = 256;
+  const TILE_TOKENS = 64;
+  const AUDIO_TOKENS_PER_SECOND = 6.25;
+  const MEDIA_OVERHEAD = 8;
+
+  function bufferBlob(value) {
+    if (value instanceof Blob) return value;
+    const view = ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+      : new Uint8Array(value);
+    return new Blob([view]);
+  }
+
+  /** An image's facts ({kind, type, bytes, width, height}), decoded as Chrome would. */
+  async function decodeImage(value) {
+    const undecodable = () => domError('InvalidStateError', 'The image could not be decoded.');
+    if (typeof HTMLImageElement === 'function' && value instanceof HTMLImageElement) {
+      if (!value.complete || !value.naturalWidth) {
+        try { await value.decode(); } catch { throw undecodable(); }
+      }
+      if (!value.naturalWidth) throw undecodable();
+      try {   // a cross-origin image the page may not read
+        const probe = new OffscreenCanvas(1, 1).getContext('2d');
+        probe.drawImage(value, 0, 0, 1, 1);
+        probe.getImageData(0, 0, 1, 1);
+      } catch (e) {
+        if (e?.name === 'SecurityError') throw domError('SecurityError', 'Cross-origin image data may not be used.');
+      }
+      return { kind: 'image', type: 'element', bytes: null, width: value.naturalWidth, height: value.naturalHeight };
+    }
+    if (isBufferSource(value) || value instanceof Blob) {
+      const blob = bufferBlob(value);
+      let bitmap;
+      try { bitmap = await createImageBitmap(blob); } catch { throw undecodable(); }
+      const facts = { kind: 'image', type: blob.type || 'bytes', bytes: blob.size, width: bitmap.width, height: bitmap.height };
+      bitmap.close();
+      return facts;
+    }
+    if (typeof ImageData === 'function' && value instanceof ImageData) {
+      return { kind: 'image', type: 'ImageData', bytes: value.data.byteLength, width: value.width, height: value.height };
+    }
+    if (typeof VideoFrame === 'function' && value instanceof VideoFrame) {
+      return { kind: 'image', type: 'VideoFrame', bytes: null, width: value.displayWidth, height: value.displayHeight };
+    }
+    let bitmap;
+    try { bitmap = await createImageBitmap(value); } catch (e) {
+      if (e?.name === 'SecurityError') throw domError('SecurityError', 'Cross-origin image data may not be used.');
+      throw undecodable();
+    }
+    const facts = { kind: 'image', type: value.constructor?.name || 'image', bytes: null, width: bitmap.width, height: bitmap.height };
+    bitmap.close();
+    return facts;
+  }
+
+  /** A sound's facts ({kind, type, bytes, seconds}), decoded as Chrome would. */
+  async function decodeAudio(value) {
+    if (typeof AudioBuffer === 'function' && value instanceof AudioBuffer) {
+      return { kind: 'audio', type: 'AudioBuffer', bytes: null, seconds: value.duration };
+    }
+    const blob = bufferBlob(value);
+    try {
+      const context = new OfflineAudioContext(1, 1, 16000);
+      const decoded = await context.decodeAudioData(await blob.arrayBuffer());
+      return { kind: 'audio', type: blob.type || 'bytes', bytes: blob.size, seconds: decoded.duration };
+    } catch {
+      throw domError('DataError', 'The audio data could not be decoded.');
+    }
+  }
+
+  function mediaTokens(facts) {
+    if (facts.kind === 'audio') return Math.ceil((facts.seconds || 0) * AUDIO_TOKENS_PER_SECOND) + MEDIA_OVERHEAD;
+    const tiles = Math.max(1, Math.ceil(facts.width / IMAGE_TILE)) * Math.max(1, Math.ceil(facts.height / IMAGE_TILE));
+    return tiles * TILE_TOKENS + MEDIA_OVERHEAD;
+  }
+
+  function describeMedia(facts) {
+    const details = [facts.type];
+    if (facts.width) details.push(`${facts.width}×${facts.height}`);
+    if (facts.seconds != null) details.push(`${facts.seconds.toFixed(1)} s`);
+    if (facts.bytes != null) details.push(`${facts.bytes.toLocaleString('en-US')} bytes`);
+    return `${facts.kind} (${details.join(', ')})`;
+  }
+
+  /** Decode the media of `messages` (once), setting each message's token cost and facts;
+   * rejects as Chrome does for media it cannot read, or with the signal's reason. */
+  async function decodeMessages(messages, signal) {
+    for (const message of messages) {
+      if (!message.media?.length || message.facts) continue;
+      const facts = [];
+      for (const item of message.media) {
+        if (signal?.aborted) throw signal.reason ?? abortError();
+        facts.push(await (item.kind === 'image' ? decodeImage(item.value) : decodeAudio(item.value)));
+      }
+      if (signal?.aborted) throw signal.reason ?? abortError();
+      message.facts = facts;
+      message.mediaTokens = facts.reduce((n, f) => n + mediaTokens(f), 0);
+      let index = 0;
+      message.content = message.content.replace(/\[(image|audio)\]/g, (marker) => {
+        const f = facts[index++];
+        return f ? `[${describeMedia(f)}]` : marker;
+      });
+    }
+  }
+
+  const factsOf = (messages) => messages.flatMap((m) => m.facts || []);
 
   // ---------------------------------------------------------------- response constraints
 
@@ -390,8 +519,13 @@
    * text matching a RegExp (after a prefix, its continuation), a short "Summary: ..." for
    * summary/compaction prompts, else "You said: ...".
    */
-  function defaultResponder(input, { responseConstraint, messages, prefix = '' }) {
-    const message = userMessage(lastUserText(messages) || input);
+  function defaultResponder(input, { responseConstraint, messages, prefix = '', received = '' }) {
+    const message = userMessage(lastUserText(messages) || input).replace(/\s*\[(image|audio) \(.*$/, '');
+    const got = received ? ` I received: ${received}.` : '';
+    if (responseConstraint && typeof responseConstraint === 'object' && responseConstraint.properties?.descriptions) {
+      const count = responseConstraint.properties.descriptions.minItems || 1;
+      return JSON.stringify({ descriptions: Array.from({ length: count }, () => received || 'an attachment') });
+    }
     if (responseConstraint instanceof RegExp) {
       return constraints.compileRegex(responseConstraint).complete(prefix) ?? '';
     }
@@ -403,7 +537,7 @@
           thought: `The user said "${clip(message, 80)}"; I can answer directly.`,
           toolName: props.toolName.enum.includes('none') ? 'none' : props.toolName.enum[0],
           toolInput: '',
-          finalAnswer: `You said: ${clip(message, 200)}`,
+          finalAnswer: `You said: ${clip(message, 200)}${got}`,
         };
       } else {
         value = constraints.example(responseConstraint, {
@@ -419,7 +553,7 @@
       const words = whole.replace(/\s+/g, ' ').trim().split(' ').slice(-40).join(' ');
       return `Summary: ${clip(words, 200)}`;
     }
-    return `You said: ${clip(message, 200)}`;
+    return `You said: ${clip(message, 200)}${got}`;
   }
 
   async function produceReply(session, method, inputText, messages, compiled) {
@@ -437,6 +571,10 @@
       prefix,
       sessionId: session._fakeId,
       method,
+      // what the model received: the input's media, else those of the session's context
+      received: (factsOf(messages).length ? factsOf(messages) : factsOf(session._history))
+        .map(describeMedia).join('; '),
+      media: factsOf(messages),
     };
     let reply;
     if (state.replies.length) {
@@ -482,6 +620,8 @@
     for (const e of list) {
       if (!e || !TYPES.includes(e.type)) throw new TypeError(`Invalid ${what} type.`);
       if (what === 'expectedOutputs' && e.type !== 'text') result = 'unavailable';
+      if (what === 'expectedInputs' && (e.type === 'image' || e.type === 'audio') &&
+          !(state.config.mediaInputs || []).includes(e.type)) result = 'unavailable';
       for (const lang of e.languages || []) {
         let tag;
         try { [tag] = Intl.getCanonicalLocales(lang); } catch { throw new RangeError(`Invalid language tag: ${lang}`); }
@@ -596,6 +736,7 @@
           monitor.dispatchEvent(new ProgressEvent('downloadprogress', { loaded, total: 1, lengthComputable: true }));
         }
         if (needsDownload) state.availability = 'available';
+        await decodeMessages(initial, signal);
         const usage = messagesUsage(initial);
         const window = state.config.contextWindow;
         if (usage > window) {
@@ -677,7 +818,7 @@
       let overflowed = false;
       while (this._usage + extra > this._window && this._history.length > this._initial.length) {
         const [dropped] = this._history.splice(this._initial.length, 1);
-        this._usage -= countTokens(dropped.content) + MESSAGE_OVERHEAD;
+        this._usage -= messageUsage(dropped);
         overflowed = true;
       }
       if (overflowed) {
@@ -705,18 +846,24 @@
     #preparePrompt(method, input, options) {
       const messages = this.#validateInput(input, options);
       const constraint = parseConstraint(options);
-      const requested = messagesUsage(messages) + constraintUsage(constraint, options);
+      const textUsage = messagesUsage(messages);
+      const requested = textUsage + constraintUsage(constraint, options);
       const inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
-      return { method, messages, constraint, requested, inputText };
+      return { method, messages, constraint, requested, textUsage, inputText, input: typeof input };
     }
 
     // What prompt and promptStreaming share in the queue: log, scripted failure, reserve, wait, reply.
     async #generate(prepared, signal, options) {
-      const { method, messages, constraint, requested, inputText } = prepared;
+      const { method, messages, constraint } = prepared;
+      await decodeMessages(messages, signal);
+      prepared.requested += messagesUsage(messages) - prepared.textUsage;
+      const { requested } = prepared;
+      const inputText = prepared.input === 'string' ? prepared.inputText : messages.map((m) => m.content).join('\n');
       // `context`: everything the model has read when it answers (the session's history,
       // initial and appended messages included, then this input).
-      record(method, this._fakeId, inputText, options).context =
-          [...this._history.map((m) => m.content), inputText].join('\n\n');
+      const entry = record(method, this._fakeId, inputText, options);
+      entry.context = [...this._history.map((m) => m.content), inputText].join('\n\n');
+      entry.media = factsOf(messages);
       const failure = takeFailure(method);
       if (failure) throw failure;
       const compiled = compileConstraint(constraint);
@@ -770,10 +917,11 @@
       let messages;
       try { messages = this.#validateInput(input, options); } catch (e) { return Promise.reject(e); }
       const signal = this.#signalFor(options);
-      const requested = messagesUsage(messages);
-      const inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
       return this.#enqueue(signal, async () => {
-        record('append', this._fakeId, inputText, {});
+        await decodeMessages(messages, signal);
+        const requested = messagesUsage(messages);
+        const inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
+        record('append', this._fakeId, inputText, {}).media = factsOf(messages);
         const failure = takeFailure('append');
         if (failure) throw failure;
         this.#reserve(requested);
@@ -783,20 +931,22 @@
     }
 
     measureContextUsage(input, options = {}) {
-      let requested;
-      let inputText;
+      let messages;
+      let constraintCost;
       try {
         // Chrome measures without the session's system-message rule (it does not run its
         // input validation here); the spec's within-input rules still apply.
-        const messages = this.#validateInput(input, options, { checkSystem: false });
-        requested = messagesUsage(messages) + constraintUsage(parseConstraint(options), options);
-        inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
+        messages = this.#validateInput(input, options, { checkSystem: false });
+        constraintCost = constraintUsage(parseConstraint(options), options);
       } catch (e) {
         return Promise.reject(e);
       }
       const signal = this.#signalFor(options);
       return (async () => {
-        record('measureContextUsage', this._fakeId, inputText, options);
+        await decodeMessages(messages, signal);
+        const requested = messagesUsage(messages) + constraintCost;
+        const inputText = typeof input === 'string' ? input : messages.map((m) => m.content).join('\n');
+        record('measureContextUsage', this._fakeId, inputText, options).media = factsOf(messages);
         const failure = takeFailure('measureContextUsage');
         if (failure) throw failure;
         await sleep(0, signal);

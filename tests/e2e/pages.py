@@ -142,7 +142,10 @@ def wait_for_boot(page: Page, *, wait_for_chat: bool = True) -> None:
 SHOWN_AFTER_BOOT = """(() => {
   const list = document.querySelector('[data-testid="session-list"]');
   const messages = document.querySelector('[data-testid="messages"]');
-  return (!list || !!list.dataset.state) && (!messages || messages.dataset.loading === 'false');
+  // what the model takes besides text, asked once the agent is ready (ui/attach.py)
+  const inputs = document.querySelector('[data-testid="model-inputs"]');
+  return (!list || !!list.dataset.state) && (!messages || messages.dataset.loading === 'false')
+    && (!inputs || !!inputs.dataset.image);
 })()"""
 
 

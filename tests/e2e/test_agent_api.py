@@ -74,3 +74,42 @@ def test_two_chats_streaming_at_once_each_show_only_their_own_answer(
     assert order.index("alpha") < len(order) - 1 - order[::-1].index("beta")
     assert order.index("beta") < len(order) - 1 - order[::-1].index("alpha")
     assert watch.problems == []
+
+
+SEND_A_PICTURE = """async (b64) => {
+  const {createAgent} = await import('/agent.js');
+  const agent = await createAgent({session: 'pictures'});
+  try {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const file = new File([bytes], 'dot.png', {type: 'image/png'});
+    const inputs = await agent.modelInputs();
+    const sent = await agent.send('What is this?', {attachments: [file]});
+    const streamed = [];
+    for await (const item of agent.stream('And this sound?', {attachments: [new Blob([bytes])]})) {
+      if (item.type === 'result') streamed.push(item.result);
+    }
+    const turns = await agent.transcript();
+    const kept = await agent.attachment(turns[0].attachments[0].id);
+    return {inputs, sent, streamed: streamed[0], turns,
+            kept: {name: kept.name, type: kept.type, width: kept.width, size: kept.blob.size}};
+  } finally {
+    agent.close();
+  }
+}"""
+
+
+def test_send_and_stream_take_files_and_blobs_as_attachments(
+        page: Page, app_server: str, install_fake_lm) -> None:
+    import base64
+
+    from tests.unit.media_samples import png
+    install_fake_lm(page)
+    open_blank(page, app_server)
+    r = page.evaluate(SEND_A_PICTURE, base64.b64encode(png(6, 4)).decode())
+    assert r["inputs"]["image"]["supported"] is True
+    assert r["sent"]["status"] == "answered"
+    assert "I received: image (image/png, 6×4" in r["sent"]["answer"]
+    assert "I received: image (image/png, 6×4" in r["streamed"]["answer"]   # a Blob, sniffed
+    assert [t["attachments"][0]["name"] for t in r["turns"]] == ["dot.png", "attachment"]
+    assert r["kept"] == {"name": "dot.png", "type": "image/png", "width": 6,
+                         "size": len(png(6, 4))}

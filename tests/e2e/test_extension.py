@@ -35,7 +35,7 @@ from tests.fake_openai_server import ChatRequest, FakeServer, agent_responder
 from tests.tool_server_processes import free_port, python_server
 
 PAGE_TOOLS = ["read_page", "find_in_page", "summarize_page", "page_selection", "page_links",
-              "list_tabs"]
+              "page_images", "look_at_image", "capture_tab", "list_tabs"]
 
 # The scripted model: the user's message picks a page tool; the observation's page text
 # is answered with its sentence that shares most words with the message, in quotes; a
@@ -194,7 +194,10 @@ def test_the_side_panel_boots_with_the_page_tools_and_no_policy_errors(panel):
     manifest = panel.evaluate("chrome.runtime.getManifest()")
     assert manifest["permissions"] == ["activeTab", "scripting", "sidePanel"]
     policy = manifest["content_security_policy"]["extension_pages"]
-    assert "'unsafe-eval'" not in policy and "blob:" not in policy
+    assert "'unsafe-eval'" not in policy
+    # Manifest V3 refuses blob: among worker sources; thumbnails (img-src) may be blob:
+    workers = next(d for d in policy.split(";") if d.strip().startswith("worker-src"))
+    assert "blob:" not in workers and "img-src 'self' data: blob:" in policy
 
 
 def test_the_in_page_model_built_into_the_extension_answers_in_the_side_panel(panel):

@@ -160,6 +160,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
         "kv": {"keyPath": None, "autoIncrement": False, "indexes": []},
         "recall": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "profile": {"keyPath": "key", "autoIncrement": False, "indexes": []},
+        "blobs": {"keyPath": ["session_id", "id"], "autoIncrement": False, "indexes": []},
     }
     assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
     assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
@@ -512,8 +513,8 @@ def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_recall_and_profil
         return out;
     }""")
     assert r["version"] == 5
-    assert r["stores"] == ["archive", "compressions", "kv", "meta", "profile", "recall",
-                           "sessions"]
+    assert r["stores"] == ["archive", "blobs", "compressions", "kv", "meta", "profile",
+                           "recall", "sessions"]
     assert r["migration"] is None            # the v1 database had already migrated legacy data
     assert json.loads(r["kv"]) == [["note:000001", {"title": "Trip", "text": "Lisbon"}]]
     assert r["saved"] is True and r["blobs"] == [["old", [82, 67, 76, 49]]]
@@ -743,7 +744,8 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert r["inWorker"] is True
     assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
                             "compressions", "listSessions", "deleteSession", "saveRecall",
-                            "loadRecall", "readTurns", "loadProfile", "saveProfile"]
+                            "loadRecall", "readTurns", "loadProfile", "saveProfile",
+                            "putBlob", "getBlob", "blobSizes"]
     assert r["blobs"] == [["w1", [7, 8, 9]]]
     assert r["kvMethods"] == ["kvGet", "kvPut", "kvDelete", "kvList"]
     assert SessionState.from_dict(json.loads(r["loaded"])) == replace(s, version=1)
@@ -864,3 +866,26 @@ def test_upgrade_from_version_2_adds_the_profile_and_keeps_everything(store_page
     assert "profile" not in r["before"] and r["version"] == 5
     assert "profile" in r["stores"] and r["profile"] is None and r["saved"] == 1
     assert r["state"]["summary"] == "kept" and json.loads(r["kv"]) == {"a": 1}
+
+
+def test_attachments_blobs_are_kept_read_back_and_deleted_with_their_session(store_page):
+    r = store_page.evaluate("""async ([state, turns]) => {
+        const store = await IdbStore.open({ name: 'blobs-test', legacyName: null });
+        await store.commitTurn(state, turns);
+        await store.putBlob('s1', 'a1', new Uint8Array([137, 80, 78, 71]),
+                            JSON.stringify({ name: 'x.png', type: 'image/png', size: 4 }));
+        await store.putBlob('other', 'a2', new Uint8Array([1, 2, 3]), JSON.stringify({}));
+        const [meta, bytes] = await store.getBlob('s1', 'a1');
+        const out = { meta: JSON.parse(meta), bytes: [...bytes],
+                      sizes: JSON.parse(await store.blobSizes('s1')),
+                      missing: await store.getBlob('s1', 'nope') };
+        await store.deleteSession('s1');
+        out.after = await store.getBlob('s1', 'a1');
+        out.other = [...(await store.getBlob('other', 'a2'))[1]];
+        out.failed = await store.putBlob('s1', 'b', 'not bytes', '{}').then(() => null, (e) => e.name);
+        store.close();
+        return out;
+    }""", [dumps_state(state("s1")), dumps_turns([turn(1)])])
+    assert r["meta"] == {"name": "x.png", "type": "image/png", "size": 4}
+    assert r["bytes"] == [137, 80, 78, 71] and r["sizes"] == {"a1": 4} and r["missing"] is None
+    assert r["after"] is None and r["other"] == [1, 2, 3] and r["failed"] == "StorageError"

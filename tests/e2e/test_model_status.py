@@ -130,13 +130,16 @@ def test_download_progress_on_first_send(page: Page, app_server: str,
     assert page.evaluate("__fakeLM.callsOf('create').length") >= 1
 
     # Every availability() and create(), the page's (status, download) and the worker's
-    # (the agent's sessions), said it works on English text, so Chrome had nothing to
+    # (the agent's sessions, and what the model takes besides text: a picture or a sound
+    # declared after the text), said it works on English text, so Chrome had nothing to
     # warn about.
     english = [{"type": "text", "languages": ["en"]}]
     calls = page.evaluate("[...__fakeLM.callsOf('availability'), ...__fakeLM.callsOf('create')]"
                           ".map((c) => [c.method, c.expectedInputs, c.expectedOutputs])")
     assert {method for method, _, _ in calls} == {"availability", "create"}
-    assert all(inputs == english and outputs == english for _, inputs, outputs in calls), calls
+    assert all(inputs[:1] == english and outputs == english
+               and all(extra in ({"type": "image"}, {"type": "audio"}) for extra in inputs[1:])
+               for _, inputs, outputs in calls), calls
     assert not [w for w in warnings if "output language" in w], warnings
 
 

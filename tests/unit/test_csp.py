@@ -21,7 +21,7 @@ PAGE = ('<!doctype html><script>start()</script><script src="x.js"></script>'
         '<script type="module">go()</script>')
 HASHES = ("'sha256-DIm7WJS6ZKDYe5qFLPy+h4JFI9Bol5QmYC57mt3Fb00=' "
           "'sha256-5KYv+PUboo5h+0+YAtGRPbwv5d/QxzHslP4YGnUaxRw='")
-TAIL = ("img-src 'self' data:; font-src 'self'; object-src 'none'; base-uri 'none'; "
+TAIL = ("img-src 'self' data: blob:; media-src 'self' blob:; font-src 'self'; object-src 'none'; base-uri 'none'; "
         "form-action 'self'")
 
 

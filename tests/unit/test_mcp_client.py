@@ -82,8 +82,9 @@ def test_our_server_speaks_the_2026_protocol_and_its_annotations_decide(ours) ->
     assert confirm["delete_file"] is True       # destructiveHint
     assert confirm["send_payment"] is True      # no annotations: consequential
     picture = next(t for t in server.tools if t.name == "picture")
-    assert run(picture.fn()) == ("Here is the picture:\n[an image (image/png, 70 bytes) that "
-                                 "this model cannot see]")
+    result = run(picture.fn())   # the text, and the picture for a model that sees
+    assert result.text == "Here is the picture:\n[an image (image/png, 70 bytes)]"
+    assert [(m.type, m.width, m.height) for m in result.media] == [("image/png", 1, 1)]
     run(server.close())
     assert server.state == "closed" and server.tools == []
 

@@ -118,7 +118,8 @@ LAYERS: dict[str, tuple[str, int]] = {
     # 1. plain data and what needs nothing of the agent's
     **dict.fromkeys(["py_agent.state", "py_agent.boundary", "py_agent.redaction", "py_agent.tokens",
                      "py_agent.waiting", "py_agent.events", "py_agent.profile",
-                     "py_agent.transfer", "py_agent.memory_view"], ("data", 1)),
+                     "py_agent.transfer", "py_agent.memory_view",
+                     "py_agent.attachments"], ("data", 1)),
     # 2. the model and store protocols, their bridges, and the context budget
     **dict.fromkeys(["py_agent.model", "py_agent.store", "py_agent.message_list",
                      "py_agent.constraints", "py_agent.parsing", "py_agent._model_guard",

@@ -59,9 +59,9 @@ def test_results_become_text_and_images_are_described() -> None:
         {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]})
     assert not failed
     assert text.splitlines() == [
-        "The sum is 5.", "[an image (image/png, 8 bytes) that this model cannot see]",
+        "The sum is 5.", "[an image (image/png, 8 bytes)]",
         "[resource: a.txt <file:///a.txt>]", "inline text",
-        "[audio (audio/wav, 3 bytes) that this model cannot hear]"]
+        "[audio (audio/wav, 3 bytes)]"]
     # structured content shows as JSON when no text block carries it
     assert render_result({"content": [], "structuredContent": {"sum": 5}}) == ('{"sum": 5}', False)
     assert render_result({"content": [{"type": "text", "text": "5"}],

@@ -59,7 +59,7 @@ def test_the_format_is_a_header_then_turns_then_compressions():
     assert [r["type"] for r in records] == ["session", "turn", "turn", "turn", "compression"]
     header = records[0]
     assert header["format"] == FORMAT == "py-agent-session/2" and header["exported_at"] == 100
-    assert header["turns"] == 3 and header["compressions"] == 1
+    assert header["turns"] == 3 and header["compressions"] == 1 and header["attachments"] == 0
     assert header["state"]["title"] == "Greetings" and header["state"]["session_id"] == "orig"
     assert records[2]["user"] == "日本語"  # kept readable, not \\u-escaped
 

@@ -115,25 +115,30 @@ def window_test_page(script_path: str, source: str) -> str:
     return "\n".join(tags) + "\n"
 
 
-def stand_in_png() -> bytes:
-    """A 2x2 PNG for the tests that fetch WPT's /images/computer.jpg (only decoded, never
-    described: the files that describe pictures are not vendored)."""
+def stand_in_png(width: int = 64, height: int = 48) -> bytes:
+    """A red PNG for the tests that fetch WPT's /images/computer.jpg, a binary file that
+    cannot be fetched here (tests/wpt/SOURCE.md): the fake decodes it and names its
+    size, as it would the real photo's."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (struct.pack(">I", len(data)) + kind + data
                 + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height,
+                                                              8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
-def stand_in_wav() -> bytes:
-    """A tenth of a second of silence for the tests that fetch /media/speech.wav."""
+def stand_in_wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
+    """A second of a 440 Hz tone for the tests that fetch /media/speech.wav."""
+    import math
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(b"\x00\x00" * 1600)
+        out.setframerate(rate)
+        out.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i
+                                                                          / rate)))
+                                 for i in range(int(rate * seconds))))
     return buffer.getvalue()
 
 

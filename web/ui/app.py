@@ -21,6 +21,8 @@ state = {
     "note": "",             # the last turn's outcome, for the status line
     "worker_error": None,   # an error the worker reported after boot: (where, message)
     "queued": None,         # a message sent before it could be, waiting (ui/chat.py)
+    "attachments": [],      # the pictures and sounds waiting to go with the next message
+    "inputs": None,         # what the model in use takes besides text (ui/attach.py)
 }
 
 _hooks = {}

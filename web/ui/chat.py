@@ -30,17 +30,30 @@ if missing(hint_text):
     hint_text = hint.textContent
 
 
-def send(text, from_input=True):
+def send(text, from_input=True, with_attachments=True):
     text = text.strip()
     if text and from_input and not state["failed"] and \
             (not state["booted"] or not session_shown()):
         return queue_until_ready(text)
     if not text or not can_send():
         return False
+    raw, items = None, []
+    if with_attachments and state["attachments"]:
+        from ui import attach   # loaded after the first paint (main.py's start_later)
+        blocked = attach.refusal()
+        if blocked:   # the model cannot take them: nothing is sent, the text stays
+            attach.show_note("%s Your message and attachments stay here: choose a model "
+                             "that takes them, or remove them to send the text alone."
+                             % blocked)
+            return False
+        payload, items = attach.take()
+        raw = {"attachments": payload}
     if from_input:
         chat_input.value = ""
     clear_worker_error()
-    add_user_message(text)
+    user = add_user_message(text)
+    if items:
+        messages.add_attachments(user, items)
     message = add_assistant_message()
     message.setAttribute("aria-busy", "true")
     turn = RunningTurn(state["session"], text, message)
@@ -49,7 +62,7 @@ def send(text, from_input=True):
     scroll_to_latest()   # the user's own message: always shown
     render_status()
     emit("turn_started", turn)
-    request("run", lambda ok, value: on_run_reply(turn, ok, value),
+    request("run", lambda ok, value: on_run_reply(turn, ok, value), raw=raw,
             session_id=turn.session, text=text)
     return True
 
@@ -111,6 +124,13 @@ def flush_queued(*args):
 # ------------------------------------------------------------------ Stop and Retry
 
 def on_messages_click(event):
+    text_only = event.target.closest('[data-testid="send-text-only"]')
+    if not missing(text_only) and not text_only.disabled and can_send():
+        message = text_only.closest('[data-testid="message"]')
+        if send(previous_user_text(message), from_input=False, with_attachments=False):
+            message.setAttribute("data-retried", "true")
+            text_only.closest(".message-actions").remove()
+        return
     button = event.target.closest('[data-testid="retry-button"]')
     if missing(button) or button.disabled or not can_send():
         return

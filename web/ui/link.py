@@ -22,18 +22,23 @@ _replies = replies.Replies.new(to_js({"prefix": "ui"}))
 _replies.toError = lambda error: error
 
 
-def request(kind, callback=None, **fields):
-    """Ask the agent worker; ``callback(ok, value_or_error)`` gets its reply."""
+def request(kind, callback=None, raw=None, raw_reply=False, **fields):
+    """Ask the agent worker; ``callback(ok, value_or_error)`` gets its reply. ``raw``:
+    fields that are JavaScript objects already (Blobs: never through JSON); with
+    ``raw_reply`` the callback gets the reply's value as it came (bytes stay bytes)."""
     message = {"type": kind}
     message.update(fields)
 
     def send(request_id):
         message["id"] = request_id
-        state["worker"].postMessage(to_js(message))
+        js_message = to_js(message)
+        for key in raw or {}:
+            setattr(js_message, key, raw[key])
+        state["worker"].postMessage(js_message)
 
     def answered(value):
         if callback is not None:
-            callback(True, from_js(value))
+            callback(True, value if raw_reply else from_js(value))
 
     def failed(error):
         if callback is not None:

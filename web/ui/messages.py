@@ -8,6 +8,7 @@ from pyscript.js_modules import markdown
 
 from ui.app import can_send, emit, state
 from ui.dom import by_id, clear, clip, make, missing, part
+from ui.link import request
 from ui.memory import compacted_ids
 from ui.scrolling import hide_jump, scroll_to_latest
 from ui import page_quotes, trace
@@ -36,6 +37,58 @@ def add_user_message(text):
     node = add_message("user")
     make("div", "text", text, parent=node)
     return node
+
+
+def add_attachments(node, items, session_id=None):
+    """A sent message's pictures and sounds under its text: ``items`` are the page's own
+    (JS objects with their Blob, just sent) or a transcript's records (dicts: a kept
+    picture is asked of the worker and drawn from its bytes; one not kept says so)."""
+    box = make("ul", "message-attachments", parent=node,
+               attrs={"data-testid": "message-attachments"})
+    for item in items:
+        record = isinstance(item, dict)
+        kind = str(item.get("type", "").split("/")[0] if record else item.kind)
+        name = str(item.get("name") if record else item.name)
+        chip = make("li", "attachment-chip", parent=box,
+                    attrs={"data-testid": "message-attachment", "data-kind": kind,
+                           "data-name": name})
+        if kind == "image":
+            thumb = make("img", None, parent=chip,
+                         attrs={"alt": "", "data-testid": "attachment-thumb"})
+            if not record:
+                thumb.src = window.URL.createObjectURL(item.blob)
+                thumb.setAttribute("data-width", str(item.width))
+                thumb.setAttribute("data-height", str(item.height))
+            elif item.get("kept") and session_id:
+                _load_thumb(thumb, session_id, item.get("id"))
+        else:
+            make("span", None, "♪", parent=chip, attrs={"aria-hidden": "true"})
+        make("span", "attachment-name", name, parent=chip)
+        said = (item.get("description") or item.get("note") or "") if record else \
+            str(item.note or "")
+        if record and not item.get("kept"):
+            said = item.get("note") or "not kept"
+            chip.setAttribute("data-kept", "false")
+        if said:
+            make("span", "attachment-note", said, parent=chip)
+    return box
+
+
+def _load_thumb(thumb, session_id, attachment_id):
+    def loaded(ok, value):
+        if not ok or missing(value):
+            thumb.setAttribute("data-state", "missing")
+            return
+        options = window.Object.new()
+        options.type = value.type
+        blob = window.Blob.new(window.Array.of(value.data), options)
+        thumb.src = window.URL.createObjectURL(blob)
+        thumb.setAttribute("data-width", str(value.width))
+        thumb.setAttribute("data-height", str(value.height))
+        thumb.setAttribute("data-state", "shown")
+
+    request("attachment", loaded, raw_reply=True, session_id=session_id,
+            attachment_id=attachment_id)
 
 
 def add_assistant_message(turn_id=None, open_trace=True):
@@ -118,7 +171,14 @@ def show_error(message, text, details=""):
     message.setAttribute("data-state", "error")
     set_answer(message, text, rich=False)
     add_error_details(message, details)
-    add_retry(message)
+    button = add_retry(message)
+    if details.startswith("InputNotSupportedError") and button is not None:
+        # The model refused the pictures or sounds: the text may go alone.
+        text_only = make("button", "retry", "Send without the attachments",
+                         attrs={"type": "button", "data-testid": "send-text-only",
+                                "title": "Send the same words again, without what was attached"},
+                         parent=button.parentElement)
+        text_only.disabled = not can_send()
 
 
 def show_unfinished(message, status_):
@@ -128,8 +188,10 @@ def show_unfinished(message, status_):
     add_retry(message)
 
 
-def render_past_turn(turn, compacted):
-    add_user_message(turn.get("user", ""))
+def render_past_turn(turn, compacted, session_id=None):
+    user = add_user_message(turn.get("user", ""))
+    if turn.get("attachments"):
+        add_attachments(user, turn["attachments"], session_id)
     message = add_assistant_message(turn.get("id"), open_trace=False)
     trace.render_past_steps(message, turn.get("steps"))
     status_ = turn.get("status") or "answered"
@@ -151,7 +213,7 @@ def show_transcript(session_id, turns, memory):
     clear(messages_el)
     messages_el.setAttribute("data-session-id", session_id)
     for turn in turns or []:
-        render_past_turn(turn, compacted)
+        render_past_turn(turn, compacted, session_id)
     messages_el.setAttribute("data-loading", "false")
     messages_el.setAttribute("aria-busy", "false")
     scroll_to_latest()
