@@ -698,10 +698,11 @@
 
   function images({max = 40} = {}) {
     const out = [];
+    const sight = new Sight(document.defaultView);
     for (const img of document.querySelectorAll('img')) {
       if (out.length >= max) break;
       const src = img.currentSrc || img.src;
-      if (!src || !img.naturalWidth || hiddenReason(img, document.defaultView)) continue;
+      if (!src || !img.naturalWidth || sight.elementHidden(img)) continue;
       const alt = squash(img.getAttribute('alt') || img.title || img.getAttribute('aria-label') || '');
       out.push({alt: alt.slice(0, 300), url: src, width: img.naturalWidth, height: img.naturalHeight});
     }
