@@ -294,7 +294,7 @@ def say_what_the_model_takes():
     why = [entry.get("reason") for entry in (image, audio)
            if not entry.get("supported") and entry.get("reason")]
     inputs_note.textContent = "%s%s" % (" · ".join(parts), (" (%s)" % why[0]) if why else "")
-    inputs_note.hidden = False
+    inputs_note.title = inputs_note.textContent   # the line may be cut: its whole text
     inputs_note.setAttribute("data-image", "yes" if image.get("supported") else "no")
     inputs_note.setAttribute("data-audio", "yes" if audio.get("supported") else "no")
     record_button.hidden = not audio.get("supported")
