@@ -2,10 +2,13 @@
 // py_agent wheel and hands control to a Python entry point.
 //
 // Messages to the page:
-//   {type: 'boot', phase, ms, took}   phase is 'pyodide-loaded', 'packages-installed',
+//   {type: 'boot', phase, ms, took, at}   phase is 'pyodide-loaded', 'packages-installed',
 //                                     'agent-imported', then 'ready' (sent when the entry
 //                                     calls boot.ready()); ms is the time since this
-//                                     script started, took the time the phase itself took.
+//                                     script started, took the time the phase itself took,
+//                                     at the moment it was sent in ms since the Unix epoch
+//                                     (performance.timeOrigin-based, so comparable with
+//                                     the page's clock: bench/boot.py uses it).
 //   {type: 'error', where, message, traceback}   any JS or Python exception, during boot
 //                                     or later. `where` says which phase or channel.
 // Anything else is posted by the Python entry point itself (docs/protocols.md lists it all).
@@ -91,7 +94,7 @@ const post = (message) => self.postMessage(message);
 function mark(name, extra = {}) {
   const now = performance.now();
   post({type: 'boot', phase: name, ms: Math.round(now - started),
-        took: Math.round(now - lastMark), ...extra});
+        took: Math.round(now - lastMark), at: performance.timeOrigin + now, ...extra});
   lastMark = now;
 }
 
@@ -183,7 +186,8 @@ function makeBootContext(manifest, prefetched) {
         : details;
       const now = performance.now();
       post({type: 'boot', phase: 'ready', ms: Math.round(now - started),
-            took: Math.round(now - lastMark), ...(extra ? {details: extra} : {})});
+            took: Math.round(now - lastMark), at: performance.timeOrigin + now,
+            ...(extra ? {details: extra} : {})});
       lastMark = now;
     },
     // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge;
