@@ -118,7 +118,8 @@ WATCH_JS = """
         if (data.type === 'boot' || data.type === 'tool-worker') {
           seen.push({type: data.type, phase: data.phase, ms: data.ms, took: data.took,
                      at: data.at, snapshot: data.snapshot || '',
-                     source: data.snapshot_source || '', received: event.timeStamp});
+                     source: data.snapshot_source || '', received: event.timeStamp,
+                     late: data.imported_after_restore || null});
         }
       });
     }

@@ -77,7 +77,7 @@ export class BootSnapshot {
     this.reason = enabled ? '' : 'turned off by the page';
   }
 
-  /** {pyodide, sitePackages} restored from a snapshot, or null (see report()): the one
+  /** {pyodide} restored from a snapshot, or null (see report()): the one
    *  this browser stored, else the one the server made (the manifest's boot_snapshot),
    *  so that a first visit starts from one too. */
   async restore() {

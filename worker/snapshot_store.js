@@ -12,7 +12,7 @@ import {SITE_ROOT} from './site.js';
 export const CACHE_NAME = 'py-agent-boot-snapshot';
 // Bump when the snapshot's contents change in a way the manifest does not show (what
 // snapshot_worker.js imports, or how it is restored).
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;   // 3: the wheels imported as zip archives
 
 /** What a snapshot for this manifest and configuration depends on (JSON-able). */
 export function snapshotParts(manifest, {tools = '', entry = ''} = {}) {
