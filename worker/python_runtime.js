@@ -30,10 +30,14 @@ export function startRuntimeDownloads(manifest) {
  * loadPyodide() for our worker; resolves to {pyodide}.
  *
  * snapshot: the bytes of a memory snapshot to restore (Pyodide's experimental
- * `_loadSnapshot`), or a promise of them (Pyodide starts its own loading meanwhile);
- * verified: a promise awaited just before they are used, which throws to stop the
- * restore. makeSnapshot: allow pyodide.makeMemorySnapshot() later. indexURL: where
- * Pyodide's files are (default: the manifest's, in this site; Node passes a folder).
+ * `_loadSnapshot`), which may still be arriving; verified: a promise that resolves once
+ * they are all in and sound, and throws to stop the restore. Pyodide 314 reads only the
+ * snapshot's length before it has made its module (loadPyodide: prepareSnapshot, then
+ * createPyodideModule), so the wasm compiles and instantiates while the bytes arrive;
+ * our createPyodideModule awaits `verified` before returning the module, and only then
+ * does Pyodide copy them in. makeSnapshot: allow pyodide.makeMemorySnapshot() later.
+ * indexURL: where Pyodide's files are (default: the manifest's, in this site; Node
+ * passes a folder).
  *
  * Pyodide 314 sizes the restored heap from the `INITIAL_MEMORY` setting, which its
  * build ignores (the wasm module's memory has a fixed initial size): restoring a heap
@@ -56,8 +60,8 @@ export async function loadRuntime(manifest, {snapshot = null, verified = null,
     options._loadSnapshot = snapshot;
     options.createPyodideModule = async (settings) => {
       const module = await createModule(settings);
-      const bytes = await snapshot;   // Pyodide awaited it before calling this
-      await verified;
+      const bytes = await snapshot;
+      await verified;   // every byte is in, and sound
       if (module.HEAP8.length < bytes.length && !module.growMemory(bytes.length)) {
         throw new Error(`cannot grow the heap to the snapshot's ${bytes.length} bytes`);
       }
