@@ -24,12 +24,13 @@ start to the page receiving the worker's "ready" message:
 
 each cold (a fresh browser profile) and warm (the same profile, browser restarted: the
 HTTP cache, Chromium's compiled-wasm cache and the snapshot in Cache Storage are
-filled), N times; the scenarios' order rotates from run to run so that drift in the
-machine's load favours none. It prints
+filled), N times. In each run bare and the page as served go one right after the other
+(which first alternates), and the other scenarios rotate around them, so that drift in
+the machine's load favours none. It prints
 
   - the verdict: the page as served against bare, as the ratio of the medians and as
-    the spread of the per-run ratios (each run's two loads were measured minutes apart
-    at most);
+    the spread of the per-run ratios (each run's two were measured one right after the
+    other);
   - where the time goes, phase by phase, beside bare's: the worker's script starting
     (navigation start to its first line: HTML, the page's scripts, the worker's module
     graph), Pyodide (loadPyodide, or the snapshot's restore), installing the wheels,
@@ -255,6 +256,18 @@ def cold_and_warm(playwright, base: str, scenario: str) -> tuple[dict, dict]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def run_order(scenarios: list[str], run: int) -> list[str]:
+    """The scenarios of one run: bare and the page as served next to each other (which
+    goes first alternates), so that each run's ratio compares loads made moments apart;
+    the others rotate around them, so that drift in the machine's load favours none."""
+    pair = ["bare", AS_SERVED] if run % 2 == 0 else [AS_SERVED, "bare"]
+    others = [s for s in scenarios if s not in pair]
+    shift = run % (len(others) or 1)
+    others = others[shift:] + others[:shift]
+    at = run % (len(others) + 1)
+    return others[:at] + pair + others[at:]
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -317,10 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with sync_playwright() as playwright:
                 for run in range(args.runs):
-                    # Rotate the order so drift in machine load does not favour one.
-                    shift = run % len(scenarios)
-                    order = scenarios[shift:] + scenarios[:shift]
-                    for scenario in order:
+                    for scenario in run_order(scenarios, run):
                         base = unserved.url if scenario == "browser-made" else server.url
                         cold, warm = cold_and_warm(playwright, base, scenario)
                         samples[(scenario, "cold")].append(cold)
