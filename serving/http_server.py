@@ -34,6 +34,7 @@ from .tool_servers import ToolServers
 from .page_models import PageModels
 from .paths import WEB, WORKER
 from .static_build import RETIRE_SERVICE_WORKER, SERVICE_WORKER
+from .validators import body_tag, entity_tag, file_digest, not_modified
 
 DEFAULT_MOUNTS = {"/worker/": WORKER, "/": WEB}
 
@@ -42,7 +43,9 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
     """Static files from a few mounted directories, with the app's headers.
 
     No directory listings, no dotfiles; ``/vendor/`` (except the manifest) is
-    versioned and cached forever, everything else is revalidated on each use."""
+    versioned and cached forever, everything else is revalidated on each use: with an
+    ``ETag`` (serving/validators.py), so that an unchanged file costs a ``304`` and no
+    body, and the browser keeps what it compiled of it."""
 
     protocol_version = "HTTP/1.1"
     server_version = "py-agent"
@@ -98,16 +101,51 @@ class AppRequestHandler(http.server.SimpleHTTPRequestHandler):
             self.send_error(404, "Not found")
             return None
         if self.cache_control() == CACHE_REVALIDATE:
-            # A revalidation gets the file whole: "not modified since" compares dates, and
-            # a browser's copy from another server on this origin (say a static build tried
-            # on the same port) can be newer than the file here and still not be it.
-            del self.headers["If-Modified-Since"]
+            return self.send_revalidated_file(Path(local))
         return super().send_head()
 
+    def send_revalidated_file(self, path: Path):
+        """A file browsers ask for again on each use: ``304`` when their copy is this one
+        (its ``ETag``), else the file with its ``ETag``. Not ``If-Modified-Since``: it
+        compares dates, and a browser's copy from another server on this origin (say a
+        static build tried on the same port) can be newer than the file here and still
+        not be it."""
+        try:
+            file = open(path, "rb")
+        except OSError:
+            self.send_error(404, "Not found")
+            return None
+        try:
+            size = os.fstat(file.fileno()).st_size
+            tag = entity_tag(file_digest(path), self.content_security_policy())
+            if not_modified(self.headers.get("If-None-Match"), tag):
+                file.close()
+                return self.send_not_modified(tag)
+            self.send_response(200)
+            self.send_header("Content-Type", self.guess_type(path))
+            self.send_header("Content-Length", str(size))
+            self.send_header("ETag", tag)
+            self.end_headers()
+            return file
+        except BaseException:
+            file.close()
+            raise
+
+    def send_not_modified(self, tag: str):
+        self.send_response(304)
+        self.send_header("ETag", tag)
+        self.end_headers()
+        return None
+
     def send_body(self, body: bytes, content_type: str):
+        """A generated response (the manifest, the UI bundle), revalidated like a file."""
+        tag = body_tag(body, content_type, self.content_security_policy())
+        if not_modified(self.headers.get("If-None-Match"), tag):
+            return self.send_not_modified(tag)
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("ETag", tag)
         self.end_headers()
         return io.BytesIO(body)
 

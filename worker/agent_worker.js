@@ -2,10 +2,13 @@
 // py_agent wheel and hands control to a Python entry point.
 //
 // Messages to the page:
-//   {type: 'boot', phase, ms, took}   phase is 'pyodide-loaded', 'packages-installed',
+//   {type: 'boot', phase, ms, took, at}   phase is 'pyodide-loaded', 'packages-installed',
 //                                     'agent-imported', then 'ready' (sent when the entry
 //                                     calls boot.ready()); ms is the time since this
-//                                     script started, took the time the phase itself took.
+//                                     script started, took the time the phase itself took,
+//                                     at the moment it was sent in ms since the Unix epoch
+//                                     (performance.timeOrigin-based, so comparable with
+//                                     the page's clock: bench/boot.py uses it).
 //   {type: 'error', where, message, traceback}   any JS or Python exception, during boot
 //                                     or later. `where` says which phase or channel.
 // Anything else is posted by the Python entry point itself (docs/protocols.md lists it all).
@@ -13,8 +16,8 @@
 // Query parameters of this script's URL (the page passes them through):
 //   entry=module:function   run another entry point (only modules under py_agent); tests
 //                           use it to make boot fail on purpose.
-//   install=micropip        install the wheel with micropip instead of unpacking it
-//                           (kept for measurements; see bench/boot.py).
+//   install=micropip        install the wheel with micropip instead of importing it as
+//                           a zip (kept for measurements; see bench/boot.py).
 //   snapshot=off            boot without the memory snapshot (and make none); the tool
 //                           worker inherits it.
 //
@@ -27,58 +30,27 @@
 // The Python entry point is called as `await main(boot)` once py_agent imports. `boot`
 // (see makeBootContext) has: post(msg) to the page; onMessage(fn) to receive page
 // messages (those sent earlier are queued and replayed); ready(details) to say it
-// accepts messages (this sends the 'ready' phase); importModule(url) (JS import());
+// accepts messages (this sends the 'ready' phase); openStore() (the IdbStore of
+// idb_store.js, opened while Pyodide loads); importModule(url) (JS import());
 // fetchBytes(url) (a Uint8Array; the tool modules' archives are already on their way);
-// reportError(where, error); manifest; params; takeToolWorker() (the tool worker this
-// script started alongside itself, see startToolWorker). An exception it raises, in a message handler or in an asyncio task, reaches
-// the page as {type: 'error'}.
+// reportError(where, error); manifest; params. An exception it raises, in a message
+// handler or in an asyncio task, reaches the page as {type: 'error'}.
 
 import {BootSnapshot} from './boot_snapshot.js';
-import {fetchBytes, loadRuntime, startRuntimeDownloads, unpackWheels, wheelURLs}
+import {addToSysPath, fetchBytes, installWheels, loadRuntime, startRuntimeDownloads, wheelURLs}
   from './python_runtime.js';
 import {siteURL} from './site.js';
 
 // The Python entry point, "module:function".
 const ENTRY = 'py_agent.browser.main:main';
-// The tool worker's (py_agent/browser/tool_worker.py): this script again, started by the
-// agent's worker at once so that both boot side by side.
+// The tool worker's (py_agent/browser/tool_worker.py): this script again, which the
+// agent's entry starts once it is ready (a second boot beside this one took a third of
+// the two cores of a small machine, and "ready" needs no tool worker).
 const TOOL_WORKER_ENTRY = 'py_agent.browser.tool_worker:main';
-
-// The Python half of the bootstrap: runs the entry, and reports exceptions that escape
-// asyncio tasks (which would otherwise only be printed to the console).
-const BOOT_HELPER_SOURCE = `
-import asyncio
-import importlib
-import inspect
-import traceback
-
-import js
-from pyodide.ffi import to_js
-
-
-def post_error(where, exc=None, message=None):
-    if exc is not None:
-        message = "".join(traceback.format_exception_only(exc)).strip()
-        trace = "".join(traceback.format_exception(exc))
-    else:
-        trace = ""
-    js.postMessage(to_js({"type": "error", "where": where, "message": message,
-                          "traceback": trace}, dict_converter=js.Object.fromEntries))
-
-
-def _on_loop_exception(loop, context):
-    post_error("python:asyncio", context.get("exception"), context.get("message"))
-
-
-async def run_entry(spec, boot):
-    asyncio.get_event_loop().set_exception_handler(_on_loop_exception)
-    module_name, _, function_name = spec.partition(":")
-    module = importlib.import_module(module_name)
-    function = getattr(module, function_name or "main")
-    result = function(boot)
-    if inspect.isawaitable(result):
-        await result
-`;
+// The Python half of this bootstrap: runs the entry point, reports exceptions that
+// escape asyncio tasks, and says what a boot from the snapshot imported that the
+// snapshot did not hold (the snapshot holds it too).
+const BOOTSTRAP = 'py_agent.browser.bootstrap';
 
 const started = performance.now();
 const params = new URL(self.location.href).searchParams;
@@ -91,7 +63,7 @@ const post = (message) => self.postMessage(message);
 function mark(name, extra = {}) {
   const now = performance.now();
   post({type: 'boot', phase: name, ms: Math.round(now - started),
-        took: Math.round(now - lastMark), ...extra});
+        took: Math.round(now - lastMark), at: performance.timeOrigin + now, ...extra});
   lastMark = now;
 }
 
@@ -124,19 +96,13 @@ self.addEventListener('unhandledrejection', (event) => {
   reportError('worker:promise', event.reason);
 });
 
-// The agent's worker (the default entry) starts its tool worker at once, unless the page
-// said ?tool_worker=off or the manifest tool_worker: false; what it sends before Python takes it over waits in `early`.
-function startToolWorker() {
-  const url = new URL(self.location.href);
-  url.searchParams.set('entry', TOOL_WORKER_ENTRY);
-  const worker = new Worker(url.href, {type: 'module', name: 'py-agent tools'});
-  const early = [];
-  worker.onmessage = (event) => early.push({data: event.data});
-  worker.onerror = (event) => { event.preventDefault(); early.push({error: String(event.message)}); };
-  return {worker, early};
+// The agent's storage: IndexedDB opens (and its one-time migration runs) while Pyodide
+// loads, rather than after it; the entry point takes the store with boot.openStore().
+let storeOpening = null;
+function openStore() {
+  storeOpening ??= import('./idb_store.js').then((module) => module.IdbStore.open());
+  return storeOpening;
 }
-// Started as soon as the manifest is read (it may say the server wants none).
-let toolWorker = null;
 
 // Page messages that arrive before the entry listens are kept, then handed over.
 const pending = [];
@@ -158,8 +124,10 @@ function deliver(data) {
   }
 }
 
-// What the entry point gets: a small, stable surface over the worker.
-function makeBootContext(manifest, prefetched) {
+// What the entry point gets: a small, stable surface over the worker. lateImports()
+// lists the modules imported since a snapshot's restore that it did not hold (null
+// without a restore): the 'ready' phase carries them (docs/startup.md).
+function makeBootContext(manifest, prefetched, lateImports) {
   return {
     manifest,
     params: Object.fromEntries(params),
@@ -181,11 +149,16 @@ function makeBootContext(manifest, prefetched) {
       const extra = details && typeof details.toJs === 'function'
         ? details.toJs({dict_converter: Object.fromEntries, create_pyproxies: false})
         : details;
+      const imported = lateImports();
       const now = performance.now();
       post({type: 'boot', phase: 'ready', ms: Math.round(now - started),
-            took: Math.round(now - lastMark), ...(extra ? {details: extra} : {})});
+            took: Math.round(now - lastMark), at: performance.timeOrigin + now,
+            ...(imported ? {imported_after_restore: imported} : {}),
+            ...(extra ? {details: extra} : {})});
       lastMark = now;
     },
+    // The agent's IndexedDB store (idb_store.js's IdbStore), opening since the boot began.
+    openStore,
     // import() for Python (which cannot spell it): a same-origin JS module, e.g. a bridge;
     // a relative URL is relative to this script (worker/).
     importModule(url) {
@@ -200,12 +173,6 @@ function makeBootContext(manifest, prefetched) {
     // The absolute URL of a URL of the manifest (they are relative to the site).
     siteURL,
     reportError,
-    // The tool worker started with this one, {worker, early}, once; then null.
-    takeToolWorker() {
-      const started = toolWorker;
-      toolWorker = null;
-      return started;
-    },
   };
 }
 
@@ -222,7 +189,9 @@ function entrySpec() {
 async function boot() {
   phase = 'options';
   const spec = entrySpec();
-  const installer = params.get('install') === 'micropip' ? 'micropip' : 'unpack';
+  const installer = params.get('install') === 'micropip' ? 'micropip' : 'zip';
+
+  if (spec === ENTRY) openStore().catch(() => {});   // the entry awaits it and reports a failure
 
   phase = 'manifest';
   const manifestURL = siteURL('vendor/manifest.json');
@@ -233,16 +202,13 @@ async function boot() {
   }
   const manifest = await response.json();
   startRuntimeDownloads(manifest);
-  if (!params.get('entry') && params.get('tool_worker') !== 'off' &&
-      manifest.tool_worker !== false) {
-    toolWorker = startToolWorker();
-  }
   // py_agent's wheel, then its own pure-Python dependencies, vendored by serve.py.
   const [wheelURL, ...dependencyURLs] = wheelURLs(manifest);
   // Start downloading the wheels while Pyodide loads.
-  const wheelBytes = installer === 'unpack'
-    ? Promise.all([wheelURL, ...dependencyURLs].map(fetchBytes)) : null;
-  wheelBytes?.catch(() => {});  // awaited below; avoid an early unhandled rejection
+  const wheels = installer === 'zip'
+    ? Promise.all([wheelURL, ...dependencyURLs].map(
+      async (url) => ({url, bytes: await fetchBytes(url)}))) : null;
+  wheels?.catch(() => {});  // awaited below; avoid an early unhandled rejection
   // The tool modules' archives too (small; the entry point picks which to load).
   const prefetched = new Map();
   for (const module of manifest.tool_modules ?? []) {
@@ -255,22 +221,22 @@ async function boot() {
   phase = 'load-pyodide';
   const snapshot = new BootSnapshot(manifest, {
     enabled: params.get('snapshot') !== 'off' && manifest.snapshots !== false &&
-      installer === 'unpack',
+      installer === 'zip',
     tools: params.get('tools') || '', entry: spec,
     // The tool worker restores the agent's snapshot (the agent's entry imports the tool
     // worker's, and the tool modules are the same): it never makes or keeps one of its
     // own (~38 MB each), and a restarted one starts in a fraction of a second.
     ...(spec === TOOL_WORKER_ENTRY ? {snapshotOf: ENTRY, readOnly: true} : {})});
   const restored = await snapshot.restore();
-  const {pyodide: loaded, sitePackages} = restored ?? await loadRuntime(manifest);
-  pyodide = loaded;
+  pyodide = (restored ?? await loadRuntime(manifest)).pyodide;
   mark('pyodide-loaded', snapshot.report());
 
   phase = 'install-packages';
-  if (installer === 'unpack') {
-    // After a restore too: the snapshot holds memory, not files, and a module imported
-    // later (lazily) is read from them.
-    unpackWheels(pyodide, sitePackages, await wheelBytes);
+  if (installer === 'zip') {
+    // After a restore too: the snapshot holds memory, not files. Its sys.path names
+    // these files already; a module imported later (lazily) is read from them.
+    const paths = installWheels(pyodide, await wheels);
+    if (!restored) addToSysPath(pyodide, paths);
   } else {
     await pyodide.loadPackage(siteURL(manifest.micropip.wheel),
                               {messageCallback: () => {}});
@@ -279,7 +245,6 @@ async function boot() {
     await micropip.install(wheelURL);
     micropip.destroy();
   }
-  pyodide.FS.writeFile(`${sitePackages}/_py_agent_boot.py`, BOOT_HELPER_SOURCE);
   mark('packages-installed');
 
   phase = 'import-agent';
@@ -287,9 +252,15 @@ async function boot() {
   mark('agent-imported');
 
   phase = 'entry';
-  const runEntry = pyodide.pyimport('_py_agent_boot').run_entry;
-  await runEntry(spec, makeBootContext(manifest, prefetched));
-  runEntry.destroy();
+  const bootstrap = pyodide.pyimport(BOOTSTRAP);
+  const lateImports = () => {
+    const imported = bootstrap.imported_after_restore();
+    if (imported == null) return null;
+    const names = imported.toJs();
+    imported.destroy();
+    return names;
+  };
+  await bootstrap.run_entry(spec, makeBootContext(manifest, prefetched, lateImports));
   snapshot.buildIfNeeded(post, () => lastMessageAt);
 }
 

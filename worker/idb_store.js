@@ -33,6 +33,7 @@
 //
 // The reference design's data (database 'AgentMemoryDB', read by legacy_import.js) is
 // copied in on the first open, once; the 'legacy-migrated' meta record says it was.
+// legacy_import.js is imported only then: every later open finds the record and skips it.
 //
 // Errors are Error objects whose `name` tells the Python side what happened
 // (py_agent.rpc maps it to StorageError.kind):
@@ -56,9 +57,10 @@
 // transaction of a session's state (saveProfile) or compaction (commitCompaction);
 // deleteSession takes the deleted session's facts out of it in its own transaction.
 
-import { LEGACY_DB_NAME, LEGACY_STORE, readLegacySessions } from './legacy_import.js';
-
 export const DB_NAME = 'py-agent';
+// Where the reference design kept its conversations (legacy_import.js reads them).
+export const LEGACY_DB_NAME = 'AgentMemoryDB';
+export const LEGACY_STORE = 'conversations';
 export const DB_VERSION = 5;
 const PROFILE_KEY = 'user';
 const LEGACY_META_KEY = 'legacy-migrated';
@@ -693,6 +695,8 @@ export class IdbStore {
     });
     if (done) return null;
     const at = Date.now();
+    // Only on this first open: the boot of every later one fetches none of it.
+    const { readLegacySessions } = await import('./legacy_import.js');
     const legacy = await readLegacySessions(legacyName, legacyStore, at);
     const sessions = legacy || [];
     return this._transaction(['sessions', 'archive', 'meta'], 'readwrite', (tx) => {

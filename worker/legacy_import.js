@@ -5,10 +5,9 @@
 // "User: / Thought: / Action: / Observation: / Assistant:" lines. This module finds that
 // database without ever creating it, reads it, and turns each record into a py-agent
 // session state and its archived turns. idb_store.js writes them into its own database,
-// once (on the first open), and never overwrites a session it has.
-
-export const LEGACY_DB_NAME = 'AgentMemoryDB';
-export const LEGACY_STORE = 'conversations';
+// once (on the first open, importing this module only then), and never overwrites a
+// session it has. The database's name and store are idb_store.js's LEGACY_DB_NAME and
+// LEGACY_STORE.
 
 const LEGACY_LABELS = /^(User|Thought|Action|Observation|Assistant):[ \t]?/;
 
@@ -176,8 +175,7 @@ async function readLegacyRecords(name, storeName) {
 // null when there is no such database. Unusable records are left out, and of records
 // whose ids become one string (1 and '1') only the first is kept. Reads only: the legacy
 // database is left as it was.
-export async function readLegacySessions(name = LEGACY_DB_NAME, storeName = LEGACY_STORE,
-                                         at = Date.now()) {
+export async function readLegacySessions(name, storeName, at = Date.now()) {
   const records = await readLegacyRecords(name, storeName);
   if (!records) return null;
   const seen = new Set();

@@ -27,13 +27,17 @@ export function startRuntimeDownloads(manifest) {
 }
 
 /**
- * loadPyodide() for our worker; resolves to {pyodide, sitePackages}.
+ * loadPyodide() for our worker; resolves to {pyodide}.
  *
  * snapshot: the bytes of a memory snapshot to restore (Pyodide's experimental
- * `_loadSnapshot`), or a promise of them (Pyodide starts its own loading meanwhile);
- * verified: a promise awaited just before they are used, which throws to stop the
- * restore. makeSnapshot: allow pyodide.makeMemorySnapshot() later. indexURL: where
- * Pyodide's files are (default: the manifest's, in this site; Node passes a folder).
+ * `_loadSnapshot`), which may still be arriving; verified: a promise that resolves once
+ * they are all in and sound, and throws to stop the restore. Pyodide 314 reads only the
+ * snapshot's length before it has made its module (loadPyodide: prepareSnapshot, then
+ * createPyodideModule), so the wasm compiles and instantiates while the bytes arrive;
+ * our createPyodideModule awaits `verified` before returning the module, and only then
+ * does Pyodide copy them in. makeSnapshot: allow pyodide.makeMemorySnapshot() later.
+ * indexURL: where Pyodide's files are (default: the manifest's, in this site; Node
+ * passes a folder).
  *
  * Pyodide 314 sizes the restored heap from the `INITIAL_MEMORY` setting, which its
  * build ignores (the wasm module's memory has a fixed initial size): restoring a heap
@@ -45,13 +49,10 @@ export async function loadRuntime(manifest, {snapshot = null, verified = null,
                                              makeSnapshot = false, stdout, stderr,
                                              indexURL = siteURL(manifest.pyodide.indexURL)} = {}) {
   const {loadPyodide} = await import(`${indexURL}pyodide.mjs`);
-  let sitePackages = null;
   const options = {
     indexURL,
     stdout: stdout ?? ((line) => console.log(`[python] ${line}`)),
     stderr: stderr ?? ((line) => console.warn(`[python] ${line}`)),
-    // Learn site-packages here: asking Python (sysconfig) costs ~30 ms.
-    fsInit: async (FS, info) => { sitePackages = info.sitePackages; },
   };
   if (makeSnapshot) options._makeSnapshot = true;
   if (snapshot) {
@@ -59,8 +60,8 @@ export async function loadRuntime(manifest, {snapshot = null, verified = null,
     options._loadSnapshot = snapshot;
     options.createPyodideModule = async (settings) => {
       const module = await createModule(settings);
-      const bytes = await snapshot;   // Pyodide awaited it before calling this
-      await verified;
+      const bytes = await snapshot;
+      await verified;   // every byte is in, and sound
       if (module.HEAP8.length < bytes.length && !module.growMemory(bytes.length)) {
         throw new Error(`cannot grow the heap to the snapshot's ${bytes.length} bytes`);
       }
@@ -68,11 +69,46 @@ export async function loadRuntime(manifest, {snapshot = null, verified = null,
     };
   }
   const pyodide = await loadPyodide(options);
-  return {pyodide, sitePackages};
+  return {pyodide};
 }
 
-/** Unzip pure-Python wheels into site-packages: ~70 ms, where micropip takes 0.4-0.8 s. */
-export function unpackWheels(pyodide, sitePackages, wheels) {
-  for (const bytes of wheels) pyodide.unpackArchive(bytes, 'wheel', {extractDir: sitePackages});
-  pyodide.runPython('import importlib; importlib.invalidate_caches()');
+// Where the wheels live in Pyodide's file system: each one whole, imported from as a zip
+// archive (Python's zipimport, as Pyodide's own standard library is).
+export const WHEEL_DIR = '/home/pyodide/wheels';
+
+/** The file name of a wheel's URL (a wheel's name says what it holds, so it is unique). */
+export function wheelFileName(url) {
+  return decodeURIComponent(new URL(url, 'http://site/').pathname.split('/').pop());
+}
+
+/**
+ * Make pure-Python wheels importable: each is written whole into WHEEL_DIR and put on
+ * sys.path, where Python imports from it as from a zip archive. A few milliseconds,
+ * where unpacking them took 0.16-0.35 s (and micropip 0.4-0.8 s); and after a snapshot's
+ * restore nothing else is needed: the snapshot's sys.path names the same files, and a
+ * module imported later (or a data file read with importlib.resources) comes from them.
+ * wheels: [{url, bytes}].
+ */
+export function installWheels(pyodide, wheels) {
+  pyodide.FS.mkdirTree(WHEEL_DIR);
+  const paths = wheels.map(({url, bytes}) => {
+    const path = `${WHEEL_DIR}/${wheelFileName(url)}`;
+    pyodide.FS.writeFile(path, bytes);
+    return path;
+  });
+  return paths;
+}
+
+/** Put the wheels' paths (installWheels()) on sys.path, once (a restored interpreter
+ *  has them already). */
+export function addToSysPath(pyodide, paths) {
+  const sys = pyodide.pyimport('sys');
+  const sysPath = sys.path;
+  try {
+    const now = sysPath.toJs();
+    for (const path of paths) if (!now.includes(path)) sysPath.append(path);
+  } finally {
+    sysPath.destroy();
+    sys.destroy();
+  }
 }

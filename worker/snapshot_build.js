@@ -3,7 +3,7 @@
 // then Pyodide's memory snapshot of it. Shared by the browser's builder
 // (snapshot_worker.js) and serve.py's (serving/make_boot_snapshot.mjs, under Node.js),
 // so that both hold exactly what a boot imports.
-import {loadRuntime, unpackWheels} from './python_runtime.js';
+import {addToSysPath, installWheels, loadRuntime} from './python_runtime.js';
 
 export const TOOL_DIR = '/home/pyodide/tool_modules';   // as py_agent/browser/worker_tool_modules.py
 
@@ -24,13 +24,15 @@ export function snapshotInputs(manifest) {
 export async function buildSnapshot(manifest, {readBytes, entry, tools = '',
                                                loadOptions = {}}) {
   const inputs = snapshotInputs(manifest);
-  const wheels = Promise.all(inputs.wheels.map(readBytes));
+  const wheels = Promise.all(inputs.wheels.map(async (url) => ({url, bytes: await readBytes(url)})));
   wheels.catch(() => {});
   const archives = Promise.all(inputs.archives.map(readBytes));
   archives.catch(() => {});
-  const {pyodide, sitePackages} = await loadRuntime(manifest, {
+  const {pyodide} = await loadRuntime(manifest, {
     makeSnapshot: true, stdout: () => {}, ...loadOptions});
-  unpackWheels(pyodide, sitePackages, await wheels);
+  // As a boot does (agent_worker.js): the snapshot's sys.path names these files, which
+  // a boot writes again after the restore.
+  addToSysPath(pyodide, installWheels(pyodide, await wheels));
   for (const bytes of await archives) {
     pyodide.unpackArchive(bytes, 'zip', {extractDir: TOOL_DIR});
   }

@@ -12,7 +12,7 @@ import {SITE_ROOT} from './site.js';
 export const CACHE_NAME = 'py-agent-boot-snapshot';
 // Bump when the snapshot's contents change in a way the manifest does not show (what
 // snapshot_worker.js imports, or how it is restored).
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;   // 3: the wheels imported as zip archives; its size stored
 
 /** What a snapshot for this manifest and configuration depends on (JSON-able). */
 export function snapshotParts(manifest, {tools = '', entry = ''} = {}) {
@@ -46,6 +46,23 @@ export function describeChanges(stored, wanted) {
   return changes.join(', ');
 }
 
+/** Read a stream of bytes into `out`, which it must fill exactly (else an Error). */
+export async function readInto(stream, out) {
+  let length = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    if (length + value.length > out.length) {
+      await reader.cancel();
+      throw new Error(`more than the ${out.length} bytes expected`);
+    }
+    out.set(value, length);
+    length += value.length;
+  }
+  if (length !== out.length) throw new Error(`${length} bytes where ${out.length} were expected`);
+}
+
 export async function sha256Hex(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
@@ -59,10 +76,12 @@ export class SnapshotStore {
     this.request = new Request(new URL(`__py_agent_boot_snapshot__?${scope}`, SITE_ROOT).href);
   }
 
-  /** {bytes, verified, ms} of a snapshot made for these parts, or {state, reason} why
-   *  there is none. `verified` resolves to '' when the bytes match their checksum, else
-   *  to the reason they are corrupt: hashing runs off this thread, so the caller starts
-   *  Pyodide meanwhile and awaits it only before the bytes are used. */
+  /** {bytes, arrived, verified} of a snapshot made for these parts, or {state, reason}
+   *  why there is none. It answers once the stored description is read: `bytes` has the
+   *  snapshot's size and fills as the body is read, `arrived` resolves to the
+   *  milliseconds it took once the last byte is in, and `verified` then to '' when they
+   *  match their checksum, else to the reason they are corrupt. So the caller starts
+   *  Pyodide meanwhile, and awaits them only before the bytes are used. */
   async read() {
     const started = performance.now();
     let response;
@@ -79,11 +98,18 @@ export class SnapshotStore {
     if (!stored) return {state: 'corrupt', reason: 'its description is unreadable'};
     const changes = describeChanges(stored, this.parts);
     if (changes) return {state: 'stale', reason: `changed since it was made: ${changes}`};
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const size = Number(response.headers.get('x-snapshot-bytes'));
+    if (!Number.isSafeInteger(size) || size <= 0) {
+      return {state: 'corrupt', reason: 'its size is unreadable'};
+    }
+    const bytes = new Uint8Array(size);
+    const arrived = readInto(response.body, bytes)
+      .then(() => Math.round(performance.now() - started));
     const expected = response.headers.get('x-snapshot-sha256');
-    const verified = sha256Hex(bytes).then((actual) => (actual === expected ? ''
-      : `its ${bytes.length} bytes do not match their checksum`));
-    return {bytes, verified, ms: Math.round(performance.now() - started)};
+    const verified = arrived.then(() => sha256Hex(bytes)).then(
+      (actual) => (actual === expected ? '' : `its ${size} bytes do not match their checksum`),
+      () => '');   // a failed read is arrived's to report
+    return {bytes, arrived, verified};
   }
 
   /** Store a snapshot made for these parts (replacing any other of this scope). */
@@ -92,6 +118,7 @@ export class SnapshotStore {
       'content-type': 'application/octet-stream',
       'x-snapshot-parts': encodeURIComponent(JSON.stringify(this.parts)),  // headers are ASCII
       'x-snapshot-sha256': await sha256Hex(bytes),
+      'x-snapshot-bytes': String(bytes.length),
     };
     await (await caches.open(CACHE_NAME)).put(this.request, new Response(bytes, {headers}));
   }

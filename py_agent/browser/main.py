@@ -35,11 +35,10 @@ from .routes import APPROVALS, LLM, PAGE_TOOLS, SWITCH, TOOL_SERVERS, Router
 from .server_model import ServerModel, ServerSettings
 from .tab_tools import TabToolSource
 from .tool_servers import ToolServers
-from .tool_worker import tool_worker_spawner
+from .tool_worker import JsToolWorker
 from .worker_tool_modules import load_served_tools
 
-IDB_MODULE = "./idb_store.js"   # beside the worker script (so at any path of the site)
-SCALE_MODULE = "./image_scale.js"   # the same; imported the first time a picture is scaled
+SCALE_MODULE = "./image_scale.js"   # beside the worker script; imported the first time a picture is scaled
 
 
 def js_error(exc: BaseException) -> dict[str, Any]:
@@ -98,10 +97,10 @@ def _object_from_entries() -> Any:
 
 
 async def idb_transport_for(boot: Any):
-    """A store transport over ``IdbStore`` (JSON strings both ways, errors as dicts)."""
+    """A store transport over ``IdbStore`` (JSON strings both ways, errors as dicts): the
+    one the bootstrap began opening while Pyodide loaded (``boot.openStore()``)."""
     try:
-        module = await boot.importModule(IDB_MODULE)
-        store = await module.IdbStore.open()
+        store = await boot.openStore()
         open_error = None
     except JsException as exc:  # storage unusable: the agent still runs, in memory
         store, open_error = None, js_error(exc)
@@ -173,15 +172,13 @@ async def worker_tools(boot: Any, link: PageLink, manifest: dict[str, Any],
     (:meth:`~py_agent.tools.Toolbox.start`); a turn that starts before waits for them a
     few seconds. Every change of the tools is told to the page."""
     # Sync tools run in a tool worker that is terminated when a call passes its deadline
-    # (Pyodide cannot interrupt a tool running here). The bootstrap started it alongside
-    # this worker, so the first tool call rarely waits for it. ?tool_worker=off runs
+    # (Pyodide cannot interrupt a tool running here). It is started once this worker is
+    # ready (main()); a tool call before it is up waits for it. ?tool_worker=off runs
     # them here instead (for measurements).
     tool_worker = (None if params.get("tool_worker") == "off"
                    or manifest.get("tool_worker") is False
-                   else ToolWorkerClient(tool_worker_spawner(boot), on_boot=lambda phase:
+                   else ToolWorkerClient(JsToolWorker, on_boot=lambda phase:
                                          link.post({**phase, "type": "tool-worker"})))
-    if tool_worker:
-        tool_worker.start()
     loaded = await load_served_tools(boot, manifest, params.get("tools"), ToolContext(kv=kv))
     host = PageToolsHost(link.post)
     toolbox = Toolbox(sources=loaded.sources())
@@ -266,4 +263,8 @@ async def main(boot: Any) -> None:
     if storage_problem:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
-    tools.toolbox.start()   # the page's tools and the tool servers, listed after ready
+    # After ready, what ready does not need: the tool worker's boot (a second Pyodide),
+    # and the page's tools and the tool servers, listed.
+    if tools.tool_worker:
+        tools.tool_worker.start()
+    tools.toolbox.start()

@@ -7,11 +7,15 @@ worker's own imports (and ``tools.modules.load_tools``, which reuses an imported
 cost nothing then.
 
 A snapshot can hold no live JavaScript object other than globals reached by a path from
-``globalThis``, so nothing here keeps one: the tool modules are imported, not loaded
-(``make_tools(context)`` runs at boot, with the worker's real context). A tool module
-with pip dependencies is left to the boot, which installs them with micropip first.
-The retriever's caches (the word vectors, the stems of the module-level tools' words)
-are filled too, so that building the agent after a restore is quicker.
+``globalThis``, and no open file, so nothing here keeps one: the tool modules are
+imported, not loaded (``make_tools(context)`` runs at boot, with the worker's real
+context). A tool module with pip dependencies is left to the boot, which installs them
+with micropip first. The retriever's caches (the word vectors, the stems of the
+module-level tools' and the built-in tools' words) are filled too, so that building the
+agent after a restore is quicker.
+
+Last, the modules the snapshot holds are noted (:func:`.bootstrap.note_held`): a boot
+from it reports any module imported before "ready" that it did not hold.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from ..retrieval import ToolRetriever
 from ..retrieval.embeddings import default_vectors
 from ..tools.modules import ToolModuleError, import_tool_module
 from ..tools import Tool
+from ..turn.compact_tool import compact_tool
+from ..turn.recall_tool import recall_tool
+from . import bootstrap
 from .worker_tool_modules import TOOL_DIR, choose
 
 
@@ -57,20 +64,20 @@ def preload(entry: str, manifest_json: str, wanted: str | None = None) -> str:
                 module_tools += [v for v in vars(module).values() if isinstance(v, Tool)]
     warmed = warm_retrieval(module_tools)
     gc.collect()   # drop cycles that may hold JS proxies before the snapshot
+    bootstrap.note_held()   # last: nothing is imported after this before the snapshot
     return json.dumps({"imported": imported, "skipped": skipped, "warmed": warmed})
 
 
 def warm_retrieval(tools: list[Tool]) -> int:
     """Fill the retriever's caches the agent's first retriever would fill: the word-vector
-    table, read and indexed, and the stems of the tools' words. Building the agent in the
-    worker took ~330 ms from a snapshot without them, ~230 ms with. Only module-level
-    tools: ``make_tools(context)`` is the boot's to call, with the real context. Returns
-    how many tools were indexed (best effort: a failure leaves the caches cold)."""
+    table, read and indexed, and the stems of the tools' words, the built-in tools'
+    (``compact``, ``recall``) among them. Building the agent in the worker took ~330 ms
+    from a snapshot without them, ~230 ms with. Only module-level tools of the tool
+    modules: ``make_tools(context)`` is the boot's to call, with the real context.
+    Returns how many tools were indexed (best effort: a failure leaves the caches cold)."""
+    default_vectors()   # first, so that an odd tool below leaves the vectors read
     try:
-        if tools:
-            ToolRetriever(tools)   # reads the vectors too
-        else:
-            default_vectors()
+        ToolRetriever([*tools, compact_tool(), recall_tool()])
     except Exception:   # a tool module's odd tool: the boot reports it
         return 0
     return len(tools)

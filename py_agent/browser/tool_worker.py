@@ -4,8 +4,9 @@ agent's worker can terminate it when a call passes its deadline (see
 
 The tool worker is the agent worker's bootstrap (``worker/agent_worker.js``) started
 from the agent's worker with ``entry=py_agent.browser.tool_worker:main``: same Pyodide,
-same py_agent wheel, same tool modules, loaded the same way. :func:`spawn_tool_worker`
-starts one; :func:`main` is its entry point.
+same py_agent wheel, same tool modules, loaded the same way. :class:`JsToolWorker`
+starts one (the agent's worker does once it is ready: "ready" needs none, and a second
+boot beside its own slowed that on small machines); :func:`main` is its entry point.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pyodide.ffi import create_proxy, to_js  # type: ignore[import-not-found]
 from ..kv import InMemoryKeyValueStore
 from ..turn.remote_tools import handle_call
 from ..tools.modules import ToolContext
-from ._js import is_null
 from ._js import to_py as _to_py
 from .worker_tool_modules import load_served_tools
 
@@ -30,22 +30,15 @@ def _to_js(message: dict[str, Any]) -> Any:
 
 
 class JsToolWorker:
-    """A started tool worker (a module Web Worker), as ``remote_tools.WorkerHandle``.
+    """A tool worker (a module Web Worker) started now, as ``remote_tools.WorkerHandle``:
+    this worker's own URL and query (``tools=``, ``snapshot=``...) with the tool entry.
+    ``remote_tools.Spawn`` for the agent's worker."""
 
-    ``started`` is one the bootstrap started already (``{worker, early}``, its messages
-    so far in ``early``); otherwise a new one starts here.
-    """
-
-    def __init__(self, on_message: Callable[[dict[str, Any]], None],
-                 started: Any = None) -> None:
-        if started is None:
-            # This worker's own URL and query (tools=..., install=...), the tool entry.
-            url = js.URL.new(js.location.href)
-            url.searchParams.set("entry", ENTRY)
-            self._worker = js.Worker.new(url.href, _to_js({"type": "module",
-                                                           "name": "py-agent tools"}))
-        else:
-            self._worker = started.worker
+    def __init__(self, on_message: Callable[[dict[str, Any]], None]) -> None:
+        url = js.URL.new(js.location.href)
+        url.searchParams.set("entry", ENTRY)
+        self._worker = js.Worker.new(url.href, _to_js({"type": "module",
+                                                       "name": "py-agent tools"}))
 
         def message(event: Any) -> None:
             data = _to_py(event.data)
@@ -59,11 +52,6 @@ class JsToolWorker:
 
         self._proxies = [create_proxy(message), create_proxy(error)]
         self._worker.onmessage, self._worker.onerror = self._proxies
-        for early in (_to_py(started.early) if started is not None else None) or []:
-            if "error" in early:
-                on_message({"type": "error", "message": str(early["error"])})
-            elif isinstance(early.get("data"), dict):
-                on_message(early["data"])
 
     def post(self, message: dict[str, Any]) -> None:
         self._worker.postMessage(_to_js(message))
@@ -74,16 +62,6 @@ class JsToolWorker:
         for proxy in self._proxies:
             proxy.destroy()
         self._proxies = []
-
-
-def tool_worker_spawner(boot: Any) -> Callable[[Callable[[dict[str, Any]], None]],
-                                               JsToolWorker]:
-    """``remote_tools.Spawn`` for the agent's worker: the first time, the tool worker its
-    bootstrap started alongside it (if any); then a new one each time."""
-    def spawn(on_message: Callable[[dict[str, Any]], None]) -> JsToolWorker:
-        started = boot.takeToolWorker()
-        return JsToolWorker(on_message, None if is_null(started) else started)
-    return spawn
 
 
 async def main(boot: Any) -> None:

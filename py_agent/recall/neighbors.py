@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 
-from ..retrieval.embeddings import WordVectors, default_vectors
+from ..retrieval.embeddings import WordVectors, default_vectors, read_table
 
-TABLE = Path(__file__).resolve().parent / "data" / "neighbors.bin"
+
+def table() -> Traversable:
+    """The shipped table, in the package's folder or in its wheel (the page's worker
+    imports the wheel as a zip archive). Found when asked, never at import: a boot
+    snapshot must hold no open archive."""
+    return resources.files(__package__).joinpath("data", "neighbors.bin")
 
 
 class WordNeighbors:
     """Look-ups in a table written by ``bench/make_word_neighbors.py``."""
 
-    def __init__(self, data: bytes, vectors: WordVectors) -> None:
+    def __init__(self, data: bytes | bytearray, vectors: WordVectors) -> None:
         if data[:4] != b"WNBR":
             raise ValueError("not a word-neighbour table")
         (count,) = struct.unpack_from("<I", data, 4)
@@ -62,6 +68,6 @@ def default_neighbors() -> WordNeighbors | None:
     if vectors is None:
         return None
     try:
-        return WordNeighbors(TABLE.read_bytes(), vectors)
+        return WordNeighbors(read_table(table()), vectors)
     except (OSError, ValueError):
         return None

@@ -15,10 +15,27 @@ import math
 import operator
 import struct
 from functools import lru_cache
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Iterable, Mapping, Sequence
 
-TABLE = Path(__file__).resolve().parent / "data" / "glove50.bin"
+
+def table() -> Traversable:
+    """The shipped table, in the package's folder or in its wheel (the page's worker
+    imports the wheel as a zip archive). Found when asked, never at import: a boot
+    snapshot must hold no open archive."""
+    return resources.files(__package__).joinpath("data", "glove50.bin")
+
+
+def read_table(shipped: Traversable) -> bytearray:
+    """A shipped table's bytes, read in pieces into one buffer. From a wheel imported as a
+    zip, reading it whole would hold the compressed bytes and the inflated ones at once:
+    in the page's worker that grew Pyodide's heap, and so its boot snapshot, by 7.7 MB."""
+    data = bytearray()
+    with shipped.open("rb") as file:
+        while chunk := file.read(1 << 16):
+            data += chunk
+    return data
 
 Vector = tuple[float, ...]
 SMOOTHING = 1e-4
@@ -27,7 +44,7 @@ SMOOTHING = 1e-4
 class WordVectors:
     """Look-ups in a table written by ``bench/make_word_vectors.py``."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | bytearray) -> None:
         if data[:4] != b"WVEC":
             raise ValueError("not a word-vector table")
         count, self.dims = struct.unpack_from("<II", data, 4)
@@ -83,7 +100,7 @@ class WordVectors:
 def default_vectors() -> WordVectors | None:
     """The shipped table, or None when it is missing (the retriever then does without)."""
     try:
-        return WordVectors(TABLE.read_bytes())
+        return WordVectors(read_table(table()))
     except (OSError, ValueError):
         return None
 

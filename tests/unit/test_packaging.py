@@ -61,10 +61,10 @@ def test_importing_the_installed_py_agent_loads_no_demo_module(tmp_path: Path):
 
 
 def test_the_wheel_ships_the_word_vector_table(wheel: Path):
-    from py_agent.retrieval.embeddings import TABLE
+    from py_agent.retrieval.embeddings import table
 
     with zipfile.ZipFile(wheel) as archive:
         shipped = archive.read("py_agent/retrieval/data/glove50.bin")
         record = archive.read("py_agent-0.1.0.dist-info/RECORD").decode()
-    assert shipped == TABLE.read_bytes()
+    assert shipped == table().read_bytes()
     assert "py_agent/retrieval/data/glove50.bin," in record

@@ -10,7 +10,7 @@ import pytest
 
 from py_agent.recall import (ANALYZER_VERSION, IndexBlobError, RecallIndex, StaleIndexError,
                              dump_session, load_session)
-from py_agent.recall.neighbors import TABLE, WordNeighbors, default_neighbors
+from py_agent.recall.neighbors import WordNeighbors, default_neighbors, table
 from py_agent.retrieval.embeddings import default_vectors
 from py_agent.state import StepRecord, Turn
 
@@ -172,7 +172,7 @@ def test_the_blob_is_small_against_the_turns_it_indexes():
 
 
 def test_the_neighbour_table_ships_small_and_relates_words():
-    assert TABLE.exists() and TABLE.stat().st_size < 400_000
+    assert table().is_file() and len(table().read_bytes()) < 400_000
     neighbours = default_neighbors()
     assert neighbours is not None
     near = dict(neighbours("book"))
@@ -183,7 +183,7 @@ def test_the_neighbour_table_ships_small_and_relates_words():
 
 def test_a_damaged_neighbour_table_is_refused():
     vectors = default_vectors()
-    data = TABLE.read_bytes()
+    data = table().read_bytes()
     for bad in (b"XXXX" + data[4:], data[:-1], data + b"\0"):
         with pytest.raises(ValueError):
             WordNeighbors(bad, vectors)

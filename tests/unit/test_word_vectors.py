@@ -6,7 +6,7 @@ import pytest
 
 from py_agent import tool
 from py_agent.retrieval import ToolRetriever
-from py_agent.retrieval.embeddings import TABLE, VectorIndex, WordVectors, default_vectors
+from py_agent.retrieval.embeddings import VectorIndex, WordVectors, default_vectors, table
 
 
 def names(offer) -> list[str]:
@@ -18,7 +18,7 @@ def cosine(vectors: WordVectors, a: str, b: str) -> float:
 
 
 def test_the_table_ships_with_the_package_small_and_loadable():
-    assert TABLE.exists() and TABLE.stat().st_size <= 5 * 1024 * 1024
+    assert table().is_file() and len(table().read_bytes()) <= 5 * 1024 * 1024
     vectors = default_vectors()
     assert vectors is not None and vectors.size >= 10_000 and vectors.dims == 50
 
@@ -41,7 +41,7 @@ def test_frequent_words_weigh_less_and_unknown_words_nothing():
 def test_a_table_that_is_not_one_or_is_cut_short_is_refused():
     with pytest.raises(ValueError):
         WordVectors(b"JUNK" + bytes(20))
-    good = TABLE.read_bytes()
+    good = table().read_bytes()
     with pytest.raises(ValueError):
         WordVectors(good[:-7])
     with pytest.raises(ValueError):

@@ -6,8 +6,10 @@
 # and the turn that failed can be retried). At start, the saved choice is loaded again
 # from the browser's storage. The kept files are listed, each with a Delete button.
 #
-# The JavaScript objects live in web/page_model/page_models.js (window.pyAgentPageModels);
-# this part calls it with plain values and follows its promises.
+# The JavaScript objects live in web/page_model/page_models.js (window.pyAgentPageModels),
+# loaded on first use: when the worker says the site offers an in-page model (a page that
+# offers none never loads it, nor lists what the browser keeps). This part calls it with
+# plain values and follows its promises.
 from pyscript import window
 
 from ui.app import PAGE_MODEL, emit, on, running, state
@@ -33,11 +35,52 @@ offer_buttons = by_id("page-model-offer-buttons")
 # once loaded (a choice) or already uses it (the saved choice, at start). (Its URL is
 # also state["page_model_loading"], for the other parts.)
 _load = {"url": None, "name": "", "switch": False}
+# web/page_model/page_models.js's PageModels, once loaded; what waits for it meanwhile.
+_glue = {"models": None, "loading": False, "waiting": []}
 
 
 def glue():
-    models = getattr(window, "pyAgentPageModels", None)
-    return None if missing(models) else models
+    """The page's PageModels, or None before it is loaded (see with_glue)."""
+    return _glue["models"]
+
+
+def with_glue(then):
+    """Call ``then(models)`` with the page's PageModels, loading its JavaScript first if
+    need be (``then(None)`` if it cannot be loaded)."""
+    if _glue["models"] is not None:
+        then(_glue["models"])
+        return
+    _glue["waiting"].append(then)
+    loader = getattr(window, "pyAgentLoadPageModels", None)
+    if missing(loader):
+        _on_glue_failed("index.html did not offer the in-page models")
+    elif not _glue["loading"]:
+        _glue["loading"] = True
+        loader().then(_glue_loaded_proxy, _glue_failed_proxy)
+
+
+def _on_glue_loaded(models):
+    _glue.update(models=models, loading=False)
+    waiting, _glue["waiting"] = _glue["waiting"], []
+    for then in waiting:
+        then(models)
+
+
+def _on_glue_failed(error):
+    window.console.error("py-agent: the in-page models could not be loaded:", error)
+    _glue["loading"] = False
+    waiting, _glue["waiting"] = _glue["waiting"], []
+    for then in waiting:
+        then(None)
+
+
+_glue_loaded_proxy = keep(_on_glue_loaded)
+_glue_failed_proxy = keep(_on_glue_failed)
+
+
+def offered_by_site():
+    """The site offers an in-page model (the worker's description says which)."""
+    return bool(described().get("page_models")) or state["backend"] == PAGE_MODEL
 
 
 def offered_model(url):
@@ -293,6 +336,11 @@ _delete_failed_proxy = keep(_on_delete_failed)
 # ------------------------------------------------------------------ start
 
 def _on_model_changed():
+    if glue() is None and offered_by_site():
+        # The first word that the site offers one: load the models' JavaScript, list the
+        # offer and what this browser keeps, then act on the model in use.
+        with_glue(lambda models: (refresh_offered(), settle(), render_kept()))
+        return
     settle()
     render_kept()
 
@@ -304,4 +352,3 @@ def start():
     listen(offer_buttons, "click", _on_offer_click)
     listen(kept_list, "click", _on_kept_click)
     note.hidden = True
-    refresh_offered()
