@@ -4,6 +4,10 @@
 // front of the development server. On its next check for an update, the browser gets
 // this script instead: it takes over at once, deletes the build's files, unregisters
 // itself and reloads the pages it held, which then come from the development server.
+// It claims every page in its scope before reloading them: a page whose load was still
+// starting when the update check ended is not yet among the pages a new worker takes over,
+// and would stay with the old build's copy. That page registers the build's worker again
+// once loaded (offline.js), gets this script again, and this time is claimed and reloaded.
 self.addEventListener('install', () => self.skipWaiting());
 
 self.addEventListener('activate', (event) => {
@@ -12,6 +16,7 @@ self.addEventListener('activate', (event) => {
     for (const name of await caches.keys()) {
       if (name.startsWith(prefix)) await caches.delete(name);
     }
+    await self.clients.claim();
     await self.registration.unregister();
     for (const client of await self.clients.matchAll({type: 'window'})) {
       client.navigate(client.url);
