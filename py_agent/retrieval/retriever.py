@@ -11,6 +11,11 @@ Three signals, fused:
 - **Word vectors** (:mod:`.embeddings`, a small GloVe table shipped with the
   package): the cosine of the message's mean word vector with each tool's, which
   knows that "kg" and "pounds", or "jazz" and "songs", belong together.
+- **Sentence vectors** (:mod:`.dense`), once the agent's embedder is ready and the
+  tools' vectors are made (:meth:`ToolRetriever.use_vectors`): the cosine of the
+  message's vector with each tool's document, in place of the word vectors. It reads
+  the user's languages and meaning rather than words; and a message close to no tool
+  (``no_tool_below``) is offered none, which is how chit-chat is told apart.
 
 The fused score is a weighted sum of the three, BM25F and n-grams each divided by
 its best score for the message, word vectors rescaled from the registry's mean (0)
@@ -34,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..tools import Tool
+from ..embedding import VectorIndex as SentenceIndex
 from .bm25 import FieldedBM25
 from .embeddings import VectorIndex, WordVectors, default_vectors
 from .ngrams import CharNgrams, closest_word
@@ -111,6 +117,8 @@ class _Signals:
     ngram_weight: float
     meaning: dict[int, float] = field(default_factory=dict)
     meaning_weight: float = 0.0
+    dense: bool = False
+    nearest: float = 0.0
     fused: dict[int, float] = field(default_factory=dict)
 
     def fuse(self, index: int, lexical: float) -> float:
@@ -153,6 +161,11 @@ class ToolRetriever:
         close_extra: how many tools beyond ``top_k`` may be offered when close to the best.
         close_ratio: the share of the best score such an extra tool needs.
         vectors: the word-vector table (True: the shipped one; None or False: none).
+        dense_weight: the sentence-vector signal's share of the fused score, once
+            :meth:`use_vectors` gave the tools' vectors and a message comes with its own.
+        dense_candidates: how many tools nearest by sentence vectors become candidates.
+        no_tool_below: a message whose sentence vector is closer to no tool than this
+            cosine is offered no tool (0: never).
 
     The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
     """
@@ -165,7 +178,8 @@ class ToolRetriever:
                  coverage_discount: float = 0.5, meaning_weight: float = 0.2,
                  meaning_candidates: int = 3,
                  close_extra: int = 2, close_ratio: float = 0.6,
-                 vectors: WordVectors | None | bool = True) -> None:
+                 vectors: WordVectors | None | bool = True, dense_weight: float = 0.2,
+                 dense_candidates: int = 3, no_tool_below: float = 0.0) -> None:
         self.tools = list(tools)
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -198,11 +212,32 @@ class ToolRetriever:
         self._meaning = VectorIndex(table, self._words) if table is not None else None
         self._numeric = [i for i, t in enumerate(self.tools) if not t.pinned and any(
             p.schema.get("type") in ("number", "integer") for p in t.params)]
+        self.dense_weight = dense_weight
+        self.dense_candidates = dense_candidates
+        self.no_tool_below = no_tool_below
+        self._dense: SentenceIndex | None = None
+        self.dense_space = ""
+
+    def use_vectors(self, space: str, vectors: Sequence[Sequence[float]]) -> None:
+        """The tools' sentence vectors (one per tool, in order; :mod:`.dense` makes
+        them), from the embedding space ``space``; messages given a vector of that space
+        are then ranked with them."""
+        if len(vectors) != len(self.tools):
+            raise ValueError(f"{len(vectors)} vectors for {len(self.tools)} tools")
+        index = SentenceIndex(len(vectors[0])) if vectors else None
+        for i, vector in enumerate(vectors):
+            index.add(i, vector)  # type: ignore[union-attr]
+        self._dense, self.dense_space = index, space
+
+    def dense_ready(self, space: str) -> bool:
+        """True if the tools' vectors of ``space`` are here."""
+        return self._dense is not None and self.dense_space == space and bool(space)
 
     # ------------------------------------------------------------------ ranking
 
-    def _signals(self, query: str) -> "_Signals":
-        """All signals and their fusion, by tool index, for one message."""
+    def _signals(self, query: str, vector: Sequence[float] | None = None) -> "_Signals":
+        """All signals and their fusion, by tool index, for one message (``vector``: its
+        sentence vector, used in place of word vectors when the tools have theirs)."""
         request, payload = split_payload(query)
         terms = dict.fromkeys(tokenize(request), 1.0)
         for term in tokenize(payload):
@@ -221,10 +256,20 @@ class ToolRetriever:
                     lexical[index] += score
         request_words = words(request)
         similarity = self._ngrams.scores(request_words)
-        meaning = self._meaning_scores(request_words)
+        dense = vector is not None and self._dense is not None and bool(self.dense_weight)
+        nearest = 0.0  # the best cosine of an unpinned tool with the message's vector
+        if dense:
+            raw = self._dense.scores(vector)  # type: ignore[union-attr]
+            nearest = max((s for i, s in raw.items() if not self.tools[i].pinned),  # type: ignore[index]
+                          default=0.0)
+            meaning = _rescaled(raw)  # type: ignore[arg-type]
+            meaning_weight, candidates = self.dense_weight, self.dense_candidates
+        else:
+            meaning = self._meaning_scores(request_words)
+            meaning_weight, candidates = self.meaning_weight, self.meaning_candidates
         chosen = set(lexical) | {i for i, s in similarity.items() if s >= self.min_similarity}
-        if meaning and self.meaning_candidates:
-            chosen |= set(sorted(meaning, key=lambda i: -meaning[i])[:self.meaning_candidates])
+        if meaning and candidates:
+            chosen |= set(sorted(meaning, key=lambda i: -meaning[i])[:candidates])
         if not chosen:
             # Nothing matched a term: the request still gets the tools whose words look most
             # like its own, rather than none at all; failing that, a message with a number in
@@ -237,7 +282,7 @@ class ToolRetriever:
         signals = _Signals(lexical, similarity, by_term,
                            max(lexical.values(), default=0.0) or 1.0,
                            max(similarity.values(), default=0.0) or 1.0, self.ngram_weight,
-                           meaning, self.meaning_weight)
+                           meaning, meaning_weight, dense, nearest)
         signals.fused = {i: signals.fuse(i, lexical.get(i, 0.0)) for i in chosen}
         return signals
 
@@ -245,17 +290,11 @@ class ToolRetriever:
         """Word-vector cosines rescaled per message: the mean tool 0, the best 1."""
         if self._meaning is None or not self.meaning_weight:
             return {}
-        raw = self._meaning.scores(query_words)
-        if not raw:
-            return {}
-        mean = sum(raw.values()) / len(raw)
-        span = max(raw.values()) - mean
-        if span <= 0:
-            return {}
-        return {i: (s - mean) / span for i, s in raw.items() if s > mean}
+        return _rescaled(self._meaning.scores(query_words))
 
-    def _rank(self, query: str, previous: PreviousTurn | None) -> tuple[list[_Candidate], "_Signals"]:
-        now = self._signals(query)
+    def _rank(self, query: str, previous: PreviousTurn | None,
+              vector: Sequence[float] | None = None) -> tuple[list[_Candidate], "_Signals"]:
+        now = self._signals(query, vector)
         earlier: dict[int, float] = {}
         if previous is not None and (self.previous_weight or self.previous_tool_bonus):
             if previous.message.strip() and self.previous_weight:
@@ -293,9 +332,10 @@ class ToolRetriever:
             covered.update(t for t, docs in now.by_term.items() if best.index in docs)
         return picked
 
-    def score(self, query: str, previous: PreviousTurn | None = None) -> list[ScoredTool]:
+    def score(self, query: str, previous: PreviousTurn | None = None, *,
+              vector: Sequence[float] | None = None) -> list[ScoredTool]:
         """Every tool with its fused score for ``query``, best first (unmatched ones last, 0)."""
-        ranked, _ = self._rank(query, previous)
+        ranked, _ = self._rank(query, previous, vector)
         seen = {c.index for c in ranked}
         out = [ScoredTool(self.tools[c.index], round(c.score, 4), self.tools[c.index].pinned)
                for c in ranked]
@@ -303,18 +343,25 @@ class ToolRetriever:
         return out
 
     def retrieve(self, query: str, k: int | None = None, *,
-                 previous: PreviousTurn | None = None) -> list[ScoredTool]:
+                 previous: PreviousTurn | None = None,
+                 vector: Sequence[float] | None = None) -> list[ScoredTool]:
         """The top ``k`` candidates and up to ``close_extra`` more whose score is close to
         the best (see the module docstring), then every pinned tool.
 
         When the whole registry fits in ``k`` there is nothing to choose between,
-        so every tool is offered, matching or not.
+        so every tool is offered, matching or not. ``vector``: the message's sentence
+        vector, in the space of :meth:`use_vectors`' (None: word vectors, as before).
         """
         k = self.top_k if k is None else k
-        ranked, now = self._rank(query, previous)
+        ranked, now = self._rank(query, previous, vector)
         unpinned = [i for i, t in enumerate(self.tools) if not t.pinned]
         pinned = [i for i, t in enumerate(self.tools) if t.pinned]
-        if len(unpinned) <= k:
+        if now.dense and now.nearest < self.no_tool_below:  # close to no tool: chit-chat
+            unpinned = []
+            ranked = [c for c in ranked if self.tools[c.index].pinned]
+        if not unpinned:
+            chosen = []
+        elif len(unpinned) <= k:
             by_index = {c.index: c for c in ranked}
             order = sorted(unpinned, key=lambda i: (-(by_index[i].score if i in by_index else 0), i))
             chosen = [by_index.get(i, _Candidate(i, 0.0, 0.0, 0.0, 0.0)) for i in order]
@@ -330,19 +377,20 @@ class ToolRetriever:
         has_number = bool(_NUMBER.search(query))
         query_words = words(query)
         return [ScoredTool(self.tools[c.index], round(c.score, 4), self.tools[c.index].pinned,
-                           self._why(c, query_pairs, query_words, has_number)) for c in chosen]
+                           self._why(c, query_pairs, query_words, has_number, now.dense))
+                for c in chosen]
 
     # ----------------------------------------------------------------- evidence
 
     def _why(self, c: _Candidate, query_pairs: Sequence[tuple[str, str]],
-             query_words: Sequence[str], has_number: bool) -> Why:
+             query_words: Sequence[str], has_number: bool, dense: bool = False) -> Why:
         signals = []
         if c.lexical > 0:
             signals.append("bm25")
         if c.similarity >= self.min_similarity:
             signals.append("ngrams")
         if c.meaning >= MEANING_EVIDENCE:
-            signals.append("word vectors")
+            signals.append("sentence vectors" if dense else "word vectors")
         if c.from_previous > 0:
             signals.append("previous turn")
         if self.tools[c.index].pinned:
@@ -373,6 +421,18 @@ class ToolRetriever:
                 if score >= 0.5 and other != word:
                     similar.append((word, other))
         return Why(tuple(signals), terms, example, tuple(similar[:3]))
+
+
+def _rescaled(raw: dict[int, float]) -> dict[int, float]:
+    """Cosines rescaled per message: the registry's mean 0, the best 1 (above the mean
+    only)."""
+    if not raw:
+        return {}
+    mean = sum(raw.values()) / len(raw)
+    span = max(raw.values()) - mean
+    if span <= 0:
+        return {}
+    return {i: (s - mean) / span for i, s in raw.items() if s > mean}
 
 
 def _fields_of(t: Tool) -> dict[str, list[str]]:
