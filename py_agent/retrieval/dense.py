@@ -15,8 +15,11 @@ import re
 from collections import OrderedDict
 from typing import Sequence
 
+from dataclasses import dataclass
+
 from ..embedding import EmbedderSlot
 from ..tools import Tool
+from .small_talk import SMALL_TALK
 
 # Tools embedded per call: small enough for the page's one thread to answer in between.
 BATCH = 8
@@ -42,6 +45,16 @@ def tool_document(tool: Tool) -> str:
     return "\n".join(parts)
 
 
+@dataclass(frozen=True)
+class ToolVectors:
+    """What :meth:`ToolRetriever.use_vectors` takes: one list per tool, in order."""
+
+    space: str
+    documents: list[list[float]]
+    examples: list[list[list[float]]]
+    small_talk: list[list[float]]
+
+
 class ToolVectorCache:
     """Tool documents' vectors by embedding space and text, the oldest dropped first."""
 
@@ -52,27 +65,33 @@ class ToolVectorCache:
     def __len__(self) -> int:
         return len(self._vectors)
 
-    async def vectors(self, tools: Sequence[Tool], slot: EmbedderSlot) -> tuple[str, list[list[float]]] | None:
-        """(space, one vector per tool), embedding the documents not kept yet a few at a
-        time; None if the embedder is not ready or fails meanwhile."""
+    async def vectors(self, tools: Sequence[Tool], slot: EmbedderSlot) -> ToolVectors | None:
+        """The tools' vectors (documents, example requests) and the small-talk ones,
+        embedding the texts not kept yet a few at a time; None if the embedder is not
+        ready or fails meanwhile."""
         embedder = slot.embedder
         if embedder is None:
             return None
         space = embedder.space
         documents = [tool_document(t) for t in tools]
-        missing = list(dict.fromkeys(d for d in documents if (space, d) not in self._vectors))
+        examples = [list(t.examples) for t in tools]
+        texts = documents + [e for group in examples for e in group] + list(SMALL_TALK)
+        missing = list(dict.fromkeys(t for t in texts if (space, t) not in self._vectors))
         for start in range(0, len(missing), BATCH):
             batch = missing[start:start + BATCH]
             made = await slot.vectors(batch)
             if made is None or slot.space != space:
                 return None
-            for document, vector in zip(batch, made):
-                self._vectors[(space, document)] = vector
+            for text, vector in zip(batch, made):
+                self._vectors[(space, text)] = vector
             await asyncio.sleep(0)
-        out = []
-        for document in documents:
-            self._vectors.move_to_end((space, document))
-            out.append(self._vectors[(space, document)])
-        while len(self._vectors) > max(self.kept, len(documents)):
+        for text in texts:
+            self._vectors.move_to_end((space, text))
+        while len(self._vectors) > max(self.kept, len(texts)):
             self._vectors.popitem(last=False)
-        return space, out
+
+        def vector(text: str) -> list[float]:
+            return self._vectors[(space, text)]
+        return ToolVectors(space, [vector(d) for d in documents],
+                           [[vector(e) for e in group] for group in examples],
+                           [vector(t) for t in SMALL_TALK])

@@ -13,9 +13,11 @@ Three signals, fused:
   knows that "kg" and "pounds", or "jazz" and "songs", belong together.
 - **Sentence vectors** (:mod:`.dense`), once the agent's embedder is ready and the
   tools' vectors are made (:meth:`ToolRetriever.use_vectors`): the cosine of the
-  message's vector with each tool's document, in place of the word vectors. It reads
-  the user's languages and meaning rather than words; and a message close to no tool
-  (``no_tool_below``) is offered none, which is how chit-chat is told apart.
+  message's vector with each tool's document, plus ``example_weight`` times its best
+  cosine with the tool's example requests, in place of the word vectors. It reads the
+  user's languages and meaning rather than words; and a message closer to small talk
+  (:mod:`.small_talk`) than to any tool is offered none, which is how chit-chat is told
+  apart.
 
 The fused score is a weighted sum of the three, BM25F and n-grams each divided by
 its best score for the message, word vectors rescaled from the registry's mean (0)
@@ -118,7 +120,7 @@ class _Signals:
     meaning: dict[int, float] = field(default_factory=dict)
     meaning_weight: float = 0.0
     dense: bool = False
-    nearest: float = 0.0
+    small_talk: bool = False
     fused: dict[int, float] = field(default_factory=dict)
 
     def fuse(self, index: int, lexical: float) -> float:
@@ -164,8 +166,13 @@ class ToolRetriever:
         dense_weight: the sentence-vector signal's share of the fused score, once
             :meth:`use_vectors` gave the tools' vectors and a message comes with its own.
         dense_candidates: how many tools nearest by sentence vectors become candidates.
-        no_tool_below: a message whose sentence vector is closer to no tool than this
-            cosine is offered no tool (0: never).
+        dense_weight_unknown: the sentence-vector signal's share for a message none of
+            whose words the tools have (another language, other words): between the two
+            in proportion to the share of the message's words the tools know.
+        example_weight: how much a tool's best example request counts beside its document.
+        small_talk_at: a message at least this close (cosine) to a small-talk sentence,
+            and closer to it than to any tool by ``small_talk_margin``, is offered no
+            tool (1 or more: never).
 
     The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
     """
@@ -179,7 +186,9 @@ class ToolRetriever:
                  meaning_candidates: int = 3,
                  close_extra: int = 2, close_ratio: float = 0.6,
                  vectors: WordVectors | None | bool = True, dense_weight: float = 0.2,
-                 dense_candidates: int = 3, no_tool_below: float = 0.0) -> None:
+                 dense_candidates: int = 3, dense_weight_unknown: float = 0.6,
+                 example_weight: float = 0.5,
+                 small_talk_at: float = 0.6, small_talk_margin: float = 0.05) -> None:
         self.tools = list(tools)
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -214,20 +223,59 @@ class ToolRetriever:
             p.schema.get("type") in ("number", "integer") for p in t.params)]
         self.dense_weight = dense_weight
         self.dense_candidates = dense_candidates
-        self.no_tool_below = no_tool_below
+        self.dense_weight_unknown = dense_weight_unknown
+        self.example_weight = example_weight
+        self.small_talk_at = small_talk_at
+        self.small_talk_margin = small_talk_margin
         self._dense: SentenceIndex | None = None
+        self._examples: SentenceIndex | None = None
+        self._small_talk: SentenceIndex | None = None
         self.dense_space = ""
 
-    def use_vectors(self, space: str, vectors: Sequence[Sequence[float]]) -> None:
-        """The tools' sentence vectors (one per tool, in order; :mod:`.dense` makes
-        them), from the embedding space ``space``; messages given a vector of that space
+    def use_vectors(self, space: str, vectors: Sequence[Sequence[float]],
+                    examples: Sequence[Sequence[Sequence[float]]] = (),
+                    small_talk: Sequence[Sequence[float]] = ()) -> None:
+        """The tools' sentence vectors from the embedding space ``space`` (:mod:`.dense`
+        makes them): one per tool's document, in order; per tool, one per example
+        request; and the small-talk sentences'. Messages given a vector of that space
         are then ranked with them."""
-        if len(vectors) != len(self.tools):
+        if len(vectors) != len(self.tools) or (examples and len(examples) != len(self.tools)):
             raise ValueError(f"{len(vectors)} vectors for {len(self.tools)} tools")
-        index = SentenceIndex(len(vectors[0])) if vectors else None
+        if not vectors:
+            self._dense, self._examples, self._small_talk, self.dense_space = None, None, None, ""
+            return
+        dimension = len(vectors[0])
+        documents, requests, chat = (SentenceIndex(dimension), SentenceIndex(dimension),
+                                     SentenceIndex(dimension))
         for i, vector in enumerate(vectors):
-            index.add(i, vector)  # type: ignore[union-attr]
-        self._dense, self.dense_space = index, space
+            documents.add(i, vector)
+        for i, tool_examples in enumerate(examples):
+            for n, vector in enumerate(tool_examples):
+                requests.add((i, n), vector)
+        for n, vector in enumerate(small_talk):
+            chat.add(n, vector)
+        self._dense, self._examples = documents, requests if len(requests) else None
+        self._small_talk, self.dense_space = chat if len(chat) else None, space
+
+    def _dense_scores(self, vector: Sequence[float], documents: dict) -> dict[int, float]:
+        """Each tool's cosine with the message (``documents``), plus ``example_weight``
+        times its best example's (when positive)."""
+        scores = dict(documents)
+        if self._examples is not None and self.example_weight:
+            best: dict[int, float] = {}
+            for (i, _), cosine in self._examples.scores(vector).items():  # type: ignore[misc]
+                if cosine > best.get(i, 0.0):
+                    best[i] = cosine
+            for i, cosine in best.items():
+                scores[i] += self.example_weight * cosine
+        return scores  # type: ignore[return-value]
+
+    def small_talk(self, vector: Sequence[float], nearest_tool: float) -> bool:
+        """True if ``vector`` reads as small talk rather than a request for a tool."""
+        if self._small_talk is None or self.small_talk_at >= 1:
+            return False
+        chat = max(self._small_talk.scores(vector).values(), default=0.0)
+        return chat >= self.small_talk_at and chat > nearest_tool + self.small_talk_margin
 
     def dense_ready(self, space: str) -> bool:
         """True if the tools' vectors of ``space`` are here."""
@@ -257,13 +305,17 @@ class ToolRetriever:
         request_words = words(request)
         similarity = self._ngrams.scores(request_words)
         dense = vector is not None and self._dense is not None and bool(self.dense_weight)
-        nearest = 0.0  # the best cosine of an unpinned tool with the message's vector
+        chat = False  # the message reads as small talk
         if dense:
-            raw = self._dense.scores(vector)  # type: ignore[union-attr]
-            nearest = max((s for i, s in raw.items() if not self.tools[i].pinned),  # type: ignore[index]
+            documents = self._dense.scores(vector)  # type: ignore[union-attr]
+            nearest = max((s for i, s in documents.items() if not self.tools[i].pinned),  # type: ignore[index]
                           default=0.0)
-            meaning = _rescaled(raw)  # type: ignore[arg-type]
-            meaning_weight, candidates = self.dense_weight, self.dense_candidates
+            chat = self.small_talk(vector, nearest)  # type: ignore[arg-type]
+            meaning = _rescaled(self._dense_scores(vector, documents))  # type: ignore[arg-type]
+            known = sum(1 for t in terms if self._bm25.knows(t)) / len(terms) if terms else 0.0
+            meaning_weight = self.dense_weight + (
+                self.dense_weight_unknown - self.dense_weight) * (1 - known)
+            candidates = self.dense_candidates
         else:
             meaning = self._meaning_scores(request_words)
             meaning_weight, candidates = self.meaning_weight, self.meaning_candidates
@@ -282,7 +334,7 @@ class ToolRetriever:
         signals = _Signals(lexical, similarity, by_term,
                            max(lexical.values(), default=0.0) or 1.0,
                            max(similarity.values(), default=0.0) or 1.0, self.ngram_weight,
-                           meaning, meaning_weight, dense, nearest)
+                           meaning, meaning_weight, dense, chat)
         signals.fused = {i: signals.fuse(i, lexical.get(i, 0.0)) for i in chosen}
         return signals
 
@@ -356,7 +408,7 @@ class ToolRetriever:
         ranked, now = self._rank(query, previous, vector)
         unpinned = [i for i, t in enumerate(self.tools) if not t.pinned]
         pinned = [i for i, t in enumerate(self.tools) if t.pinned]
-        if now.dense and now.nearest < self.no_tool_below:  # close to no tool: chit-chat
+        if now.small_talk:  # closer to small talk than to any tool: no tool offered
             unpinned = []
             ranked = [c for c in ranked if self.tools[c.index].pinned]
         if not unpinned:

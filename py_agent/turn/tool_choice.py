@@ -80,7 +80,7 @@ class ToolChoice:
             log.exception("the tools' vectors could not be made")
             return
         if made is not None:
-            retriever.use_vectors(*made)
+            retriever.use_vectors(made.space, made.documents, made.examples, made.small_talk)
 
     async def offer(self, snapshot: ToolboxSnapshot, message: str,
                     previous: PreviousTurn | None) -> Offer:
