@@ -96,6 +96,8 @@ class RecallSettings:
     its turns' cosines with the query (:mod:`.vectors`): the lexical score is divided by
     the search's best, the cosine rescaled from ``dense_floor`` (0) to the best cosine
     given (1), and the two added; time, recency and details then apply to the sum.
+    ``dense_weight_unmatched``: the weight when the best lexical hit matched none of the
+    query's words (a paraphrase): between the two in proportion to that hit's coverage.
     """
 
     weights: tuple[float, float, float, float] = (1.0, 0.7, 0.4, 0.3)
@@ -114,7 +116,8 @@ class RecallSettings:
     figure_weight: float = 0.3
     text_chars: int = 600
     dense_weight: float = 0.5
-    dense_floor: float = 0.2
+    dense_weight_unmatched: float = 2.0
+    dense_floor: float = 0.0
 
 
 class RecallIndex:
@@ -334,7 +337,7 @@ class RecallIndex:
         near: dict[int, float] = {}
         if dense and self.settings.dense_weight > 0:
             near = self._dense_keys(dense, segments)
-            base = self._fused(base, near)
+            base = self._fused(base, near, self._coverage(wanted, base, exclude, until))
         if exclude or until is not None:
             base = {key: score for key, score in base.items()
                     if self._keep(key, exclude, until)}
@@ -356,7 +359,21 @@ class RecallIndex:
                 out[self._numbers[session_id] << _LOCAL_BITS | local] = cosine
         return out
 
-    def _fused(self, base: dict[int, float], near: dict[int, float]) -> dict[int, float]:
+    def _coverage(self, wanted: QueryPlan, base: dict[int, float],
+                  exclude: Container[tuple[str, int]], until: float | None) -> float:
+        """How much of the query the best lexical hit matched (0 to 1; 0 with none)."""
+        settings = self.settings
+        if settings.dense_weight_unmatched == settings.dense_weight:
+            return 1.0  # (not needed)
+        if exclude or until is not None:
+            base = {key: score for key, score in base.items() if self._keep(key, exclude, until)}
+        if not base:
+            return 0.0
+        [best] = self._finish(wanted, base, 1)
+        return best.why.coverage
+
+    def _fused(self, base: dict[int, float], near: dict[int, float],
+               coverage: float = 1.0) -> dict[int, float]:
         """Lexical scores over their best, plus the weighted, rescaled cosines."""
         if not near:
             return base
@@ -364,7 +381,9 @@ class RecallIndex:
         floor = self.settings.dense_floor
         top = max(near.values())
         span = top - floor
-        weight = self.settings.dense_weight
+        settings = self.settings
+        weight = settings.dense_weight + (
+            settings.dense_weight_unmatched - settings.dense_weight) * (1 - coverage)
         out = {key: score / best_lexical for key, score in base.items()}
         if span <= 0:
             return out

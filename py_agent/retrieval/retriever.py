@@ -172,7 +172,8 @@ class ToolRetriever:
         example_weight: how much a tool's best example request counts beside its document.
         small_talk_at: a message at least this close (cosine) to a small-talk sentence,
             and closer to it than to any tool by ``small_talk_margin``, is offered no
-            tool (1 or more: never).
+            tool (1 or more: never), unless some tool matched its words with a BM25F
+            score of ``small_talk_lexical`` or more (a request in a tool's own words).
 
     The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
     """
@@ -188,7 +189,8 @@ class ToolRetriever:
                  vectors: WordVectors | None | bool = True, dense_weight: float = 0.2,
                  dense_candidates: int = 3, dense_weight_unknown: float = 0.6,
                  example_weight: float = 0.5,
-                 small_talk_at: float = 0.6, small_talk_margin: float = 0.05) -> None:
+                 small_talk_at: float = 0.6, small_talk_margin: float = 0.05,
+                 small_talk_lexical: float = 5.0) -> None:
         self.tools = list(tools)
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -227,6 +229,7 @@ class ToolRetriever:
         self.example_weight = example_weight
         self.small_talk_at = small_talk_at
         self.small_talk_margin = small_talk_margin
+        self.small_talk_lexical = small_talk_lexical
         self._dense: SentenceIndex | None = None
         self._examples: SentenceIndex | None = None
         self._small_talk: SentenceIndex | None = None
@@ -310,7 +313,8 @@ class ToolRetriever:
             documents = self._dense.scores(vector)  # type: ignore[union-attr]
             nearest = max((s for i, s in documents.items() if not self.tools[i].pinned),  # type: ignore[index]
                           default=0.0)
-            chat = self.small_talk(vector, nearest)  # type: ignore[arg-type]
+            chat = (max(lexical.values(), default=0.0) < self.small_talk_lexical
+                    and self.small_talk(vector, nearest))  # type: ignore[arg-type]
             meaning = _rescaled(self._dense_scores(vector, documents))  # type: ignore[arg-type]
             known = sum(1 for t in terms if self._bm25.knows(t)) / len(terms) if terms else 0.0
             meaning_weight = self.dense_weight + (
