@@ -128,6 +128,9 @@ class Agent:
         self.sessions = SessionTable(self.store)
         if embedder is True:
             embedder = default_loader()
+        # A slot handed in is the app's (the page's agents share one); one made here is
+        # the agent's, closed with it.
+        self._own_embedder = not isinstance(embedder, EmbedderSlot)
         self.embedder = (embedder if isinstance(embedder, EmbedderSlot)
                          else EmbedderSlot(embedder or None))
         self.archive_recall = (ArchiveRecall(self.store, self.sessions, clock=clock,
@@ -395,7 +398,8 @@ class Agent:
         await self.turns.tool_choice.close()
         if self.archive_recall is not None:
             await self.archive_recall.close()  # and saves the recall blobs that lag
-        await self.embedder.close()
+        if self._own_embedder:
+            await self.embedder.close()
         await self.bases.close()
         if self._own_toolbox:
             await self.toolbox.close()
