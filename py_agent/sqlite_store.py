@@ -85,7 +85,7 @@ _MIGRATIONS = [
     # 5: each session's turn vectors for recall (py_agent.recall.vectors), with the
     # embedding space's id inside the blob
     """
-    CREATE TABLE vectors (
+    CREATE TABLE IF NOT EXISTS vectors (
         session_id TEXT PRIMARY KEY,
         blob       BLOB NOT NULL             -- py_agent.embedding.dump_vectors()
     ) WITHOUT ROWID;

@@ -82,11 +82,11 @@ def import_tokenizer(source: str) -> Any:
 
 class PageEmbedderLoader:
     """Loads :class:`PageUseM3` once "ready" is set; a coroutine function for
-    :class:`~py_agent.embedding.EmbedderSlot`. ``on_progress(loaded, total)`` follows the
-    download."""
+    :class:`~py_agent.embedding.EmbedderSlot`. ``on_progress(loaded, total, from_cache)``
+    follows the download (or the read from Cache Storage)."""
 
     def __init__(self, boot: Any, entry: dict[str, Any], ready: asyncio.Event,
-                 on_progress: Callable[[int, int], None] | None = None) -> None:
+                 on_progress: Callable[[int, int, bool], None] | None = None) -> None:
         self.boot, self.entry, self.ready = boot, entry, ready
         self.on_progress = on_progress
         self.timings: dict[str, float] = {}
@@ -113,7 +113,7 @@ class PageEmbedderLoader:
 
         def progress(event: Any) -> None:
             if report is not None:
-                report(int(event.loaded), int(event.total or 0))
+                report(int(event.loaded), int(event.total or 0), bool(event.fromCache))
         listener = create_proxy(progress)
         try:
             options = to_js({"weights": self._file("weights.npz"), "onProgress": listener},

@@ -197,12 +197,12 @@ def page_embedder(boot: Any, link: PageLink, manifest: dict[str, Any],
         return EmbedderSlot(None)
     last = {"at": 0.0}
 
-    def progress(loaded: int, total: int) -> None:
+    def progress(loaded: int, total: int, from_cache: bool) -> None:
         now = time.monotonic()
         if now - last["at"] >= 0.25 or loaded == total:
             last["at"] = now
             link.post({"type": "embedder", "state": "loading", "task": "download",
-                       "loaded": loaded, "total": total})
+                       "loaded": loaded, "total": total, "from_cache": from_cache})
     loader = PageEmbedderLoader(boot, entry, ready, progress)
     slot = EmbedderSlot(loader)
     slot.on_change(lambda status: link.post({"type": "embedder", **status.to_dict(),

@@ -108,7 +108,7 @@ class EmbedderSlot:
                 log.exception("an embedder status listener failed")
 
     def report(self, progress: float, task: str) -> None:
-        """Background work (embedding an archive) reports how far it is."""
+        """Background work (embedding an archive, a tool list) reports how far it is."""
         if self._status.ready:
             self._set(EmbedderStatus("ready", self._status.space, self._status.note,
                                      max(0.0, min(1.0, progress)), task, self._status.load_ms))

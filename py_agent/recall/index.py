@@ -117,7 +117,7 @@ class RecallSettings:
     text_chars: int = 600
     dense_weight: float = 0.5
     dense_weight_unmatched: float = 2.0
-    dense_floor: float = 0.0
+    dense_floor: float | None = 0.0
 
 
 class RecallIndex:
@@ -379,6 +379,8 @@ class RecallIndex:
             return base
         best_lexical = max(base.values(), default=0.0) or 1.0
         floor = self.settings.dense_floor
+        if floor is None:  # the pool's own spread: the farthest candidate given is 0
+            floor = min(near.values())
         top = max(near.values())
         span = top - floor
         settings = self.settings

@@ -81,6 +81,7 @@ class ToolChoice:
             return
         if made is not None:
             retriever.use_vectors(made.space, made.documents, made.examples, made.small_talk)
+            slot.report(1.0, "tools embedded")
 
     async def offer(self, snapshot: ToolboxSnapshot, message: str,
                     previous: PreviousTurn | None) -> Offer:
@@ -102,6 +103,14 @@ class ToolChoice:
             if vector is not None and not retriever.dense_ready(slot.space):
                 vector, dense = None, "tools not embedded yet"  # the space changed meanwhile
         return Offer(retriever.retrieve(message, previous=previous, vector=vector), dense)
+
+    async def settled(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the tools' vectors under way (tests,
+        benches); True if none are left to make."""
+        task = self._embedding
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=timeout)
+        return task is None or task.done()
 
     async def close(self) -> None:
         if self._embedding is not None and not self._embedding.done():
