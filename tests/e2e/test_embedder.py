@@ -91,7 +91,7 @@ def test_the_first_answer_does_not_wait_then_meaning_ranks_tools_and_recall(
     assert other != first_chat
 
     def recalled() -> list[dict]:
-        return ask_worker(page, "recall", query=PARAPHRASE, session_id=other)
+        return ask_worker(page, "recall", query=PARAPHRASE)   # every chat not private
     hits = []
     for _ in range(60):                               # the new turns' vectors, in the background
         hits = recalled()
@@ -106,7 +106,16 @@ def test_the_first_answer_does_not_wait_then_meaning_ranks_tools_and_recall(
     page.reload()
     boot(page, page.url)
     page.evaluate(LISTEN)
-    wait_for_task(page, "tools embedded")
+    wait_until(page, "window.__worker.some(m => m.type === 'embedder' && "
+                     "(m.state === 'ready' || m.state === 'failed'))", LOAD_TIMEOUT_MS)
     assert not [s for s in statuses(page) if s["state"] == "failed"]
-    hits = recalled()
+    kept = page.evaluate("async () => (await (await caches.open('py-agent-embedder')).keys())"
+                         ".map(r => r.url.split('/').pop()).sort()")
+    assert kept == ["matmul.wasm", "pure_tokenizer.py", "sp.model", "weights.npz"]
+    hits = []
+    for _ in range(60):
+        hits = recalled()
+        if hits and "meaning" in hits[0]["why"]["signals"]:
+            break
+        page.wait_for_timeout(500)
     assert hits and "Lisbon" in hits[0]["text"] and "meaning" in hits[0]["why"]["signals"]

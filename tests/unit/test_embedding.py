@@ -233,18 +233,20 @@ def test_deleting_a_chat_deletes_its_vectors_and_a_private_chat_is_never_searche
         await settled(agent)
         await agent.save_recall()
         saved = set(await store.load_vectors())
+        shared_hits = await agent.recall("where does my sibling reside?")
         await agent.set_private("secret")
-        private_hits = await agent.recall("where does my brother live?", session_id="other")
-        in_it = await agent.recall("where does my brother live?", session_id="secret")
+        private_hits = await agent.recall("where does my sibling reside?")
+        in_it = await agent.recall("where does my sibling reside?", session_id="secret")
         await agent.delete_session("family")
         after = set(await store.load_vectors())
         hits = await agent.recall(PARAPHRASE)
         await agent.close()
-        return saved, private_hits, in_it, after, hits
+        return saved, shared_hits, private_hits, in_it, after, hits
 
-    saved, private_hits, in_it, after, hits = run(go())
+    saved, shared_hits, private_hits, in_it, after, hits = run(go())
     assert saved == {"family", "secret", "other"}
-    assert not any(h.session_id == "secret" for h in private_hits)
+    assert any(h.session_id == "secret" and "meaning" in h.why.signals() for h in shared_hits)
+    assert private_hits and not any(h.session_id == "secret" for h in private_hits)
     assert in_it and in_it[0].session_id == "secret"
     assert after == {"secret", "other"}
     assert not any(h.session_id == "family" for h in hits)
