@@ -103,6 +103,8 @@ class TurnVectors:
 
     def added(self, session_id: str, turns: Iterable[Turn]) -> None:
         """Turns the index took: embed them soon (their texts kept until then)."""
+        if self.slot.status.state == "off":
+            return
         for turn in turns:
             if len(self._texts) < KEPT_TEXTS:
                 self._texts[(session_id, turn.id)] = turn_document(turn)
