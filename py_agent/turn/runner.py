@@ -291,7 +291,8 @@ class TurnRunner:
             await emit(AgentEvent("recalled", session_id, {
                 "source": "auto", "query": message, "hits": recalled.considered,
                 "tokens": recalled.tokens, "budget": policy.recall_tokens,
-                "min_coverage": policy.recall_min_coverage, "ms": round(recalled.ms, 2)}))
+                "min_coverage": policy.recall_min_coverage, "ms": round(recalled.ms, 2),
+                "dense": self.recall.dense_state()}))
         return recalled
 
     def _recall_search(self, session_id: str, held: set[tuple[str, int]],
