@@ -16,7 +16,6 @@ import pytest
 
 from py_agent.embedding import cut
 from py_agent.embedding.use_m3 import MAX_CHARS, load_use_m3_now, resources
-from tests.unit.support import run  # noqa: F401  (the event loop fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "tests" / "unit" / "embedder_node.mjs"
