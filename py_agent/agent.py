@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from datetime import datetime
-from typing import AsyncIterator, Callable, Iterable
+from typing import AsyncIterator, Awaitable, Callable, Iterable
 
 from .attachments import Attachment, Scaler, check_count, pillow_scaler
 from .bases import BaseSessions
@@ -37,6 +37,8 @@ from .model import LanguageModel, MediaSupport
 from .prefix import PrefixPlan, PrefixPlanner
 from .profile import ProfileFact
 from .prompting import SYSTEM_INSTRUCTION
+from .embedding import Embedder, EmbedderSlot
+from .embedding.use_m3 import default_loader
 from .recall import Hit
 from .recall.archive import ArchiveRecall, local_now
 from .results import CompactionReport, MemoryState, RunResult
@@ -93,6 +95,11 @@ class Agent:
         image_scaler: scales down an attached picture too large for the model's window
             (:mod:`py_agent.attachments.scaling`); by default Pillow's where it is
             installed, else such a picture is refused, saying so.
+        embedder: sentence vectors for tool choice and recall (docs/retrieval.md): an
+            :class:`~py_agent.embedding.Embedder`, a coroutine function that loads one
+            (in the background: nothing waits for it), an
+            :class:`~py_agent.embedding.EmbedderSlot`, ``None`` (lexical signals only), or
+            ``True``: USE multilingual v3 where the ``embed`` extra is installed.
     """
 
     def __init__(self, model: LanguageModel, store: Store | None = None,
@@ -105,7 +112,8 @@ class Agent:
                  memory_sessions: int = DEFAULT_MAX_LIVE, recall: bool = True,
                  clock: Callable[[], datetime] = local_now,
                  approve: Approver | None = None,
-                 image_scaler: Scaler | None = None) -> None:
+                 image_scaler: Scaler | None = None,
+                 embedder: Embedder | EmbedderSlot | Callable[[], Awaitable[Embedder]] | bool | None = True) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.store: Store = store if store is not None else InMemoryStore()
@@ -123,8 +131,15 @@ class Agent:
         self.accountant = MemoryAccountant(self.requested_policy, TokenCounter())
         self.model_calls: Counter[str] = Counter()
         self.sessions = SessionTable(self.store)
-        self.archive_recall = (ArchiveRecall(self.store, self.sessions, clock=clock)
-                               if recall else None)
+        if embedder is True:
+            embedder = default_loader()
+        # A slot handed in is the app's (the page's agents share one); one made here is
+        # the agent's, closed with it.
+        self._own_embedder = not isinstance(embedder, EmbedderSlot)
+        self.embedder = (embedder if isinstance(embedder, EmbedderSlot)
+                         else EmbedderSlot(embedder or None))
+        self.archive_recall = (ArchiveRecall(self.store, self.sessions, clock=clock,
+                                             embedder=self.embedder) if recall else None)
         planner = PrefixPlanner(self.requested_policy, self.accountant.counter,
                                 system_instruction, lambda: self.toolbox.snapshot().tools, top_k)
         self.bases = BaseSessions(model, planner, base_prompts(), self._emit)
@@ -136,7 +151,8 @@ class Agent:
                                      image_scaler=image_scaler or pillow_scaler())
         self.turns = TurnRunner(self.sessions, self.bases, self.memory, self.accountant,
                                 self.toolbox, self.settings, self._emit, self.model_calls,
-                                recall=self.archive_recall, top_k=top_k)
+                                recall=self.archive_recall, top_k=top_k,
+                                embedder=self.embedder)
 
     async def _emit(self, event: AgentEvent) -> None:
         await deliver([self.on_event], event)
@@ -406,8 +422,11 @@ class Agent:
         if timeout:
             await self.wait_idle(timeout=timeout)
         await self.memory.close()
+        await self.turns.tool_choice.close()
         if self.archive_recall is not None:
             await self.archive_recall.close()  # and saves the recall blobs that lag
+        if self._own_embedder:
+            await self.embedder.close()
         await self.bases.close()
         if self._own_toolbox:
             await self.toolbox.close()

@@ -323,6 +323,15 @@ class RpcStore(StorageClient):
         rows = await self._call("loadRecall")
         return {str(session_id): as_bytes(blob) for session_id, blob in rows or []}
 
+    async def save_vectors(self, session_id: str, blob: bytes | None) -> bool:
+        check_blob(blob)
+        return bool(await self._call("saveVectors", session_id,
+                                     None if blob is None else bytes(blob)))
+
+    async def load_vectors(self) -> dict[str, bytes]:
+        rows = await self._call("loadVectors")
+        return {str(session_id): as_bytes(blob) for session_id, blob in rows or []}
+
     async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
         ids = sorted({int(i) for i in turn_ids})
         return [Turn.from_dict(t) for t in self._json(await self._call("readTurns", session_id,

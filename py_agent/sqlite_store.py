@@ -35,7 +35,7 @@ from .state import CompressionRecord, SessionInfo, SessionState, Turn
 from .store import (StateConflictError, StorageError, check_blob, check_blob_bytes,
                     check_profile_version, check_version, written)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 PROFILE_KEY = "user"
 
 # Ordered migrations: index i brings the schema from version i to i + 1. Append only.
@@ -87,6 +87,14 @@ _MIGRATIONS = [
         meta       TEXT NOT NULL,            -- name, type, size, width, height as JSON
         data       BLOB NOT NULL,
         PRIMARY KEY (session_id, id)
+    ) WITHOUT ROWID;
+    """,
+    # 5: each session's turn vectors for recall (py_agent.recall.vectors), with the
+    # embedding space's id inside the blob
+    """
+    CREATE TABLE IF NOT EXISTS vectors (
+        session_id TEXT PRIMARY KEY,
+        blob       BLOB NOT NULL             -- py_agent.embedding.dump_vectors()
     ) WITHOUT ROWID;
     """,
 ]
@@ -266,6 +274,7 @@ class SqliteStore:
             db.execute("DELETE FROM compressions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM recall WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM blobs WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
             profile = self._read_profile(db)
             withdrawn = withdraw(profile, session_id, deleted=True)
             if withdrawn.to_dict() != profile.to_dict():
@@ -291,6 +300,27 @@ class SqliteStore:
     async def load_recall(self) -> dict[str, bytes]:
         with _storage_errors("read the recall index"):
             rows = self._db.execute("SELECT session_id, blob FROM recall").fetchall()
+        return {session_id: bytes(blob) for session_id, blob in rows}
+
+    # ------------------------------------------------------------ turn vectors
+
+    async def save_vectors(self, session_id: str, blob: bytes | None) -> bool:
+        _check_session_id(session_id)
+        check_blob(blob)
+        with _storage_errors("save the turn vectors"), self._transaction() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE session_id = ?",
+                          (session_id,)).fetchone() is None:
+                return False  # deleted meanwhile: no vectors without their session
+            if blob is None:
+                db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
+            else:
+                db.execute("INSERT OR REPLACE INTO vectors (session_id, blob) VALUES (?, ?)",
+                           (session_id, bytes(blob)))
+        return True
+
+    async def load_vectors(self) -> dict[str, bytes]:
+        with _storage_errors("read the turn vectors"):
+            rows = self._db.execute("SELECT session_id, blob FROM vectors").fetchall()
         return {session_id: bytes(blob) for session_id, blob in rows}
 
     async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:

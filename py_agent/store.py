@@ -22,6 +22,9 @@ exported); a store without it works too, its index rebuilt from the archive at s
 A store may keep the bytes of a turn's attachments (:class:`BlobStore`: one blob per
 attachment, keyed by session and attachment id, capped per session, deleted with its
 session); the turn's record holds only their names and what the model said of them.
+Likewise a store may keep each session's turn vectors (:class:`VectorStore`: a blob of
+the embedder's vectors of its archived turns, with the embedding space's id, deleted with
+its session, never exported: an import embeds the turns again).
 A store also keeps one :class:`~py_agent.profile.UserProfile` for all its sessions,
 versioned and written conditionally in the same way; a write of the profile may carry a
 session's state (or a compaction) in the same transaction, and deleting a session takes
@@ -213,6 +216,22 @@ def check_blob_bytes(data: object) -> bytes:
     return bytes(data)
 
 
+@runtime_checkable
+class VectorStore(Protocol):
+    """What a store offers recall's turn vectors (:mod:`py_agent.recall.vectors`): one
+    blob per session (:func:`py_agent.embedding.dump_vectors`), so a start does not
+    embed every archived turn again. Deleted with its session; never exported."""
+
+    async def save_vectors(self, session_id: str, blob: bytes | None) -> bool:
+        """Keep (or, with None, drop) a session's vectors; False, with nothing written,
+        if the session has no state (it was deleted meanwhile)."""
+        ...
+
+    async def load_vectors(self) -> dict[str, bytes]:
+        """Every session's vector blob, by session id."""
+        ...
+
+
 class FailNextWrite:
     """A test hook for in-memory stores: ``fail_next`` makes the next write raise that
     :class:`StorageError` (then it is cleared); ``writes`` counts the writes that went
@@ -243,6 +262,7 @@ class InMemoryStore(FailNextWrite):
         self._logs: dict[str, list[CompressionRecord]] = {}
         self._recall: dict[str, bytes] = {}
         self._blobs: dict[str, dict[str, tuple[bytes, dict]]] = {}
+        self._vectors: dict[str, bytes] = {}
         self._profile = UserProfile()
 
     async def load(self, session_id: str) -> SessionState | None:
@@ -302,6 +322,7 @@ class InMemoryStore(FailNextWrite):
         self._logs.pop(session_id, None)
         self._recall.pop(session_id, None)
         self._blobs.pop(session_id, None)
+        self._vectors.pop(session_id, None)
         withdrawn = withdraw(self._profile, session_id, deleted=True)
         if withdrawn.to_dict() != self._profile.to_dict():
             withdrawn.version += 1
@@ -342,6 +363,21 @@ class InMemoryStore(FailNextWrite):
 
     async def blob_sizes(self, session_id: str) -> dict[str, int]:
         return {key: len(data) for key, (data, _) in self._blobs.get(session_id, {}).items()}
+    # ------------------------------------------------------------ VectorStore
+
+    async def save_vectors(self, session_id: str, blob: bytes | None) -> bool:
+        check_blob(blob)
+        self._check_failure()
+        if session_id not in self._states:
+            return False
+        if blob is None:
+            self._vectors.pop(session_id, None)
+        else:
+            self._vectors[session_id] = bytes(blob)
+        return True
+
+    async def load_vectors(self) -> dict[str, bytes]:
+        return dict(self._vectors)
 
     # ------------------------------------------------------------ the user profile
 

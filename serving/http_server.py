@@ -229,7 +229,7 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
                 model_server: ModelServer | None = None, snapshots: bool = True,
                 served_snapshot: bool = True, tool_worker: bool = True,
                 page_models: PageModels | None = None,
-                tool_servers: ToolServers | None = None) -> AppServer:
+                tool_servers: ToolServers | None = None, embedder: bool = True) -> AppServer:
     """An HTTP server for the app (not yet serving: call serve_forever()).
 
     ``port=0`` picks a free port (see ``server.url``). ``mounts`` adds URL-prefix ->
@@ -243,7 +243,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     one and it makes its own; ``tool_worker=False`` runs sync tools in the agent's worker
     (as ``?tool_worker=off``); ``page_models`` are the GGUF files the page offers to run
     in itself (``--gguf``, serving/page_models.py); ``tool_servers`` the MCP servers it
-    connects to (``--mcp``, serving/tool_servers.py). Call prepare() first: the manifest
+    connects to (``--mcp``, serving/tool_servers.py); ``embedder=False`` offers no
+    sentence embedder (as ``?embedder=off``). Call prepare() first: the manifest
     this server hands out
     is the prepared one with its tool modules, rebuilt when their sources change, and a
     boot snapshot made for them (at once here, in the background after a change)."""
@@ -252,7 +253,8 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *,
     if prepared is not None and "py_agent" in prepared:
         manifest = SiteManifest(prepared, tools, model_server=model_server, snapshots=snapshots,
                                 served_snapshot=served_snapshot, tool_worker=tool_worker,
-                                page_models=page_models, tool_servers=tool_servers)
+                                page_models=page_models, tool_servers=tool_servers,
+                                embedder=embedder)
         manifest(wait=True)   # the snapshot for the tool modules as they are now
 
     root = (Path(site), WEB) if site is not None else WEB

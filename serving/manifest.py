@@ -67,8 +67,9 @@ class SiteManifest:
                  model_server: ModelServer | None = None, snapshots: bool = True,
                  served_snapshot: bool = True, tool_worker: bool = True,
                  page_models: PageModels | None = None,
-                 tool_servers: ToolServers | None = None) -> None:
+                 tool_servers: ToolServers | None = None, embedder: bool = True) -> None:
         self.prepared = prepared
+        self.embedder = embedder
         self.modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(prepared))
         self.modules.entries()   # prepare them now, and say what is wrong before serving
         self.maker = SnapshotMaker() if snapshots and served_snapshot else None
@@ -94,4 +95,6 @@ class SiteManifest:
             served["snapshots"] = False
         if not self.tool_worker:
             served["tool_worker"] = False
+        if not self.embedder:
+            served.pop("embedder", None)   # the agent stays lexical (as ?embedder=off)
         return served

@@ -27,6 +27,7 @@ from typing import Iterable
 from . import ui_bundle
 from .boot_snapshot import SnapshotMaker
 from .common import PrepareError, say, sha256_file
+from .embedder import ensure_embedder
 from .manifest import MANIFEST_FORMAT, page_runtime, read_manifest, url_of, write_manifest
 from .paths import PACKAGE_LOCK, VENDOR, WEB
 from .runtimes import (ensure_runtimes, locked_versions, pyodide_lock_info,
@@ -36,7 +37,7 @@ from .vendored_wheels import dependency_wheels, ensure_wheel
 from .wheel import ensure_app_wheel, project_metadata
 
 # What web/vendor/ holds besides the runtimes: removed with nothing else when those change.
-OTHER_VENDOR_ENTRIES = {"wheels", "tools", "deps", "snapshots", "manifest.json"}
+OTHER_VENDOR_ENTRIES = {"wheels", "tools", "deps", "snapshots", "embedder", "manifest.json"}
 
 
 def check_page_references(names: dict[str, str]) -> None:
@@ -107,6 +108,8 @@ def prepare(tools: Iterable[Path] = (), *, snapshot: bool = True) -> dict:
         "py_agent": {"version": project["version"], "wheel": url_of(app_wheel),
                      "file_name": app_wheel.name, "sha256": app_hash},
         "dependencies": dependencies,
+        # the sentence embedder, fetched by the worker after "ready" (serving/embedder.py)
+        "embedder": ensure_embedder(),
     }
     modules = ToolModules([DEMO_TOOLS, *tools], page_runtime(new_manifest))
     new_manifest["tool_modules"] = modules.entries()

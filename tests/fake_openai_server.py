@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import re
 import struct
@@ -196,10 +197,13 @@ class FakeServer:
                  response_formats: tuple[str, ...] = ("json_schema", "json_object"),
                  refusal_status: int = 400, refused_keywords: tuple[str, ...] = (),
                  stream_options: bool = True, cors: bool = True, host: str = "127.0.0.1",
-                 port: int = 0, chunk_pause_s: float = 0.0, vision: bool = True) -> None:
+                 port: int = 0, chunk_pause_s: float = 0.0, vision: bool = True,
+                 embedding_models: dict[str, int] | None = None) -> None:
         self.responder = responder
         # False: a model without a projector, refusing images and sounds as llama.cpp does
         self.vision = vision
+        # embedding model -> its dimension, served at POST /v1/embeddings
+        self.embedding_models = dict(embedding_models or {})
         self.models = models
         self.api_key = api_key
         self.context_window = context_window
@@ -358,6 +362,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"parameters": f"num_ctx {fake.context_window}" if fake.context_window
                              else "stop \"<end>\"", "model_info": {"gemma3.context_length": 32768}})
             return
+        if path == "/v1/embeddings" and fake.embedding_models and isinstance(body, dict):
+            self._embeddings(body)
+            return
         if path != "/v1/chat/completions":
             self._json(404, {"error": {"message": f"no route {path}", "type": "not_found_error"}})
             return
@@ -367,6 +374,33 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(Fail(400, "'messages' is a required property"))
             return
         self._chat(ChatRequest(body, {k.lower(): v for k, v in self.headers.items()}))
+
+    def _embeddings(self, body: dict) -> None:
+        """``POST /v1/embeddings`` as the servers answer it: one ``{index, embedding}`` per
+        input, in a ``data`` list. The vectors are hashed character trigrams (not unit
+        length: the client normalises), deterministic, of the model's dimension."""
+        model, texts = body.get("model"), body.get("input")
+        if model not in self.fake.embedding_models:
+            self._json(404, {"error": {"message": f"model '{model}' not found",
+                                       "type": "not_found_error"}})
+            return
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._json(400, {"error": {"message": "'input' must be a string or a list of strings",
+                                       "type": "invalid_request_error"}})
+            return
+        size = self.fake.embedding_models[model]
+        data = []
+        for index, text in enumerate(texts):
+            vector = [0.0] * size
+            padded = f"  {text.lower()}  "
+            for i in range(len(padded) - 2):
+                digest = hashlib.sha1(padded[i:i + 3].encode()).digest()
+                vector[int.from_bytes(digest[:4], "little") % size] += 2.0
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        self._json(200, {"object": "list", "model": model, "data": data,
+                         "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
     # ------------------------------------------------------------------- chat
 

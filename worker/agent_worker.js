@@ -20,6 +20,8 @@
 //                           a zip (kept for measurements; see bench/boot.py).
 //   snapshot=off            boot without the memory snapshot (and make none); the tool
 //                           worker inherits it.
+//   embedder=off            no sentence embedder (py_agent/browser/embedder.py): the
+//                           agent ranks tools and recalls turns by their words only.
 //
 // Boot snapshot (boot_snapshot.js): a boot restores the stored memory snapshot of an
 // interpreter that has imported py_agent and the tool modules; the 'pyodide-loaded'

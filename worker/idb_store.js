@@ -30,6 +30,11 @@
 //                                                   session
 //   (v5)         records keep provenance (untrusted sources, unconfirmed profile facts)
 //                inside them; older code is kept from writing them back
+//   vectors      keyPath 'session_id' (v6)          {session_id, blob: ArrayBuffer}: the
+//                                                   session's turn vectors for recall
+//                                                   (py_agent.embedding.dump_vectors, with
+//                                                   the embedding space's id), deleted with
+//                                                   the session, never exported
 //
 // The reference design's data (database 'AgentMemoryDB', read by legacy_import.js) is
 // copied in on the first open, once; the 'legacy-migrated' meta record says it was.
@@ -61,15 +66,15 @@ export const DB_NAME = 'py-agent';
 // Where the reference design kept its conversations (legacy_import.js reads them).
 export const LEGACY_DB_NAME = 'AgentMemoryDB';
 export const LEGACY_STORE = 'conversations';
-export const DB_VERSION = 5;
+export const DB_VERSION = 6;
 const PROFILE_KEY = 'user';
 const LEGACY_META_KEY = 'legacy-migrated';
 
 // The methods the worker may expose over RPC (all return promises).
 export const STORE_METHODS = Object.freeze([
   'load', 'save', 'commitTurn', 'commitCompaction', 'readArchive', 'compressions',
-  'listSessions', 'deleteSession', 'saveRecall', 'loadRecall', 'readTurns', 'loadProfile',
-  'saveProfile', 'putBlob', 'getBlob', 'blobSizes',
+  'listSessions', 'deleteSession', 'saveRecall', 'loadRecall', 'saveVectors', 'loadVectors',
+  'readTurns', 'loadProfile', 'saveProfile', 'putBlob', 'getBlob', 'blobSizes',
 ]);
 
 // The key-value methods (py_agent.kv.RpcKeyValueStore), over the same transport.
@@ -105,6 +110,11 @@ const MIGRATIONS = [
   // code, which would write states back without provenance.
   [5, (db) => {
     if (!db.objectStoreNames.contains('blobs')) db.createObjectStore('blobs', { keyPath: ['session_id', 'id'] });
+  }],
+  // 6: each session's turn vectors (py_agent.recall.vectors): made again from the archive
+  // when missing, so an older database simply starts without them.
+  [6, (db) => {
+    if (!db.objectStoreNames.contains('vectors')) db.createObjectStore('vectors', { keyPath: 'session_id' });
   }],
 ];
 
@@ -484,12 +494,12 @@ export class IdbStore {
     });
   }
 
-  // Remove a session's state, archive, compression log and recall blob, and the facts it
+  // Remove a session's state, archive, compression log, recall blob and vectors, and the facts it
   // contributed to the user profile, in one transaction. Resolves to whether the session
   // (its state) existed.
   async deleteSession(sessionId) {
     checkSessionId(sessionId);
-    const stores = ['sessions', 'archive', 'compressions', 'recall', 'profile', 'blobs'];
+    const stores = ['sessions', 'archive', 'compressions', 'recall', 'vectors', 'profile', 'blobs'];
     return this._transaction(stores, 'readwrite', (tx) => {
       const sessions = tx.objectStore('sessions');
       const existed = sessions.count(sessionId);
@@ -497,6 +507,7 @@ export class IdbStore {
       tx.objectStore('archive').delete(sessionRange(sessionId));
       tx.objectStore('blobs').delete(sessionRange(sessionId));
       tx.objectStore('recall').delete(sessionId);
+      tx.objectStore('vectors').delete(sessionId);
       const compressions = tx.objectStore('compressions');
       compressions.index('by_session').getAllKeys(sessionId).onsuccess = (event) => {
         for (const key of event.target.result) compressions.delete(key);
@@ -517,30 +528,48 @@ export class IdbStore {
   // false, writing nothing, when the session has no state (it was deleted meanwhile), so a
   // blob never outlives its session.
   async saveRecall(sessionId, blob) {
+    return this._saveBlob('recall', sessionId, blob);
+  }
+
+  // Every recall blob as [[sessionId, Uint8Array], ...].
+  async loadRecall() {
+    return this._loadBlobs('recall');
+  }
+
+  // A session's turn vectors, kept and loaded as the recall blobs are.
+  async saveVectors(sessionId, blob) {
+    return this._saveBlob('vectors', sessionId, blob);
+  }
+
+  async loadVectors() {
+    return this._loadBlobs('vectors');
+  }
+
+  async _saveBlob(storeName, sessionId, blob) {
     checkSessionId(sessionId);
     let copy = null;
     if (blob != null) {
       if (!(blob instanceof Uint8Array || blob instanceof ArrayBuffer)) {
-        throw invalid('a recall blob must be a Uint8Array or an ArrayBuffer');
+        throw invalid(`a ${storeName} blob must be a Uint8Array or an ArrayBuffer`);
       }
       copy = new Uint8Array(blob).slice().buffer;  // our own copy, never a view of wasm memory
     }
-    return this._transaction(['sessions', 'recall'], 'readwrite', (tx) => {
+    return this._transaction(['sessions', storeName], 'readwrite', (tx) => {
       const exists = tx.objectStore('sessions').count(sessionId);
       exists.onsuccess = () => {
         if (!exists.result) return;
-        const recall = tx.objectStore('recall');
-        if (copy === null) recall.delete(sessionId);
-        else recall.put({ session_id: sessionId, blob: copy });
+        const blobs = tx.objectStore(storeName);
+        if (copy === null) blobs.delete(sessionId);
+        else blobs.put({ session_id: sessionId, blob: copy });
       };
       return () => exists.result > 0;
     });
   }
 
-  // Every recall blob as [[sessionId, Uint8Array], ...].
-  async loadRecall() {
-    return this._transaction('recall', 'readonly', (tx) => {
-      const request = tx.objectStore('recall').getAll();
+  // Every blob of a store as [[sessionId, Uint8Array], ...].
+  async _loadBlobs(storeName) {
+    return this._transaction(storeName, 'readonly', (tx) => {
+      const request = tx.objectStore(storeName).getAll();
       return () => request.result.map((r) => [r.session_id, new Uint8Array(r.blob)]);
     });
   }

@@ -15,3 +15,10 @@ def to_py(value: Any) -> Any:
     if is_null(value):
         return None
     return value.to_py() if hasattr(value, "to_py") else value
+
+
+def object_from_entries() -> Any:
+    """``Object.fromEntries``: what ``to_js`` makes of a dict, as a plain JS object."""
+    import js  # type: ignore[import-not-found]
+
+    return js.Object.fromEntries

@@ -7,7 +7,9 @@ announces readiness.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,7 @@ from pyodide.ffi import JsException, to_js  # type: ignore[import-not-found]
 
 from ..agent import Agent
 from ..attachments import Attachment, Scaler
+from ..embedding import EmbedderSlot
 from ..host import describe_tools
 from ..kv import InMemoryKeyValueStore, RpcKeyValueStore
 from ..model import Purpose
@@ -28,6 +31,7 @@ from ..turn.remote_tools import ToolWorkerClient
 from ._js import to_py as _to_py
 from .approvals import PageApprovals
 from .backends import BackendSwitch
+from .embedder import PageEmbedderLoader
 from .fetch_transport import FetchTransport
 from .page_model import PAGE_MODEL, PageModelBridge, PageModelSource
 from .page_tools import PageToolsHost, PageToolSource
@@ -199,8 +203,32 @@ async def worker_tools(boot: Any, link: PageLink, manifest: dict[str, Any],
     return WorkerTools(toolbox, host, servers, loaded, tool_worker)
 
 
+def page_embedder(boot: Any, link: PageLink, manifest: dict[str, Any],
+                  params: dict[str, Any], ready: asyncio.Event) -> EmbedderSlot:
+    """The agents' embedder (py_agent/browser/embedder.py), loaded once ``ready`` is set;
+    none with ``?embedder=off`` or a manifest without one. Its status goes to the page
+    as ``{type: 'embedder', ...}`` messages."""
+    entry = manifest.get("embedder")
+    if params.get("embedder") == "off" or not entry:
+        return EmbedderSlot(None)
+    last = {"at": 0.0}
+
+    def progress(loaded: int, total: int, from_cache: bool) -> None:
+        now = time.monotonic()
+        if now - last["at"] >= 0.25 or loaded == total:
+            last["at"] = now
+            link.post({"type": "embedder", "state": "loading", "task": "download",
+                       "loaded": loaded, "total": total, "from_cache": from_cache})
+    loader = PageEmbedderLoader(boot, entry, ready, progress)
+    slot = EmbedderSlot(loader)
+    slot.on_change(lambda status: link.post({"type": "embedder", **status.to_dict(),
+                                             "timings": loader.timings}))
+    return slot
+
+
 def model_switch(link: PageLink, tools: WorkerTools, store: RpcStore, approvals: PageApprovals,
-                 manifest: dict[str, Any], params: dict[str, Any]) -> BackendSwitch:
+                 manifest: dict[str, Any], params: dict[str, Any],
+                 embedder: EmbedderSlot | None = None) -> BackendSwitch:
     """The backend switch: which model answers (Gemini Nano, a server, an in-page model),
     and the agent built around it, over the one toolbox and store."""
     import js  # type: ignore[import-not-found]
@@ -228,7 +256,8 @@ def model_switch(link: PageLink, tools: WorkerTools, store: RpcStore, approvals:
                                                    on_chunk=on_chunk),
         make_agent=lambda model, policy: Agent(
             model=model, store=store, tools=tools.toolbox, memory=policy,
-            sync_tool_runner=runner, approve=approvals, image_scaler=scaler, **agent_options),
+            sync_tool_runner=runner, approve=approvals, image_scaler=scaler,
+            embedder=embedder, **agent_options),
         post=link.post,
         page_models=PageModelSource.from_manifest(manifest.get("page_models")),
         make_page_model=lambda source: PageModelBridge(
@@ -249,7 +278,11 @@ async def main(boot: Any) -> None:
     manifest = _to_py(boot.manifest) or {}
     tools = await worker_tools(boot, link, manifest, params, kv)
     approvals = PageApprovals(link.post)   # the page asks the user before consequential calls
-    switch = model_switch(link, tools, RpcStore(transport), approvals, manifest, params)
+    # The embedder loads after "ready" (never on the boot path) and nothing waits for it.
+    ready = asyncio.Event()
+    embedder = page_embedder(boot, link, manifest, params, ready)
+    switch = model_switch(link, tools, RpcStore(transport), approvals, manifest, params,
+                          embedder)
     router = Router({LLM: link.resolve, PAGE_TOOLS: tools.page_tools.resolve,
                      APPROVALS: approvals.handle, TOOL_SERVERS: tools.servers.handle,
                      SWITCH: switch.handle}, link.post)
@@ -264,7 +297,9 @@ async def main(boot: Any) -> None:
         details["storage_error"] = storage_problem
     boot.ready(to_js(details, dict_converter=_object_from_entries()))
     # After ready, what ready does not need: the tool worker's boot (a second Pyodide),
-    # and the page's tools and the tool servers, listed.
+    # the page's tools and the tool servers, listed, and the embedder's download and load.
     if tools.tool_worker:
         tools.tool_worker.start()
     tools.toolbox.start()
+    ready.set()
+    embedder.start()

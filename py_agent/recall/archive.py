@@ -24,6 +24,12 @@ archived, saved beside the archive, searched with the hits' texts read back from
 - **Searching**: hits of sessions loaded from blobs carry no text until the archive gives
   it (:meth:`RecallIndex.hydrate`); a turn no longer archived is left out.
 
+- **Sentence vectors** (with an embedder, :mod:`.vectors`): every indexed turn is
+  embedded in the background; a search then also asks for the turns nearest to the
+  query's vector and fuses their cosines with the lexical scores
+  (:meth:`RecallIndex.search`'s ``dense``). Until the embedder is ready, or while it is
+  failed, recall is lexical only, and :meth:`dense_state` says so for the trace.
+
 The index is derived data: nothing here fails a turn. A store without
 :class:`~py_agent.store.RecallStore` works too; its index is rebuilt at every start.
 """
@@ -36,6 +42,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Awaitable, Callable, Collection, Container, Iterable
 
+from ..embedding import EmbedderSlot
 from ..sessions import SessionTable, SessionWrite
 from ..state import SessionInfo, Turn
 from ..store import RecallStore, Store
@@ -43,6 +50,7 @@ from .analysis import display_text
 from .hit import Hit
 from .index import RecallIndex
 from .storage import IndexBlobError, dump_session, load_session
+from .vectors import TurnVectors
 
 log = logging.getLogger("py_agent")
 
@@ -53,6 +61,8 @@ SETTLE_TIMEOUT_S = 5.0
 # Background indexing yields to other tasks after this many turns (the page's worker has
 # one thread: a turn must not wait for a whole archive to be analyzed).
 CHUNK = 16
+# Turns nearest by sentence vectors handed to each search, beside the lexical candidates.
+DENSE_CANDIDATES = 50
 
 Clock = Callable[[], datetime]
 
@@ -71,11 +81,12 @@ class ArchiveRecall:
         index: the index to keep (a new :class:`RecallIndex` by default, made on first use).
         save_every: save a session's blob once it lacks this many turns.
         clock: the user's local time, for "last week" (an aware datetime).
+        embedder: the agent's embedder, for turn vectors (None: lexical recall only).
     """
 
     def __init__(self, store: Store, sessions: SessionTable, *,
                  index: RecallIndex | None = None, save_every: int = SAVE_EVERY,
-                 clock: Clock = local_now) -> None:
+                 clock: Clock = local_now, embedder: EmbedderSlot | None = None) -> None:
         self.store = store
         self.save_every = save_every
         self.clock = clock
@@ -93,8 +104,33 @@ class ArchiveRecall:
         self._tasks: set[asyncio.Task] = set()
         self._last: dict[str, list[Hit]] = {}
         self._state_of = sessions.state
+        self.embedder = embedder
+        self.vectors = (TurnVectors(store, embedder, self._known, self._read_turns,
+                                    settled=self._start_done)
+                        if embedder is not None else None)
         sessions.when_written(self.written)
         sessions.when_changed(self.caught_up)
+
+    def _known(self) -> dict[str, list[int]]:
+        """The indexed turns by session: what the turn vectors should cover."""
+        index = self.index
+        return {s: index.turn_ids(s) for s in index.sessions()}
+
+    async def _start_done(self) -> None:
+        """Wait for the start's loading (turn vectors are matched to what it loads)."""
+        self.start()
+        if self._loading is not None and not self._loading.done():
+            await asyncio.wait([self._loading])
+
+    def dense_state(self) -> str:
+        """Whether sentence vectors take part in searches now, for the trace: "used",
+        or why not ("off", "loading", "failed", "no vectors yet")."""
+        if self.vectors is None or self.embedder is None:
+            return "off"
+        status = self.embedder.status
+        if not status.ready:
+            return status.state
+        return "used" if self.vectors.ready() else "no vectors yet"
 
     # ------------------------------------------------------------ reading
 
@@ -141,6 +177,8 @@ class ArchiveRecall:
         """Begin loading the index in the background (once; needs a running loop)."""
         if self._loading is None:
             self._loading = asyncio.ensure_future(self._load())
+            if self.embedder is not None:
+                self.embedder.start()
 
     async def settled(self, timeout: float = SETTLE_TIMEOUT_S) -> bool:
         """Wait, at most ``timeout`` seconds, for the start's loading and background
@@ -192,6 +230,8 @@ class ArchiveRecall:
                 self._spawn(self.save(info.session_id))
         self._to_load.clear()
         self._early.clear()
+        if self.vectors is not None:
+            self.vectors.wake()  # the old archive's turns, in the background
 
     async def _catch_up(self, session_id: str) -> int:
         """Index the archived turns of the session the index lacks; how many."""
@@ -221,6 +261,8 @@ class ArchiveRecall:
                 await asyncio.sleep(0)
         if added and session_id in index.sessions():
             index.set_title(session_id, self._titles.get(session_id, ""))
+        if added and self.vectors is not None:
+            self.vectors.wake()
         return added
 
     def _learn(self, session_id: str, title: str, private: bool) -> None:
@@ -250,6 +292,8 @@ class ArchiveRecall:
             self._last.pop(session_id, None)
             self._early.pop(session_id, None)
             self._private.discard(session_id)
+            if self.vectors is not None:
+                self.vectors.dropped(session_id)
             return
         state = change.state
         self._learn(session_id, state.title, state.private)
@@ -266,6 +310,8 @@ class ArchiveRecall:
             self._early.setdefault(session_id, []).extend(final)
         for turn in final:
             index.add(session_id, turn)
+        if final and self.vectors is not None:
+            self.vectors.added(session_id, final)
         if final and len(index.turn_ids(session_id)) == len(final):
             index.set_title(session_id, state.title)  # the session's first indexed turns
         if final:
@@ -350,6 +396,8 @@ class ArchiveRecall:
         saved = 0
         for session_id in list(self._unsaved):
             saved += await self.save(session_id)
+        if self.vectors is not None:
+            await self.vectors.flush()
         return saved
 
     def _spawn(self, coro: Awaitable[object]) -> None:
@@ -364,6 +412,8 @@ class ArchiveRecall:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.vectors is not None:
+            await self.vectors.close()
         await self.flush()
 
     # ------------------------------------------------------------ searching
@@ -376,9 +426,21 @@ class ArchiveRecall:
         read (None: every session not made private)."""
         await self.settled()
         chosen = self.shared_sessions() if sessions is None else set(sessions)
+        near = await self._near(query, chosen, exclude)
         hits = self.index.search(query, sessions=chosen, k=k, exclude=exclude,
-                                 now=now or self.clock())
+                                 now=now or self.clock(), dense=near)
         return await self._with_texts(hits)
+
+    async def _near(self, query: str, sessions: set[str],
+                    exclude: Container[tuple[str, int]]) -> dict[tuple[str, int], float]:
+        """The turns of ``sessions`` nearest to the query by sentence vectors (none when
+        the vectors cannot take part now: never waits for the embedder's load)."""
+        if self.vectors is None or self.embedder is None or not self.vectors.ready():
+            return {}
+        vector = await self.embedder.vector(query)
+        if vector is None or not self.vectors.ready():
+            return {}
+        return self.vectors.search(vector, sessions, DENSE_CANDIDATES, exclude)
 
     async def _with_texts(self, hits: list[Hit]) -> list[Hit]:
         """Hits with their display texts; a turn the archive no longer has is dropped."""

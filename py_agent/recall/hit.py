@@ -19,7 +19,9 @@ class HitWhy:
     ``time`` is the time phrase read from the query ("last week") and ``closeness``
     how well the turn's time fits it (1 inside the window); ``recency`` is how much
     the turn's age moved its score (a factor, 1 for none); ``speaker`` is who the
-    query pointed at ("user" for "I said", "answer" for "you recommended").
+    query pointed at ("user" for "I said", "answer" for "you recommended");
+    ``meaning`` is the cosine of the turn's sentence vector with the query's, when
+    sentence vectors took part (0: they did not, or found the turn too far).
     """
 
     terms: dict[str, list[str]] = field(default_factory=dict)
@@ -31,6 +33,7 @@ class HitWhy:
     closeness: float = 1.0
     recency: float = 1.0
     speaker: str = ""
+    meaning: float = 0.0
 
     def signals(self) -> list[str]:
         """The names of the signals that contributed, in a fixed order."""
@@ -47,6 +50,8 @@ class HitWhy:
             out.append("recency")
         if self.speaker:
             out.append("speaker")
+        if self.meaning:
+            out.append("meaning")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +59,8 @@ class HitWhy:
                 "related": [list(p) for p in self.related], "context": list(self.context),
                 "next_turn": list(self.next_turn), "coverage": round(self.coverage, 3),
                 "time": self.time, "closeness": round(self.closeness, 3),
-                "recency": round(self.recency, 3), "speaker": self.speaker}
+                "recency": round(self.recency, 3), "speaker": self.speaker,
+                "meaning": round(self.meaning, 3)}
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import heapq
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Container, Iterable
+from typing import Any, Container, Iterable, Mapping
 
 from ..state import Turn
 from .analysis import FIELDS, AnalyzedTurn, analyze_turn, display_text
@@ -92,6 +92,12 @@ class RecallSettings:
     ``figure_weight`` the same for a turn rich in figures when the query asks for a
     number ("how much", "when", "what time").
     ``text_chars``: the length of a hit's display text.
+    ``dense_weight``: the weight of the sentence-vector signal, when a search is given
+    its turns' cosines with the query (:mod:`.vectors`): the lexical score is divided by
+    the search's best, the cosine rescaled from ``dense_floor`` (0) to the best cosine
+    given (1), and the two added; time, recency and details then apply to the sum.
+    ``dense_weight_unmatched``: the weight when the best lexical hit matched none of the
+    query's words (a paraphrase): between the two in proportion to that hit's coverage.
     """
 
     weights: tuple[float, float, float, float] = (1.0, 0.7, 0.4, 0.3)
@@ -109,6 +115,9 @@ class RecallSettings:
     detail_weight: float = 0.3
     figure_weight: float = 0.3
     text_chars: int = 600
+    dense_weight: float = 0.5
+    dense_weight_unmatched: float = 2.0
+    dense_floor: float | None = 0.0
 
 
 class RecallIndex:
@@ -291,7 +300,8 @@ class RecallIndex:
     def search(self, query: str, *, sessions: Iterable[str] | None = None,
                k: int = 5, now: datetime | float | None = None,
                exclude: Container[tuple[str, int]] = (),
-               until: float | None = None) -> list[Hit]:
+               until: float | None = None,
+               dense: Mapping[tuple[str, int], float] | None = None) -> list[Hit]:
         """The ``k`` archived turns that best answer ``query``, best first.
 
         ``sessions``: only turns of these sessions (None: all); ``now``: the moment the
@@ -299,8 +309,10 @@ class RecallIndex:
         zone sets where days begin, or epoch milliseconds taken as UTC; default: the
         clock); ``exclude``: ``(session_id, turn_id)`` keys to leave out (the turns
         already in the prompt); ``until``: leave out turns created after this moment
-        (epoch ms: a search as of a past moment). A query with no searchable word and
-        no time gives no hits.
+        (epoch ms: a search as of a past moment); ``dense``: the cosines of turns
+        nearest to the query by sentence vectors, ``(session_id, turn_id)`` -> cosine,
+        fused with the lexical score (``dense_weight``; they may add turns no word
+        matched). A query with no searchable word, no time and no ``dense`` gives no hits.
         """
         if not isinstance(query, str):
             raise TypeError("query must be a string")
@@ -322,12 +334,65 @@ class RecallIndex:
         base = self._lexical(wanted, segments)
         if not base and wanted.time.window:
             base = self._window_only(wanted, segments)
+        near: dict[int, float] = {}
+        if dense and self.settings.dense_weight > 0:
+            near = self._dense_keys(dense, segments)
+            base = self._fused(base, near, self._coverage(wanted, base, exclude, until))
         if exclude or until is not None:
             base = {key: score for key, score in base.items()
                     if self._keep(key, exclude, until)}
         if not base:
             return []
-        return self._finish(wanted, base, k)
+        return self._finish(wanted, base, k, near)
+
+    def _dense_keys(self, dense: Mapping[tuple[str, int], float],
+                    segments: list[Segment]) -> dict[int, float]:
+        """The given cosines by search key, for live turns of the searched sessions."""
+        allowed = {s.session_id for s in segments}
+        out: dict[int, float] = {}
+        for (session_id, turn_id), cosine in dense.items():
+            if session_id not in allowed:
+                continue
+            segment = self._segments[session_id]
+            local = segment.live.get(turn_id)
+            if local is not None:
+                out[self._numbers[session_id] << _LOCAL_BITS | local] = cosine
+        return out
+
+    def _coverage(self, wanted: QueryPlan, base: dict[int, float],
+                  exclude: Container[tuple[str, int]], until: float | None) -> float:
+        """How much of the query the best lexical hit matched (0 to 1; 0 with none)."""
+        settings = self.settings
+        if settings.dense_weight_unmatched == settings.dense_weight:
+            return 1.0  # (not needed)
+        if exclude or until is not None:
+            base = {key: score for key, score in base.items() if self._keep(key, exclude, until)}
+        if not base:
+            return 0.0
+        [best] = self._finish(wanted, base, 1)
+        return best.why.coverage
+
+    def _fused(self, base: dict[int, float], near: dict[int, float],
+               coverage: float = 1.0) -> dict[int, float]:
+        """Lexical scores over their best, plus the weighted, rescaled cosines."""
+        if not near:
+            return base
+        best_lexical = max(base.values(), default=0.0) or 1.0
+        floor = self.settings.dense_floor
+        if floor is None:  # the pool's own spread: the farthest candidate given is 0
+            floor = min(near.values())
+        top = max(near.values())
+        span = top - floor
+        settings = self.settings
+        weight = settings.dense_weight + (
+            settings.dense_weight_unmatched - settings.dense_weight) * (1 - coverage)
+        out = {key: score / best_lexical for key, score in base.items()}
+        if span <= 0:
+            return out
+        for key, cosine in near.items():
+            if cosine > floor:
+                out[key] = out.get(key, 0.0) + weight * (cosine - floor) / span
+        return out
 
     def _locate(self, key: int) -> tuple[Segment, int]:
         return self._by_number[key >> _LOCAL_BITS], key & _LOCAL_MASK
@@ -489,7 +554,8 @@ class RecallIndex:
                     out[high | local] = 1.0
         return out
 
-    def _finish(self, wanted: QueryPlan, base: dict[int, float], k: int) -> list[Hit]:
+    def _finish(self, wanted: QueryPlan, base: dict[int, float], k: int,
+                near: Mapping[int, float] | None = None) -> list[Hit]:
         """Time and recency on top of the lexical scores, then the best ``k``.
 
         Both only scale a score, by at most ``1 + bonus``, so candidates are taken by
@@ -537,11 +603,12 @@ class RecallIndex:
                 heapq.heapreplace(best, item)
         best.sort(reverse=True)
         idf = {term: self._idf(term) * weight for term, weight in wanted.weights.items()}
-        return [self._hit(key, final, closeness, recency, wanted, idf)
+        near = near or {}
+        return [self._hit(key, final, closeness, recency, wanted, idf, near.get(key, 0.0))
                 for final, _, key, closeness, recency in best]
 
     def _hit(self, key: int, score: float, closeness: float, recency: float,
-             wanted: QueryPlan, idf: dict[str, float]) -> Hit:
+             wanted: QueryPlan, idf: dict[str, float], cosine: float = 0.0) -> Hit:
         segment, local = self._locate(key)
         by_field: dict[str, list[str]] = {}
         related: list[tuple[str, str]] = []
@@ -573,6 +640,6 @@ class RecallIndex:
                      next_turn=tuple(following),
                      coverage=covered / total if total else 0.0,
                      time=wanted.time.label, closeness=closeness, recency=recency,
-                     speaker=wanted.speaker)
+                     speaker=wanted.speaker, meaning=cosine)
         return Hit(segment.session_id, segment.turn_ids[local], segment.texts[local], score,
                    segment.times[local], why)

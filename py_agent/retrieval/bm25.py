@@ -77,3 +77,7 @@ class FieldedBM25:
     def weight(self, term: str) -> float:
         """The idf of ``term`` (0 when no document has it)."""
         return self.idf.get(term, 0.0)
+
+    def knows(self, term: str) -> bool:
+        """True if some document has ``term``."""
+        return term in self.postings

@@ -11,6 +11,13 @@ Three signals, fused:
 - **Word vectors** (:mod:`.embeddings`, a small GloVe table shipped with the
   package): the cosine of the message's mean word vector with each tool's, which
   knows that "kg" and "pounds", or "jazz" and "songs", belong together.
+- **Sentence vectors** (:mod:`.dense`), once the agent's embedder is ready and the
+  tools' vectors are made (:meth:`ToolRetriever.use_vectors`): the cosine of the
+  message's vector with each tool's document, plus ``example_weight`` times its best
+  cosine with the tool's example requests, in place of the word vectors. It reads the
+  user's languages and meaning rather than words; and a message closer to small talk
+  (:mod:`.small_talk`) than to any tool is offered none, which is how chit-chat is told
+  apart.
 
 The fused score is a weighted sum of the three, BM25F and n-grams each divided by
 its best score for the message, word vectors rescaled from the registry's mean (0)
@@ -34,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..tools import Tool
+from ..embedding import VectorIndex as SentenceIndex
 from .bm25 import FieldedBM25
 from .embeddings import VectorIndex, WordVectors, default_vectors
 from .ngrams import CharNgrams, closest_word
@@ -111,6 +119,8 @@ class _Signals:
     ngram_weight: float
     meaning: dict[int, float] = field(default_factory=dict)
     meaning_weight: float = 0.0
+    dense: bool = False
+    small_talk: bool = False
     fused: dict[int, float] = field(default_factory=dict)
 
     def fuse(self, index: int, lexical: float) -> float:
@@ -153,6 +163,17 @@ class ToolRetriever:
         close_extra: how many tools beyond ``top_k`` may be offered when close to the best.
         close_ratio: the share of the best score such an extra tool needs.
         vectors: the word-vector table (True: the shipped one; None or False: none).
+        dense_weight: the sentence-vector signal's share of the fused score, once
+            :meth:`use_vectors` gave the tools' vectors and a message comes with its own.
+        dense_candidates: how many tools nearest by sentence vectors become candidates.
+        dense_weight_unknown: the sentence-vector signal's share for a message none of
+            whose words the tools have (another language, other words): between the two
+            in proportion to the share of the message's words the tools know.
+        example_weight: how much a tool's best example request counts beside its document.
+        small_talk_at: a message at least this close (cosine) to a small-talk sentence,
+            and closer to it than to any tool by ``small_talk_margin``, is offered no
+            tool (1 or more: never), unless some tool matched its words with a BM25F
+            score of ``small_talk_lexical`` or more (a request in a tool's own words).
 
     The defaults were tuned on the tune halves of tests/data's sets (bench/retrieval.py).
     """
@@ -165,7 +186,11 @@ class ToolRetriever:
                  coverage_discount: float = 0.5, meaning_weight: float = 0.2,
                  meaning_candidates: int = 3,
                  close_extra: int = 2, close_ratio: float = 0.6,
-                 vectors: WordVectors | None | bool = True) -> None:
+                 vectors: WordVectors | None | bool = True, dense_weight: float = 0.2,
+                 dense_candidates: int = 3, dense_weight_unknown: float = 0.6,
+                 example_weight: float = 0.5,
+                 small_talk_at: float = 0.6, small_talk_margin: float = 0.05,
+                 small_talk_lexical: float = 5.0) -> None:
         self.tools = list(tools)
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -198,11 +223,72 @@ class ToolRetriever:
         self._meaning = VectorIndex(table, self._words) if table is not None else None
         self._numeric = [i for i, t in enumerate(self.tools) if not t.pinned and any(
             p.schema.get("type") in ("number", "integer") for p in t.params)]
+        self.dense_weight = dense_weight
+        self.dense_candidates = dense_candidates
+        self.dense_weight_unknown = dense_weight_unknown
+        self.example_weight = example_weight
+        self.small_talk_at = small_talk_at
+        self.small_talk_margin = small_talk_margin
+        self.small_talk_lexical = small_talk_lexical
+        self._dense: SentenceIndex | None = None
+        self._examples: SentenceIndex | None = None
+        self._small_talk: SentenceIndex | None = None
+        self.dense_space = ""
+
+    def use_vectors(self, space: str, vectors: Sequence[Sequence[float]],
+                    examples: Sequence[Sequence[Sequence[float]]] = (),
+                    small_talk: Sequence[Sequence[float]] = ()) -> None:
+        """The tools' sentence vectors from the embedding space ``space`` (:mod:`.dense`
+        makes them): one per tool's document, in order; per tool, one per example
+        request; and the small-talk sentences'. Messages given a vector of that space
+        are then ranked with them."""
+        if len(vectors) != len(self.tools) or (examples and len(examples) != len(self.tools)):
+            raise ValueError(f"{len(vectors)} vectors for {len(self.tools)} tools")
+        if not vectors:
+            self._dense, self._examples, self._small_talk, self.dense_space = None, None, None, ""
+            return
+        dimension = len(vectors[0])
+        documents, requests, chat = (SentenceIndex(dimension), SentenceIndex(dimension),
+                                     SentenceIndex(dimension))
+        for i, vector in enumerate(vectors):
+            documents.add(i, vector)
+        for i, tool_examples in enumerate(examples):
+            for n, vector in enumerate(tool_examples):
+                requests.add((i, n), vector)
+        for n, vector in enumerate(small_talk):
+            chat.add(n, vector)
+        self._dense, self._examples = documents, requests if len(requests) else None
+        self._small_talk, self.dense_space = chat if len(chat) else None, space
+
+    def _dense_scores(self, vector: Sequence[float], documents: dict) -> dict[int, float]:
+        """Each tool's cosine with the message (``documents``), plus ``example_weight``
+        times its best example's (when positive)."""
+        scores = dict(documents)
+        if self._examples is not None and self.example_weight:
+            best: dict[int, float] = {}
+            for (i, _), cosine in self._examples.scores(vector).items():  # type: ignore[misc]
+                if cosine > best.get(i, 0.0):
+                    best[i] = cosine
+            for i, cosine in best.items():
+                scores[i] += self.example_weight * cosine
+        return scores  # type: ignore[return-value]
+
+    def small_talk(self, vector: Sequence[float], nearest_tool: float) -> bool:
+        """True if ``vector`` reads as small talk rather than a request for a tool."""
+        if self._small_talk is None or self.small_talk_at >= 1:
+            return False
+        chat = max(self._small_talk.scores(vector).values(), default=0.0)
+        return chat >= self.small_talk_at and chat > nearest_tool + self.small_talk_margin
+
+    def dense_ready(self, space: str) -> bool:
+        """True if the tools' vectors of ``space`` are here."""
+        return self._dense is not None and self.dense_space == space and bool(space)
 
     # ------------------------------------------------------------------ ranking
 
-    def _signals(self, query: str) -> "_Signals":
-        """All signals and their fusion, by tool index, for one message."""
+    def _signals(self, query: str, vector: Sequence[float] | None = None) -> "_Signals":
+        """All signals and their fusion, by tool index, for one message (``vector``: its
+        sentence vector, used in place of word vectors when the tools have theirs)."""
         request, payload = split_payload(query)
         terms = dict.fromkeys(tokenize(request), 1.0)
         for term in tokenize(payload):
@@ -221,10 +307,25 @@ class ToolRetriever:
                     lexical[index] += score
         request_words = words(request)
         similarity = self._ngrams.scores(request_words)
-        meaning = self._meaning_scores(request_words)
+        dense = vector is not None and self._dense is not None and bool(self.dense_weight)
+        chat = False  # the message reads as small talk
+        if dense:
+            documents = self._dense.scores(vector)  # type: ignore[union-attr]
+            nearest = max((s for i, s in documents.items() if not self.tools[i].pinned),  # type: ignore[index]
+                          default=0.0)
+            chat = (max(lexical.values(), default=0.0) < self.small_talk_lexical
+                    and self.small_talk(vector, nearest))  # type: ignore[arg-type]
+            meaning = _rescaled(self._dense_scores(vector, documents))  # type: ignore[arg-type]
+            known = sum(1 for t in terms if self._bm25.knows(t)) / len(terms) if terms else 0.0
+            meaning_weight = self.dense_weight + (
+                self.dense_weight_unknown - self.dense_weight) * (1 - known)
+            candidates = self.dense_candidates
+        else:
+            meaning = self._meaning_scores(request_words)
+            meaning_weight, candidates = self.meaning_weight, self.meaning_candidates
         chosen = set(lexical) | {i for i, s in similarity.items() if s >= self.min_similarity}
-        if meaning and self.meaning_candidates:
-            chosen |= set(sorted(meaning, key=lambda i: -meaning[i])[:self.meaning_candidates])
+        if meaning and candidates:
+            chosen |= set(sorted(meaning, key=lambda i: -meaning[i])[:candidates])
         if not chosen:
             # Nothing matched a term: the request still gets the tools whose words look most
             # like its own, rather than none at all; failing that, a message with a number in
@@ -237,7 +338,7 @@ class ToolRetriever:
         signals = _Signals(lexical, similarity, by_term,
                            max(lexical.values(), default=0.0) or 1.0,
                            max(similarity.values(), default=0.0) or 1.0, self.ngram_weight,
-                           meaning, self.meaning_weight)
+                           meaning, meaning_weight, dense, chat)
         signals.fused = {i: signals.fuse(i, lexical.get(i, 0.0)) for i in chosen}
         return signals
 
@@ -245,17 +346,11 @@ class ToolRetriever:
         """Word-vector cosines rescaled per message: the mean tool 0, the best 1."""
         if self._meaning is None or not self.meaning_weight:
             return {}
-        raw = self._meaning.scores(query_words)
-        if not raw:
-            return {}
-        mean = sum(raw.values()) / len(raw)
-        span = max(raw.values()) - mean
-        if span <= 0:
-            return {}
-        return {i: (s - mean) / span for i, s in raw.items() if s > mean}
+        return _rescaled(self._meaning.scores(query_words))
 
-    def _rank(self, query: str, previous: PreviousTurn | None) -> tuple[list[_Candidate], "_Signals"]:
-        now = self._signals(query)
+    def _rank(self, query: str, previous: PreviousTurn | None,
+              vector: Sequence[float] | None = None) -> tuple[list[_Candidate], "_Signals"]:
+        now = self._signals(query, vector)
         earlier: dict[int, float] = {}
         if previous is not None and (self.previous_weight or self.previous_tool_bonus):
             if previous.message.strip() and self.previous_weight:
@@ -293,9 +388,10 @@ class ToolRetriever:
             covered.update(t for t, docs in now.by_term.items() if best.index in docs)
         return picked
 
-    def score(self, query: str, previous: PreviousTurn | None = None) -> list[ScoredTool]:
+    def score(self, query: str, previous: PreviousTurn | None = None, *,
+              vector: Sequence[float] | None = None) -> list[ScoredTool]:
         """Every tool with its fused score for ``query``, best first (unmatched ones last, 0)."""
-        ranked, _ = self._rank(query, previous)
+        ranked, _ = self._rank(query, previous, vector)
         seen = {c.index for c in ranked}
         out = [ScoredTool(self.tools[c.index], round(c.score, 4), self.tools[c.index].pinned)
                for c in ranked]
@@ -303,18 +399,25 @@ class ToolRetriever:
         return out
 
     def retrieve(self, query: str, k: int | None = None, *,
-                 previous: PreviousTurn | None = None) -> list[ScoredTool]:
+                 previous: PreviousTurn | None = None,
+                 vector: Sequence[float] | None = None) -> list[ScoredTool]:
         """The top ``k`` candidates and up to ``close_extra`` more whose score is close to
         the best (see the module docstring), then every pinned tool.
 
         When the whole registry fits in ``k`` there is nothing to choose between,
-        so every tool is offered, matching or not.
+        so every tool is offered, matching or not. ``vector``: the message's sentence
+        vector, in the space of :meth:`use_vectors`' (None: word vectors, as before).
         """
         k = self.top_k if k is None else k
-        ranked, now = self._rank(query, previous)
+        ranked, now = self._rank(query, previous, vector)
         unpinned = [i for i, t in enumerate(self.tools) if not t.pinned]
         pinned = [i for i, t in enumerate(self.tools) if t.pinned]
-        if len(unpinned) <= k:
+        if now.small_talk:  # closer to small talk than to any tool: no tool offered
+            unpinned = []
+            ranked = [c for c in ranked if self.tools[c.index].pinned]
+        if not unpinned:
+            chosen = []
+        elif len(unpinned) <= k:
             by_index = {c.index: c for c in ranked}
             order = sorted(unpinned, key=lambda i: (-(by_index[i].score if i in by_index else 0), i))
             chosen = [by_index.get(i, _Candidate(i, 0.0, 0.0, 0.0, 0.0)) for i in order]
@@ -330,19 +433,20 @@ class ToolRetriever:
         has_number = bool(_NUMBER.search(query))
         query_words = words(query)
         return [ScoredTool(self.tools[c.index], round(c.score, 4), self.tools[c.index].pinned,
-                           self._why(c, query_pairs, query_words, has_number)) for c in chosen]
+                           self._why(c, query_pairs, query_words, has_number, now.dense))
+                for c in chosen]
 
     # ----------------------------------------------------------------- evidence
 
     def _why(self, c: _Candidate, query_pairs: Sequence[tuple[str, str]],
-             query_words: Sequence[str], has_number: bool) -> Why:
+             query_words: Sequence[str], has_number: bool, dense: bool = False) -> Why:
         signals = []
         if c.lexical > 0:
             signals.append("bm25")
         if c.similarity >= self.min_similarity:
             signals.append("ngrams")
         if c.meaning >= MEANING_EVIDENCE:
-            signals.append("word vectors")
+            signals.append("sentence vectors" if dense else "word vectors")
         if c.from_previous > 0:
             signals.append("previous turn")
         if self.tools[c.index].pinned:
@@ -373,6 +477,18 @@ class ToolRetriever:
                 if score >= 0.5 and other != word:
                     similar.append((word, other))
         return Why(tuple(signals), terms, example, tuple(similar[:3]))
+
+
+def _rescaled(raw: dict[int, float]) -> dict[int, float]:
+    """Cosines rescaled per message: the registry's mean 0, the best 1 (above the mean
+    only)."""
+    if not raw:
+        return {}
+    mean = sum(raw.values()) / len(raw)
+    span = max(raw.values()) - mean
+    if span <= 0:
+        return {}
+    return {i: (s - mean) / span for i, s in raw.items() if s > mean}
 
 
 def _fields_of(t: Tool) -> dict[str, list[str]]:

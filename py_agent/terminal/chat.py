@@ -29,6 +29,7 @@ from ..boundary import printable
 from ..redaction import redact_url
 from ..events import AgentEvent
 from ..openai_compat import OpenAIModel, ServerError, StreamChunk, Timeouts
+from ..openai_compat.embeddings import OpenAIEmbedder
 from ..results import RunResult
 from ..sqlite_store import SqliteStore
 from ..store import StorageError
@@ -63,6 +64,7 @@ class ChatOptions:
     structured_output: bool | str | None = None
     api_key: str | None = None
     attach: list[str] = field(default_factory=list)      # --attach: for the first message
+    embed_model: str | None = None   # --embed-model: the server's embedding model
 
 
 _ANSWER = re.compile(r'"finalAnswer"\s*:\s*"((?:[^"\\]|\\.)*)')
@@ -289,8 +291,12 @@ async def run_chat(options: ChatOptions, *, stdin_interactive: bool | None = Non
         return 2
     reader = LineReader(interactive)
     # The memory policy and the prompt prefix fit themselves to the model's window.
+    # Sentence vectors: the server's embedding model when named, else USE-m3 where the
+    # embed extra is installed (Agent's default), else none.
+    embedder: Any = OpenAIEmbedder(model.client, options.embed_model) \
+        if options.embed_model else True
     agent = Agent(model=model, store=store, tools=toolbox, on_event=ui.on_event,
-                  approve=lambda request: ask_approval(request, reader, ui))
+                  approve=lambda request: ask_approval(request, reader, ui), embedder=embedder)
     if interactive or options.trace:
         ui.note(_banner(model, options, problem, len(agent.tools)))
     loop = asyncio.get_running_loop()

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--attach", action="append", default=[], metavar="PATH",
                       help="a picture or sound for the first message (repeatable; /attach "
                            "PATH in the chat for the next one)")
+    chat.add_argument("--embed-model", metavar="NAME", default=None,
+                      help="the server's embedding model (POST /v1/embeddings) for tool "
+                           "choice and recall; default: USE-m3 if py-agent[embed] is installed")
     session_commands.add_arguments(commands.add_parser(
         "sessions", help="list, show, export or delete the chat's sessions"))
     # Listed for --help; py_agent.terminal.commands hands its arguments to py_agent.replay.
@@ -118,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             temperature=args.temperature, timeout=args.timeout, stream=not args.no_stream,
             structured_output={"auto": None, "off": False}.get(args.structured_output,
                                                                 args.structured_output),
-            api_key=api_key_from_environment(), attach=args.attach)
+            api_key=api_key_from_environment(), attach=args.attach,
+            embed_model=args.embed_model)
         return asyncio.run(run_chat(options))
     except ToolFileError as exc:
         print(f"error: {exc}", file=sys.stderr)

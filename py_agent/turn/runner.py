@@ -40,6 +40,7 @@ from ..attachments import AttachmentRecord, Scaler
 from ..boundary import describe
 from ..events import AgentEvent, Emit, EventHandler, deliver, log
 from ..budget import MemoryAccountant
+from ..embedding import EmbedderSlot
 from ..memory.engine import MemoryEngine
 from ..message_list import media_tokens
 from ..model import (InputNotSupportedError, ModelError, ModelNetworkError, ModelTimeoutError,
@@ -61,6 +62,7 @@ from .opener import TurnSessions
 from .policies import StepPolicy, ToolPolicy
 from .recalled import (Recalled, described, hit_reason, in_prompt, recall_for_message,
                        recall_for_tool)
+from .tool_choice import ToolChoice
 from .tool_runner import SyncRunner, run_tool
 from .tool_services import AgentModel, Search, TurnMemory
 
@@ -103,26 +105,24 @@ class TurnRunner:
         calls: model calls counted by purpose.
         recall: the archive recall index (None: no automatic recall, no recall tool).
         top_k: how many tools the retriever offers.
+        embedder: the agent's embedder, for sentence vectors in tool choice (None: off).
     """
 
     def __init__(self, sessions: SessionTable, bases: BaseSessions, memory: MemoryEngine,
                  accountant: MemoryAccountant, toolbox: Toolbox,
                  settings: TurnSettings, emit: Emit, calls: Counter[str], *,
-                 recall: ArchiveRecall | None = None, top_k: int = 3) -> None:
+                 recall: ArchiveRecall | None = None, top_k: int = 3,
+                 embedder: EmbedderSlot | None = None) -> None:
         self.sessions, self.bases, self.memory = sessions, bases, memory
         self.accountant, self.toolbox, self.settings = accountant, toolbox, settings
         self.emit, self.calls, self.recall, self.top_k = emit, calls, recall, top_k
         self.model = AgentModel(bases, accountant, calls)
-        self._retriever: tuple[int, ToolRetriever] | None = None
+        self.tool_choice = ToolChoice(top_k, embedder)
 
     def retriever(self, snapshot: ToolboxSnapshot | None = None) -> ToolRetriever:
         """The retriever over ``snapshot``'s tools (the toolbox's now), rebuilt only when
         the tools changed."""
-        snapshot = snapshot or self.toolbox.snapshot()
-        if self._retriever is None or self._retriever[0] != snapshot.version:
-            self._retriever = (snapshot.version, ToolRetriever(snapshot.tools,
-                                                                top_k=self.top_k))
-        return self._retriever[1]
+        return self.tool_choice.retriever(snapshot or self.toolbox.snapshot())
 
     async def run(self, turn: TurnContext, *,
                   on_event: EventHandler | None = None) -> RunResult:
@@ -371,13 +371,14 @@ class TurnRunner:
         """The tools offered for ``message``; sources still listing are waited for up to
         ``tool_sources_wait_s``, and the event names those that were not ready."""
         snapshot = await self.toolbox.settled(self.settings.tool_sources_wait_s)
-        offered = self.retriever(snapshot).retrieve(
-            message, previous=previous_turn(self.sessions.state(session_id)))
+        offer = await self.tool_choice.offer(snapshot, message,
+                                             previous_turn(self.sessions.state(session_id)))
         await emit(AgentEvent("tools_retrieved", session_id, {"tools": [
             {"name": s.tool.name, "score": s.score, "pinned": s.pinned, "why": s.why.to_dict()}
-            for s in offered], "not_ready": [self._source_label(key)
-                                             for key in snapshot.pending]}))
-        return offered
+            for s in offer.tools], "not_ready": [self._source_label(key)
+                                                 for key in snapshot.pending],
+            "dense": offer.dense}))
+        return offer.tools
 
     def _source_label(self, key: str) -> str:
         """A tool source as the trace names it: its server's name, else its key."""
@@ -404,7 +405,8 @@ class TurnRunner:
             await emit(AgentEvent("recalled", session_id, {
                 "source": "auto", "query": message, "hits": recalled.considered,
                 "tokens": recalled.tokens, "budget": policy.recall_tokens,
-                "min_coverage": policy.recall_min_coverage, "ms": round(recalled.ms, 2)}))
+                "min_coverage": policy.recall_min_coverage, "ms": round(recalled.ms, 2),
+                "dense": self.recall.dense_state()}))
         return recalled
 
     def _recall_search(self, session_id: str, held: set[tuple[str, int]],

@@ -124,7 +124,9 @@ def app_server():
     # restored, makes none of its own. No tool worker: a second Pyodide booting beside
     # every page doubles the suite's boot time on two cores; test_hung_tool.py,
     # test_model_server.py and test_boot_snapshot.py serve apps with it, as users get.
-    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False)
+    # No sentence embedder either (a 31.7 MB model per fresh profile, four browsers at
+    # once): test_embedder.py serves the app with the real one.
+    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False, embedder=False)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.url

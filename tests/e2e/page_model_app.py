@@ -148,7 +148,7 @@ def start_app(folder: Path, names: tuple[str, ...], *, remote: tuple[str, ...] =
     other = start_other_origin(paths["tiny.gguf"], hits)
     other_url = f"http://127.0.0.1:{other.server_address[1]}"
     gguf = [str(paths[name]) for name in names] + [other_url + path for path in remote]
-    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tool_worker=False,
                          page_models=page_models_from_args(gguf))
     site = ModelSite(url=server.url, other=other_url, hits=hits)
     slow, cut = paths["slow.gguf"].read_bytes(), paths["truncated.gguf"].read_bytes()

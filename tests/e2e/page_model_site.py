@@ -51,7 +51,7 @@ def start_model_site(folder: Path):
     (folder / "pm").mkdir(exist_ok=True)
     (folder / "pm" / "blank.html").write_text(BLANK)
 
-    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tool_worker=False,
                                mounts={"/models/": folder, "/pm/": folder / "pm"})
     site = ModelSite(url=server.url, folder=folder)
     base = server.RequestHandlerClass

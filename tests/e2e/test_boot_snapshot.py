@@ -95,7 +95,7 @@ def wait_for_new_snapshot(page: Page) -> None:
 @pytest.fixture(scope="module")
 def snapshot_server(app_server):
     """serve.py's server offering no snapshot of its own: browsers make theirs."""
-    server = make_server("127.0.0.1", 0, quiet=True,
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False,
                                              served_snapshot=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.url
@@ -235,7 +235,7 @@ def greeting_server(app_server, tmp_path):
     """serve.py's server with a tool module of our own that the test edits."""
     module = tmp_path / "greeting_tools.py"
     module.write_text(TOOL_MODULE.format(greeting="Hello"))
-    server = make_server("127.0.0.1", 0, quiet=True, tools=[module],
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tools=[module],
                                              served_snapshot=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.url, module
@@ -308,7 +308,7 @@ def test_a_changed_tool_module_gets_a_new_served_snapshot(
     module = tmp_path / "greeting_tools.py"
     module.write_text(TOOL_MODULE.format(greeting="Hi"))
     # Made here for this tool module, before the server answers anyone.
-    server = make_server("127.0.0.1", 0, quiet=True, tools=[module],
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tools=[module],
                                              tool_worker=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

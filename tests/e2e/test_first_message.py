@@ -60,7 +60,7 @@ def model_server_app():
     """serve.py with --model-url pointing at the fake OpenAI-compatible server."""
     with FakeServer(agent_responder, models=("fake-model",)) as fake:
         model_server = model_server_from_args(fake.url, model="fake-model", environ={})
-        server = make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
+        server = make_server("127.0.0.1", 0, quiet=True, embedder=False, model_server=model_server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         yield server.url
         server.shutdown()

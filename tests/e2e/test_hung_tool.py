@@ -52,7 +52,7 @@ def spin_server(app_server: str, tmp_path_factory):
     """The app with the demo's tools and spin_tools.py (app_server prepared the runtime)."""
     folder = tmp_path_factory.mktemp("spin")
     (folder / "spin_tools.py").write_text(SPIN_TOOLS)
-    server = make_server("127.0.0.1", 0, quiet=True, tools=[folder / "spin_tools.py"])
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tools=[folder / "spin_tools.py"])
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.url

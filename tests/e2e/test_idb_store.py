@@ -149,7 +149,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
     assert r["missing"] is None and r["saved"] is None
     assert r["typeofText"] == "string"
     assert SessionState.from_dict(json.loads(r["text"])) == replace(s, version=1)
-    assert r["info"] == {"name": "py-agent", "version": 5, "constant": 5}
+    assert r["info"] == {"name": "py-agent", "version": 6, "constant": 6}
     assert r["schema"] == {
         "sessions": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "archive": {"keyPath": ["session_id", "id"], "autoIncrement": False,
@@ -512,16 +512,16 @@ def test_upgrade_from_version_1_keeps_every_record_and_adds_kv_recall_and_profil
         store.close();
         return out;
     }""")
-    assert r["version"] == 5
+    assert r["version"] == 6
     assert r["stores"] == ["archive", "blobs", "compressions", "kv", "meta", "profile",
-                           "recall", "sessions"]
+                           "recall", "sessions", "vectors"]
     assert r["migration"] is None            # the v1 database had already migrated legacy data
     assert json.loads(r["kv"]) == [["note:000001", {"title": "Trip", "text": "Lisbon"}]]
     assert r["saved"] is True and r["blobs"] == [["old", [82, 67, 76, 49]]]
     # Every v1 record is still there, unchanged, and reads back through the store.
     for name, rows in raw_before.items():
         after = store_page.evaluate("(n) => rawRead('py-agent', n)", name)
-        assert after["version"] == 5 and after["rows"] == rows, name
+        assert after["version"] == 6 and after["rows"] == rows, name
     assert loaded(store_page, "old") == s
     assert archive_of(store_page, "old") == [turn(1), turn(2)]
     logged = store_page.evaluate("async () => (await IdbStore.open()).compressions('old')")
@@ -642,6 +642,33 @@ def test_recall_blobs_are_kept_per_session_as_bytes_and_never_without_their_sess
     assert r["quota"]["name"] == "StorageQuotaError"
     assert r["afterQuota"] == [["a", "Uint8Array", [9, 8, 7]]]   # the failed write left nothing
     assert r["afterDelete"] == [] and r["late"] is False and r["afterLate"] == []
+
+
+def test_turn_vectors_are_kept_apart_from_recall_blobs_and_deleted_with_their_session(store_page):
+    """Version 6's store: a session's vectors (py_agent.recall.vectors) beside its recall
+    blob, never without its session, and gone when the chat is deleted."""
+    r = store_page.evaluate("""async ([a, b, t]) => {
+        const store = await IdbStore.open();
+        await store.commitTurn(a, t);
+        await store.commitTurn(b, t);
+        const bytes = (rows) => rows.map(([sid, blob]) => [sid, [...blob]]).sort();
+        const out = { ghost: await store.saveVectors('ghost', new Uint8Array([1])) };
+        await store.saveVectors('a', new Uint8Array([1, 2]));
+        await store.saveVectors('b', new Uint8Array([3]));
+        await store.saveRecall('a', new Uint8Array([9]));
+        out.vectors = bytes(await store.loadVectors());
+        out.recall = bytes(await store.loadRecall());
+        await store.deleteSession('a');
+        out.afterDelete = bytes(await store.loadVectors());
+        out.late = await store.saveVectors('a', new Uint8Array([6]));
+        out.afterLate = bytes(await store.loadVectors());
+        store.close();
+        return out;
+    }""", [dumps_state(state("a")), dumps_state(state("b")), dumps_turns([turn(1)])])
+    assert r["ghost"] is False
+    assert r["vectors"] == [["a", [1, 2]], ["b", [3]]] and r["recall"] == [["a", [9]]]
+    assert r["afterDelete"] == [["b", [3]]]
+    assert r["late"] is False and r["afterLate"] == [["b", [3]]]
 
 
 def test_read_turns_reads_only_the_ids_asked_for_in_order(store_page):
@@ -844,7 +871,7 @@ def test_deleting_a_session_takes_its_facts_out_of_the_profile(store_page):
 
 
 def test_upgrade_from_version_2_adds_the_profile_and_keeps_everything(store_page):
-    """A database of version 2 (kv, no recall or profile store) opens at version 5: the
+    """A database of version 2 (kv, no recall or profile store) opens at version 6: the
     steps above 2 run (4 here; a step 3 another part adds runs too), nothing else moves."""
     s = state("old", summary="kept", recent_turns=[turn(1)], next_turn_id=2)
     r = store_page.evaluate("""async ([s, t]) => {
@@ -863,7 +890,7 @@ def test_upgrade_from_version_2_adds_the_profile_and_keeps_everything(store_page
         store.close();
         return out;
     }""", [dumps_state(s), dumps_turns([turn(1)])])
-    assert "profile" not in r["before"] and r["version"] == 5
+    assert "profile" not in r["before"] and r["version"] == 6
     assert "profile" in r["stores"] and r["profile"] is None and r["saved"] == 1
     assert r["state"]["summary"] == "kept" and json.loads(r["kv"]) == {"a": 1}
 

@@ -51,7 +51,7 @@ def prepared(app_server) -> None:
 def serve_with(model_url: str, **options):
     options.setdefault("environ", {})
     model_server = model_server_from_args(model_url, **options)
-    server = make_server("127.0.0.1", 0, quiet=True, model_server=model_server)
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, model_server=model_server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

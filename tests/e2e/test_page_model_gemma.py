@@ -44,7 +44,7 @@ def site(tmp_path_factory, pytestconfig):
 @pytest.fixture(scope="module")
 def app(site, app_server):
     """serve.py --gguf gemma.gguf (the runtime as app_server prepared it)."""
-    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tool_worker=False,
                          page_models=page_models_from_args([str(site.folder / "gemma.gguf")]))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.url

@@ -268,7 +268,7 @@ def test_serve_py_on_the_same_origin_retires_an_earlier_builds_service_worker(
                          "(r) => r && r.active && r.active.state === 'activated')",
                    timeout_ms=KEEP_TIMEOUT_MS)
     page.context.new_cdp_session(page).send("Network.clearBrowserCache")
-    server = make_server("127.0.0.1", static.port, quiet=True, tool_worker=False)
+    server = make_server("127.0.0.1", static.port, quiet=True, embedder=False, tool_worker=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         page.goto(server.url + "/")

@@ -74,7 +74,7 @@ def servers():
 def mcp_app(servers) -> str:
     """The app served as `serve.py --mcp <reference server> --mcp <ours>` would."""
     everything, ours = servers
-    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tool_worker=False,
                          tool_servers=tool_servers_from_args([everything.url + "/mcp",
                                                               ours.url + "/mcp"]))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -169,7 +169,7 @@ def test_a_server_that_is_not_ready_is_named_in_the_trace_and_the_turn_goes_on(
     """A --mcp server that never answers: the first turn waits for it a few seconds, then
     goes on without its tools, and the trace says which server was not ready."""
     silent = SilentServer()
-    server = make_server("127.0.0.1", 0, quiet=True, tool_worker=False,
+    server = make_server("127.0.0.1", 0, quiet=True, embedder=False, tool_worker=False,
                          tool_servers=tool_servers_from_args([silent.url + "/mcp"]))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     context = webmcp_browser.new_context()

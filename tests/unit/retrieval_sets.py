@@ -9,6 +9,10 @@
   tune/report by a hash of the query id.
 - ``heldout``: tests/data/heldout_tools.py and heldout_queries.jsonl, another app's tools
   and requests written by someone who saw only their names and descriptions.
+- ``multilingual-demo`` / ``multilingual-heldout``: tests/data/multilingual_*.jsonl,
+  requests (and chit-chat) in 20 languages to the demo's and the held-out app's tools;
+  ``chitchat-en``: tests/data/chitchat_en.jsonl, English chit-chat and requests that
+  avoid the tools' words. All three written from the user's side (tests/data/README.md).
 """
 
 from __future__ import annotations
@@ -135,7 +139,8 @@ def _query_of(row: dict[str, Any]) -> Query:
     kind = row.get("kind") or ("chitchat" if not expected else
                                "followup" if previous else "single")
     return Query(row.get("message", row.get("query", row.get("text", ""))), frozenset(expected),
-                 previous, row.get("split", "report"), kind, bool(row.get("needs_all")))
+                 previous, row.get("split", "report"), kind,
+                 bool(row.get("needs_all")) or kind == "multi")
 
 
 def bfcl_set(name: str) -> RetrievalSet:
@@ -170,9 +175,39 @@ def _registry_of(module: Any) -> list[Tool]:
     return found
 
 
+def demo_registry() -> list[Tool]:
+    """The demo's tools as the agent offers them: with the built-in compact and recall."""
+    from py_agent.turn import compact_tool
+    from py_agent.turn.recall_tool import recall_tool
+    from tests.unit.demo import demo_tools
+    return [*demo_tools(), compact_tool(), recall_tool()]
+
+
+def multilingual_demo_set() -> RetrievalSet | None:
+    path = DATA / "multilingual_demo.jsonl"
+    if not path.exists():
+        return None
+    return RetrievalSet("multilingual-demo", demo_registry(), [_query_of(r) for r in _jsonl(path)])
+
+
+def multilingual_heldout_set() -> RetrievalSet | None:
+    path, held_out = DATA / "multilingual_heldout.jsonl", heldout_set()
+    if not path.exists() or held_out is None:
+        return None
+    return RetrievalSet("multilingual-heldout", held_out.tools,
+                        [_query_of(r) for r in _jsonl(path)])
+
+
+def chitchat_en_set() -> RetrievalSet | None:
+    path = DATA / "chitchat_en.jsonl"
+    if not path.exists():
+        return None
+    return RetrievalSet("chitchat-en", demo_registry(), [_query_of(r) for r in _jsonl(path)])
+
+
 def all_sets() -> list[RetrievalSet]:
     sets = [corpus_set(), demo_set(), everyday_set(), bfcl_set("live"), bfcl_set("synthetic"),
-            heldout_set()]
+            heldout_set(), multilingual_demo_set(), multilingual_heldout_set(), chitchat_en_set()]
     return [s for s in sets if s is not None]
 
 

@@ -324,13 +324,15 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_data(tmp_path):
         db.execute("INSERT INTO archive (session_id, id, turn) VALUES (?, ?, ?)",
                    ("s1", 1, json.dumps(turn(1).to_dict())))
     store = SqliteStore(path)
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     assert run(store.load("s1")).title == "old" and run(store.read_archive("s1")) == [turn(1)]
     assert run(store.save_recall("s1", b"blob")) is True
     assert run(store.load_recall()) == {"s1": b"blob"}
+    assert run(store.save_vectors("s1", b"vectors")) is True   # schema 5's table
+    assert run(store.load_vectors()) == {"s1": b"vectors"}
     assert run(store.load_profile()) == UserProfile()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 def test_a_schema_3_file_reads_with_provenance_and_older_code_is_kept_out(tmp_path):
@@ -353,7 +355,7 @@ def test_a_schema_3_file_reads_with_provenance_and_older_code_is_kept_out(tmp_pa
     assert loaded.recent_turns[0].untrusted == ("turn 1: lookup (srv)",)
     assert loaded.facts[0].untrusted == () and loaded.untrusted_summary == ""
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_sqlite_data_survives_reopening_the_file(tmp_path):
@@ -512,5 +514,5 @@ def test_an_older_sqlite_file_gains_the_profile_table(tmp_path):
     run(store.save_profile(profile_with("likes tea")))
     store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     assert [f.text for f in run(SqliteStore(path).load_profile()).facts] == ["likes tea"]

@@ -126,6 +126,8 @@ LAYERS: dict[str, tuple[str, int]] = {
                      "py_agent.replies", "py_agent.rpc", "py_agent.kv",
                      "py_agent.sqlite_store", "py_agent.testing", "py_agent.budget",
                      "py_agent.results"], ("protocols", 2)),
+    # texts as vectors: the embedder protocol, the default model, vectors and their search
+    "py_agent.embedding": ("embedding", 2),
     # 3. what a tool is, and the agent's tools from their sources
     "py_agent.tools": ("tools", 3),
     # 4. what uses tools or models without the agent: side by side

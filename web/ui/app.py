@@ -18,6 +18,7 @@ state = {
     "turn": None,           # the running turn (a ui.turn_view.RunningTurn)
     "compacting": None,     # the session of a manual compaction that has not replied
     "memory": None,         # the last memory state of the shown session
+    "embedder": None,       # the sentence embedder's last status (worker 'embedder' messages)
     "note": "",             # the last turn's outcome, for the status line
     "worker_error": None,   # an error the worker reported after boot: (where, message)
     "queued": None,         # a message sent before it could be, waiting (ui/chat.py)

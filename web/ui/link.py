@@ -76,6 +76,8 @@ def _on_message(event):
         emit("boot_snapshot", data)
     elif kind == "tool-worker":   # the tool worker's boot phases, relayed by the agent's
         emit("tool_worker_phase", data)
+    elif kind == "embedder":      # the sentence embedder's load, after ready
+        emit("embedder_status", data)
     elif kind == "error":
         emit("worker_error", data.get("where") or "worker",
              data.get("message") or "unknown error", data.get("traceback") or "")

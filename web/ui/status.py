@@ -36,6 +36,26 @@ def set_status(kind, text):
         status.textContent = text
 
 
+def embedder_clause():
+    """What the status line says about the sentence embedder: only while it downloads
+    for the first time, or when it failed (the agent works without it either way)."""
+    data = state.get("embedder") or {}
+    if data.get("state") == "failed":
+        return " Tools and recall match words only: %s." % (data.get("note") or "the "
+                                                              "embedding model did not load")
+    if data.get("task") == "download" and data.get("total") and \
+            not data.get("from_cache") and data.get("loaded", 0) < data.get("total"):
+        return " Downloading the embedding model (%d of %d MB, first visit only)…" % (
+            data["loaded"] // 1000000, data["total"] // 1000000)
+    return ""
+
+
+def on_embedder_status(data):
+    state["embedder"] = data
+    status.setAttribute("data-embedder", data.get("state") or "off")
+    render_status()
+
+
 def model_clause():
     """What the status line says about the model, once booted."""
     model = state["model"]
@@ -124,6 +144,7 @@ def _render_ready_status():
         else:
             text = "%s. %s" % (state["note"] or head, model_clause())
         text += constraint_clause()
+        text += embedder_clause()
         degraded = (state["memory"] or {}).get("degraded")
         if degraded:
             text += " Memory is degraded (the summarizer is not working): see Memory."
@@ -202,5 +223,6 @@ def start(runtime):
     on("worker_error", show_error)
     on("agent_event", on_storage_event)
     on("agent_event", on_constraint_event)
+    on("embedder_status", on_embedder_status)
     set_status("booting", "Starting the agent worker (UI: %s)…" % runtime)
     update_controls()

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""What the sentence embedder costs per message in the page's worker: Pyodide under
+Node.js, with the page's own code (worker/embedder/use_m3.js and its WebAssembly kernel
+embed; py_agent.browser.embedder's tokenizer path; py_agent's pure-Python search).
+
+    python bench/embedder_cost.py                 # 10,000 archived turns, 500 tools
+    python bench/embedder_cost.py --turns 1000 --tools 100
+
+Per message (everyday requests, each the best of ``--repeat`` runs): embed it, search
+the turn vectors of the whole archive (``py_agent.embedding.vectors.search``: the
+sign-bit shortlist, then exact int8 scores), and rank the tools with their vectors
+(``ToolRetriever.retrieve(vector=...)``: BM25F, n-grams and the sentence vectors,
+small-talk gate included). Reports load times (weights, tokenizer), the time to embed
+an archived turn, and p50 / p95 of embed alone and of embed + both searches. The
+archive is the recall set's turns replicated; the tools are BFCL's live registry.
+Needs ``python serve.py --prepare-only`` (node_modules) and the ``embed`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYODIDE = ROOT / "node_modules" / "pyodide" / "pyodide.mjs"
+
+RUNNER = r"""
+import {readFileSync} from 'node:fs';
+import {fileURLToPath} from 'node:url';
+const [pyodideModule, root, site, pkg, args] = process.argv.slice(2);
+globalThis.location = {href: `file://${root}/`};
+const networkFetch = globalThis.fetch;
+globalThis.fetch = async (url) => String(url).startsWith('file:')
+  ? new Response(readFileSync(fileURLToPath(url))) : networkFetch(url);
+const {loadUseM3} = await import(`${root}/worker/embedder/use_m3.js`);
+const started = performance.now();
+const model = await loadUseM3({weights: {url: `file://${pkg}/resources/weights.npz`}});
+const weightsMs = performance.now() - started;
+const {loadPyodide} = await import(pyodideModule);
+const pyodide = await loadPyodide({stdout: (line) => console.log(line)});
+pyodide.mountNodeFS('/repo', root);
+pyodide.mountNodeFS('/site', site);
+pyodide.mountNodeFS('/pkg', pkg);
+pyodide.registerJsModule('use_m3_js', {encode: (ids) => model.encode(ids), weightsMs});
+pyodide.globals.set('ARGS', args);
+await pyodide.runPythonAsync(`
+import sys
+sys.path[:0] = ['/repo', '/repo/bench', '/site']
+import embedder_cost
+turns, tools, repeat = (int(x) for x in ARGS.split())
+await embedder_cost.inside(turns, tools, repeat)
+`);
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+async def inside(turns: int, tools: int, repeat: int) -> None:
+    """The measurement, in Pyodide."""
+    import time
+    import use_m3_js  # type: ignore[import-not-found]
+    from py_agent.browser.embedder import PageUseM3, import_tokenizer
+    from py_agent.embedding import VectorIndex
+    from py_agent.embedding.vectors import search
+    from py_agent.recall.vectors import turn_document
+    from py_agent.retrieval import ToolRetriever
+    from py_agent.retrieval.dense import tool_document
+    from py_agent.retrieval.small_talk import SMALL_TALK
+    from recall_set import load_set, replicate
+    from tests.unit import retrieval_sets as sets
+
+    began = time.perf_counter()
+    source = open("/pkg/pure_tokenizer.py").read()   # the package's, as the page serves it
+    tokenizer = import_tokenizer(source).UsePureTokenizer("/pkg/resources/sp.model")
+    tokenizer_ms = (time.perf_counter() - began) * 1000
+    model = PageUseM3(tokenizer, use_m3_js.encode)
+
+    sessions, _, _ = load_set(Path("/repo/tests/data/recall"))
+    unique = [t for ts in sessions.values() for t in ts]
+    began = time.perf_counter()
+    made = await model.embed([turn_document(t) for t in unique])
+    turn_ms = (time.perf_counter() - began) * 1000 / len(unique)
+    vectors = {(s, t.id): v for (s, t), v in zip(
+        [(s, t) for s, ts in sessions.items() for t in ts], made)}
+    groups: dict[str, VectorIndex] = {}
+    n = 0
+    for session_id, ts in replicate(sessions, turns).items():
+        group = groups.setdefault(session_id, VectorIndex(512))
+        base = session_id.split("~")[0]
+        for turn in ts:
+            group.add(turn.id, vectors[(base, turn.id)])
+            n += 1
+    registry = sets.bfcl_set("live").tools[:tools]
+    retriever = ToolRetriever(registry)
+    docs = await model.embed([tool_document(t) for t in registry])
+    examples = [await model.embed(list(t.examples)) for t in registry]
+    chat = await model.embed(list(SMALL_TALK))
+    retriever.use_vectors("use-m3", docs, examples, chat)
+    messages = [q.text for q in sets.everyday_set().queries[:80]]
+    embed_times, total_times, turn_times, lexical_times, added_times = [], [], [], [], []
+    for message in messages:
+        best = {"embed": 1e9, "turns": 1e9, "dense": 1e9, "lexical": 1e9, "total": 1e9}
+        for _ in range(repeat):
+            start = time.perf_counter()
+            [vector] = await model.embed([message])
+            embedded = time.perf_counter()
+            search(list(groups.items()), vector, 50)
+            searched = time.perf_counter()
+            retriever.retrieve(message, vector=vector)
+            done = time.perf_counter()
+            retriever.retrieve(message)                  # today's: lexical signals alone
+            lexical = time.perf_counter() - done
+            for key, value in (("embed", embedded - start), ("turns", searched - embedded),
+                               ("dense", done - searched), ("lexical", lexical),
+                               ("total", done - start)):
+                best[key] = min(best[key], value * 1000)
+        embed_times.append(best["embed"])
+        total_times.append(best["total"])
+        turn_times.append(best["turns"])
+        lexical_times.append(best["lexical"])
+        # what the embedder adds to a message: embedding, the turn search, and the tool
+        # ranking's extra time over the lexical one
+        added_times.append(best["embed"] + best["turns"] + max(0.0, best["dense"] - best["lexical"]))
+    print(json.dumps({
+        "runtime": f"Pyodide {sys.version.split()[0]} (Node.js)", "turns": n,
+        "tools": len(registry), "weights_load_ms": round(use_m3_js.weightsMs),
+        "tokenizer_load_ms": round(tokenizer_ms), "embed_turn_ms": round(turn_ms, 2),
+        "embed_p50_ms": round(percentile(embed_times, 0.5), 2),
+        "embed_p95_ms": round(percentile(embed_times, 0.95), 2),
+        "turn_search_p50_ms": round(percentile(turn_times, 0.5), 2),
+        "turn_search_p95_ms": round(percentile(turn_times, 0.95), 2),
+        "tools_lexical_p50_ms": round(percentile(lexical_times, 0.5), 2),
+        "tools_lexical_p95_ms": round(percentile(lexical_times, 0.95), 2),
+        "added_p50_ms": round(percentile(added_times, 0.5), 2),
+        "added_p95_ms": round(percentile(added_times, 0.95), 2),
+        "total_p50_ms": round(percentile(total_times, 0.5), 2),
+        "total_p95_ms": round(percentile(total_times, 0.95), 2)}))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--tools", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    from py_agent.embedding.use_m3 import resources
+    import snowballstemmer
+    if not PYODIDE.exists():
+        raise SystemExit(f"{PYODIDE} is missing: run `python serve.py --prepare-only` first")
+    site = Path(snowballstemmer.__file__).resolve().parent.parent
+    with tempfile.NamedTemporaryFile("w", suffix=".mjs", delete=False) as script:
+        script.write(RUNNER)
+    try:
+        done = subprocess.run(
+            ["node", script.name, str(PYODIDE), str(ROOT), str(site), str(resources().parent),
+             f"{args.turns} {args.tools} {args.repeat}"],
+            capture_output=True, text=True, timeout=3600)
+    finally:
+        Path(script.name).unlink()
+    if done.returncode:
+        raise SystemExit(f"Pyodide run failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            print(json.dumps(r))
+            print("\n| runtime | archived turns | tools | weights load (ms) "
+                  "| tokenizer load (ms) | embed a turn (ms) | embed p50 / p95 | turn search "
+                  "p50 / p95 | tools, lexical alone p50 / p95 | added by the embedder p50 / p95 "
+                  "| embed + turn search + tools p50 / p95 |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            print(f"| {r['runtime']} | {r['turns']:,} | {r['tools']} | {r['weights_load_ms']} "
+                  f"| {r['tokenizer_load_ms']} | {r['embed_turn_ms']} | {r['embed_p50_ms']} / "
+                  f"{r['embed_p95_ms']} | {r['turn_search_p50_ms']} / {r['turn_search_p95_ms']} "
+                  f"| {r['tools_lexical_p50_ms']} / {r['tools_lexical_p95_ms']} | "
+                  f"{r['added_p50_ms']} / {r['added_p95_ms']} | {r['total_p50_ms']} / "
+                  f"{r['total_p95_ms']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
