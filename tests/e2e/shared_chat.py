@@ -311,7 +311,7 @@ class SharedChatPage:
         expect(page.get_by_test_id("chat-hint")).to_be_visible()
         stored = page.evaluate(STORED)
         assert stored == {"sessions": 0, "archive": 0, "compressions": 0, "kv": 0,
-                          "recall": 0, "blobs": 0}, f"records left in the database: {stored}"
+                          "recall": 0, "blobs": 0, "vectors": 0}, f"records left in the database: {stored}"
         profile = ask_worker(page, "profile")
         assert profile == [], f"profile facts left: {profile}"
         kept = page.evaluate("[{...localStorage}, sessionStorage.length]")

@@ -161,6 +161,7 @@ def test_open_creates_versioned_schema_and_save_load_round_trip(store_page):
         "recall": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
         "profile": {"keyPath": "key", "autoIncrement": False, "indexes": []},
         "blobs": {"keyPath": ["session_id", "id"], "autoIncrement": False, "indexes": []},
+        "vectors": {"keyPath": "session_id", "autoIncrement": False, "indexes": []},
     }
     assert r["badJson"]["name"] == "StorageError" and "SyntaxError" in r["badJson"]["message"]
     assert r["noId"]["name"] == "StorageError" and "session_id" in r["noId"]["message"]
@@ -771,8 +772,8 @@ def test_store_runs_in_a_module_worker(store_page, static_server):
     assert r["inWorker"] is True
     assert r["methods"] == ["load", "save", "commitTurn", "commitCompaction", "readArchive",
                             "compressions", "listSessions", "deleteSession", "saveRecall",
-                            "loadRecall", "readTurns", "loadProfile", "saveProfile",
-                            "putBlob", "getBlob", "blobSizes"]
+                            "loadRecall", "saveVectors", "loadVectors", "readTurns",
+                            "loadProfile", "saveProfile", "putBlob", "getBlob", "blobSizes"]
     assert r["blobs"] == [["w1", [7, 8, 9]]]
     assert r["kvMethods"] == ["kvGet", "kvPut", "kvDelete", "kvList"]
     assert SessionState.from_dict(json.loads(r["loaded"])) == replace(s, version=1)
