@@ -281,46 +281,40 @@ class SqliteStore:
                 self._put_profile(db, withdrawn)
         return existed
 
-    # ------------------------------------------------------------ recall blobs
+    # ------------------------------------------------------------ recall blobs, turn vectors
 
     async def save_recall(self, session_id: str, blob: bytes | None) -> bool:
+        return self._save_session_blob("recall", session_id, blob, "save the recall index")
+
+    async def load_recall(self) -> dict[str, bytes]:
+        return self._session_blobs("recall", "read the recall index")
+
+    async def save_vectors(self, session_id: str, blob: bytes | None) -> bool:
+        return self._save_session_blob("vectors", session_id, blob, "save the turn vectors")
+
+    async def load_vectors(self) -> dict[str, bytes]:
+        return self._session_blobs("vectors", "read the turn vectors")
+
+    def _save_session_blob(self, table: str, session_id: str, blob: bytes | None,
+                           action: str) -> bool:
+        """One derived blob a session (recall's index, its turn vectors): written only
+        while the session exists, so a deletion is never undone by a late save."""
         _check_session_id(session_id)
         check_blob(blob)
-        with _storage_errors("save the recall index"), self._transaction() as db:
+        with _storage_errors(action), self._transaction() as db:
             if db.execute("SELECT 1 FROM sessions WHERE session_id = ?",
                           (session_id,)).fetchone() is None:
                 return False  # deleted meanwhile: no blob without its session
             if blob is None:
-                db.execute("DELETE FROM recall WHERE session_id = ?", (session_id,))
+                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             else:
-                db.execute("INSERT OR REPLACE INTO recall (session_id, blob) VALUES (?, ?)",
+                db.execute(f"INSERT OR REPLACE INTO {table} (session_id, blob) VALUES (?, ?)",
                            (session_id, bytes(blob)))
         return True
 
-    async def load_recall(self) -> dict[str, bytes]:
-        with _storage_errors("read the recall index"):
-            rows = self._db.execute("SELECT session_id, blob FROM recall").fetchall()
-        return {session_id: bytes(blob) for session_id, blob in rows}
-
-    # ------------------------------------------------------------ turn vectors
-
-    async def save_vectors(self, session_id: str, blob: bytes | None) -> bool:
-        _check_session_id(session_id)
-        check_blob(blob)
-        with _storage_errors("save the turn vectors"), self._transaction() as db:
-            if db.execute("SELECT 1 FROM sessions WHERE session_id = ?",
-                          (session_id,)).fetchone() is None:
-                return False  # deleted meanwhile: no vectors without their session
-            if blob is None:
-                db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
-            else:
-                db.execute("INSERT OR REPLACE INTO vectors (session_id, blob) VALUES (?, ?)",
-                           (session_id, bytes(blob)))
-        return True
-
-    async def load_vectors(self) -> dict[str, bytes]:
-        with _storage_errors("read the turn vectors"):
-            rows = self._db.execute("SELECT session_id, blob FROM vectors").fetchall()
+    def _session_blobs(self, table: str, action: str) -> dict[str, bytes]:
+        with _storage_errors(action):
+            rows = self._db.execute(f"SELECT session_id, blob FROM {table}").fetchall()
         return {session_id: bytes(blob) for session_id, blob in rows}
 
     async def read_turns(self, session_id: str, turn_ids: list[int]) -> list[Turn]:
