@@ -46,7 +46,9 @@ class Watch:
         self.requests.append(request.url)
 
     def _on_page_error(self, error) -> None:
-        self.problems.append(f"pageerror: {error}")
+        # where it was thrown too: a page error without its stack is hard to place
+        stack = (getattr(error, "stack", "") or "").splitlines()[1:3]
+        self.problems.append(f"pageerror: {error}" + "".join(f" | {line.strip()}" for line in stack))
 
     def _on_console(self, message) -> None:
         if message.type == "error":
@@ -154,20 +156,24 @@ def watch_from_parsing(selector: str, attributes: list[str], setup: str, note: s
     at)`` on the element matching ``selector`` the moment the parser adds it (``at`` is
     null) and at every change of ``attributes`` (``at``: the page's clock in ms). A
     MutationObserver on the document sees the element as soon as it exists: waiting for
-    DOMContentLoaded would be too late, a fast test has used the page by then."""
+    DOMContentLoaded would be too late, a fast test has used the page by then. Both
+    observers stop at the shared page's teardown (``window.__e2eTeardown``), which also
+    takes the records ``setup`` put on window away: a later test must not feed them."""
     return f"""(() => {{
   {setup}
   const note = {note};
+  let changes = null;
   const watch = (element) => {{
     note(element, null);
-    new MutationObserver(() => note(element, Math.round(performance.now()))).observe(
-      element, {{attributes: true, attributeFilter: {json.dumps(attributes)}}});
+    changes = new MutationObserver(() => note(element, Math.round(performance.now())));
+    changes.observe(element, {{attributes: true, attributeFilter: {json.dumps(attributes)}}});
   }};
   const find = new MutationObserver(() => {{
     const element = document.querySelector({json.dumps(selector)});
     if (element) {{ find.disconnect(); watch(element); }}
   }});
   find.observe(document, {{childList: true, subtree: true}});
+  (window.__e2eTeardown ||= []).push(() => {{ find.disconnect(); changes?.disconnect(); }});
 }})();"""
 
 

@@ -76,9 +76,36 @@ def backend(request, page: Page, install_fake_lm) -> tuple[str, str]:
     return request.param, request.getfixturevalue("model_server_app") + "/"
 
 
+# The agent worker's messages from its 'ready' on are held until __releaseReady() (the
+# page's own listeners are added after this one, so they see nothing before): a send at
+# first paint then always finds the agent starting, however fast it starts.
+HOLD_READY = """(() => {
+  const Real = window.Worker, held = [];
+  let holding = false, released = false;
+  window.__readyHeld = () => holding;
+  window.Worker = class extends Real {
+    constructor(url, options) {
+      super(url, options);
+      if (options?.name !== 'agent') return;
+      this.addEventListener('message', (event) => {
+        if (released) return;
+        if (event.data?.type === 'boot' && event.data.phase === 'ready') holding = true;
+        if (holding) { event.stopImmediatePropagation(); held.push(event.data); }
+      });
+      window.__releaseReady = () => {
+        released = true;
+        for (const data of held.splice(0)) this.dispatchEvent(new MessageEvent('message', {data}));
+      };
+    }
+  };
+})();"""
+
+
 def send_at_first_paint(page: Page, url: str, text: str, *, enter: bool = False) -> bool:
     """Load ``url`` and send ``text`` as soon as the message box exists (with the Send
-    button, or Enter). Whether the page's Python was up by then."""
+    button, or Enter), the agent's 'ready' held back until it is sent (HOLD_READY).
+    Whether the page's Python was up by then."""
+    page.add_init_script(script=HOLD_READY)
     page.goto(url, wait_until="commit")
     box = page.get_by_test_id("chat-input")
     box.wait_for()
@@ -89,6 +116,8 @@ def send_at_first_paint(page: Page, url: str, text: str, *, enter: bool = False)
     else:
         page.get_by_test_id("send-button").click()
     assert page.get_by_test_id("status").get_attribute("data-state") != "ready"
+    wait_until(page, "typeof window.__releaseReady === 'function'", BOOT_TIMEOUT_MS)
+    page.evaluate("window.__releaseReady()")
     return ui_up
 
 
