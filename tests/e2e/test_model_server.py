@@ -88,8 +88,9 @@ def test_the_server_answers_with_a_tool_streams_compacts_and_is_remembered_after
     expect(page.get_by_test_id("model-choice")).to_have_value("server:fake-model")
 
     page.evaluate(RECORD_CHUNKS)
-    model_server.chunk_pause_s = 0.1    # paced like a model: the page draws a reply as it
-    try:                                # grows, at most every 80 ms
+    model_server.chunk_pause_s = 0.25   # paced like a slow model: the page draws a reply as
+    try:                                # it grows, at most every 80 ms (0.1 s was too
+                                        # close to a loaded main thread's redraws)
         answer = chat(page, "What is 17 times 23?")
     finally:
         model_server.chunk_pause_s = 0.0

@@ -69,6 +69,9 @@ def expect_in_use(page: Page, value: str) -> None:
 
 def test_the_menu_lists_every_model_with_its_size(nano_page: Page, site) -> None:
     options = nano_page.get_by_test_id("model-choice").locator("option")
+    # the menu is filled once the worker has said which models the site offers (after
+    # ready, with the page models' script loaded on that first use): wait for it
+    expect(options).to_have_count(9, timeout=LOAD_TIMEOUT_MS)
     values = options.evaluate_all("nodes => nodes.map(n => n.value)")
     assert values == ["prompt-api", "page-model:models/tiny.gguf", "page-model:models/slow.gguf",
                       "page-model:models/truncated.gguf", "page-model:models/bad_template.gguf",
