@@ -114,12 +114,11 @@ TEXT_ONLY = MediaSupport(why_not={kind: "This model takes text only." for kind i
 
 async def media_support_of(model: Any) -> MediaSupport:
     """What ``model`` takes besides text: its ``media_support()`` if it has one (a
-    failure there counts as text only), else text only."""
-    ask = getattr(model, "media_support", None)
-    if not callable(ask):
+    failure there counts as text only), else text only (:class:`MediaModel`)."""
+    if not isinstance(model, MediaModel):
         return TEXT_ONLY
     try:
-        support = await ask()
+        support = await model.media_support()
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -29,13 +29,13 @@ import threading
 import time
 import tomllib
 import wave
-import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.e2e.pages import FAKE_LM_SCRIPTS, install_fake_lm_scripts
+from tests.unit import media_samples
 
 WPT_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = WPT_ROOT.parents[1]
@@ -119,13 +119,7 @@ def stand_in_png(width: int = 64, height: int = 48) -> bytes:
     """A red PNG for the tests that fetch WPT's /images/computer.jpg, a binary file that
     cannot be fetched here (tests/wpt/SOURCE.md): the fake decodes it and names its
     size, as it would the real photo's."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height,
-                                                              8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return media_samples.png(width, height)
 
 
 def stand_in_wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
