@@ -57,7 +57,9 @@ function pathOf(url) {
 async function respond(request) {
   const path = pathOf(request.url);
   if (FILES.has(path)) {
-    const kept = await (await caches.open(CACHE)).match(urlOf(path));
+    // caches.match, not caches.open(...).match: a lookup must not make the cache again
+    // once it is deleted (the development server's retiring worker deletes it).
+    const kept = await caches.match(urlOf(path), {cacheName: CACHE});
     if (kept) return withHeaders(kept, path);
   }
   return withHeaders(await fetch(request), path);

@@ -252,10 +252,13 @@ def test_the_publish_steps_build_serve_and_open_the_page(
 def test_serve_py_on_the_same_origin_retires_an_earlier_builds_service_worker(
         page: Page, built: Path, install_fake_lm) -> None:
     """A build tried on localhost:8000, then serve.py on the same port: the development
-    server's page, not the build's cached one, after at most one reload. (The browser's
-    HTTP cache may also hold the static server's copies, without the isolation headers
-    serve.py's page needs, for a while: docs/publish.md tries builds on another port.
-    Here that cache is cleared, as time would, to see what the service worker does.)"""
+    server's page, not the build's cached one, after at most one reload, even while the
+    build's page has a request in flight through the build's worker (the browser activates
+    no new worker until the old one's fetches end, and a slow download on a loaded machine
+    kept the old build past the deadline on CI). (The browser's HTTP cache may also hold
+    the static server's copies, without the isolation headers serve.py's page needs, for a
+    while: docs/publish.md tries builds on another port. Here that cache is cleared, as
+    time would, to see what the service worker does.)"""
     import threading
     import time
 
@@ -269,18 +272,47 @@ def test_serve_py_on_the_same_origin_retires_an_earlier_builds_service_worker(
                    timeout_ms=KEEP_TIMEOUT_MS)
     page.context.new_cdp_session(page).send("Network.clearBrowserCache")
     server = make_server("127.0.0.1", static.port, quiet=True, embedder=False, tool_worker=False)
+    release = threading.Event()
+
+    class SlowDownload(server.RequestHandlerClass):
+        def do_GET(self) -> None:  # noqa: N802
+            if self.path == "/slow-download":   # answered (404) when the test ends
+                release.wait(BOOT_TIMEOUT_MS / 1000)
+            super().do_GET()
+
+    server.RequestHandlerClass = SlowDownload
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    events: list[str] = []
+    page.on("console", lambda message: message.text.startswith("[retire-test]")
+            and events.append(message.text))
+    page.add_init_script("""(() => {
+        const note = (what) => console.log(`[retire-test] ${what} ${location.href}`);
+        note(`load, controlled: ${Boolean(navigator.serviceWorker.controller)}`);
+        if (navigator.serviceWorker.controller) fetch('slow-download').catch(() => {});
+        navigator.serviceWorker.addEventListener('controllerchange', () => note('controllerchange'));
+        navigator.serviceWorker.addEventListener('message', (event) => note(`message ${event.data?.type}`));
+        navigator.serviceWorker.getRegistration().then((registration) => registration
+            ?.addEventListener('updatefound', () => {
+                const worker = registration.installing;
+                note('updatefound');
+                worker.addEventListener('statechange', () => note(`new worker ${worker.state}`));
+            }));
+    })()""")
     try:
         page.goto(server.url + "/")
         deadline = time.monotonic() + BOOT_TIMEOUT_MS / 1000
         while True:   # through the reload the retiring service worker asks for
             try:
-                if page.evaluate("!navigator.serviceWorker.controller && crossOriginIsolated "
-                                 "&& !document.querySelector('meta[http-equiv]')"):
+                state = page.evaluate(
+                    "({controlled: Boolean(navigator.serviceWorker.controller), "
+                    "isolated: crossOriginIsolated, "
+                    "build: Boolean(document.querySelector('meta[http-equiv]'))})")
+                if state == {"controlled": False, "isolated": True, "build": False}:
                     break
-            except Exception:   # the page is navigating
-                pass
-            assert time.monotonic() < deadline, "the build's service worker stayed"
+            except Exception as error:   # the page is navigating
+                state = repr(error)
+            assert time.monotonic() < deadline, \
+                f"the build's service worker stayed: {state}; {events}"
             page.wait_for_timeout(200)
         expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready",
                                                                 timeout=BOOT_TIMEOUT_MS)
@@ -288,5 +320,6 @@ def test_serve_py_on_the_same_origin_retires_an_earlier_builds_service_worker(
         assert not [name for name in page.evaluate("caches.keys()")
                     if name.startswith("py-agent-site ")]
     finally:
+        release.set()
         server.shutdown()
         server.server_close()
