@@ -112,6 +112,14 @@ def facts_of(exc: BaseException, url: str, stage: str, wire: Wire,
                         jsonrpc_code=code, error_type=error_type, detail=detail)
 
 
+def _import_sdk() -> tuple[Any, Any, Any]:
+    """The MCP SDK's pieces a connection uses; ImportError when it is not installed."""
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+    return httpx2, Client, streamable_http_client
+
+
 class PythonConnection:
     """One open session with a tool server (see the module docstring)."""
 
@@ -143,8 +151,14 @@ class PythonConnection:
 
     async def open(self) -> "PythonConnection":
         """Connect (at most ``timeout_s``); :class:`ToolServerError` says why not."""
+        # The SDK is imported before the clock starts: its first import takes seconds on a
+        # busy machine, and that is not the server being slow.
+        try:
+            sdk = _import_sdk()
+        except ImportError:
+            raise explain(FailureFacts(url=self.url, error_type=MISSING_SDK)) from None
         ready: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._owner = asyncio.ensure_future(self._own(ready))
+        self._owner = asyncio.ensure_future(self._own(ready, sdk))
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.timeout_s)
         except asyncio.TimeoutError:
@@ -167,15 +181,9 @@ class PythonConnection:
             except (asyncio.CancelledError, asyncio.TimeoutError, Exception):
                 pass
 
-    async def _own(self, ready: asyncio.Future) -> None:
+    async def _own(self, ready: asyncio.Future, sdk: tuple[Any, Any, Any]) -> None:
         """Hold the SDK's client open until close(); tell how it ended."""
-        try:
-            import httpx2
-            from mcp.client.client import Client
-            from mcp.client.streamable_http import streamable_http_client
-        except ImportError:
-            ready.set_exception(explain(FailureFacts(url=self.url, error_type=MISSING_SDK)))
-            return
+        httpx2, Client, streamable_http_client = sdk
         redact_library_logs()   # their loggers exist now: none logs a credential
         _WIRE.set(self.wire)
         try:

@@ -349,3 +349,20 @@ def test_a_tool_list_that_times_out_says_which_server_what_and_after_how_long(ou
     assert time.monotonic() - started < 2.9
     assert server.kind == "timeout" and server.state == "unreachable"
     assert server.error == f"The tool server at {url} did not answer tools/list within 2 s."
+
+
+def test_the_sdks_first_import_is_not_counted_against_the_timeout(ours, monkeypatch) -> None:
+    """On a busy machine the MCP SDK's first import took longer than a 10 s timeout and
+    a local server was reported as not answering: the clock starts after the import."""
+    from py_agent.mcp import python_client
+
+    real = python_client._import_sdk
+
+    def slow_import():
+        time.sleep(1.5)
+        return real()
+
+    monkeypatch.setattr(python_client, "_import_sdk", slow_import)
+    server = run(connect_mcp(ours.url + "/mcp", timeout_s=1))
+    assert server.kind != "timeout", server.error
+    assert server.tools
