@@ -6,6 +6,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 
 def say(message: str) -> None:
@@ -37,3 +38,22 @@ def write_atomically(target: Path, data: bytes) -> None:
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+# Folders being built under web/vendor and .cache start with this (never pruned as old
+# builds: another prepare() may be writing one).
+SCRATCH_PREFIX = ".building-"
+
+
+def move_into_place(scratch: Path, folder: Path, done: Callable[[], bool]) -> None:
+    """Rename a finished ``scratch`` folder to ``folder``. Several prepare() runs may build
+    the same thing at once (a test run's workers, two serve.py in one checkout): when
+    another one got there first (``done()``), its folder is kept and ``scratch`` is left
+    to its TemporaryDirectory's cleanup."""
+    try:
+        scratch.rename(folder)
+    except OSError:
+        if not done():
+            raise
+        return
+    scratch.mkdir()   # for TemporaryDirectory's cleanup

@@ -40,7 +40,7 @@ from typing import Callable
 
 from py_agent.tools.modules import ToolModuleError, check_module_path, script_dependencies
 
-from .common import PrepareError, say, write_atomically
+from .common import SCRATCH_PREFIX, PrepareError, move_into_place, say, write_atomically
 from .paths import CACHE, ROOT, VENDOR
 
 DEMO_TOOLS = ROOT / "demo_tools"
@@ -147,7 +147,7 @@ def fetch_dependencies(requirements: list[str], runtime: PageRuntime) -> list[Pa
     say(f"fetching {', '.join(requirements)} with pip (pure-Python wheels for "
         f"Python {runtime.python})")
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent) as scratch:
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=SCRATCH_PREFIX) as scratch:
         command = [sys.executable, "-m", "pip", "download", "--dest", scratch,
                    "--only-binary=:all:", "--platform", "any", "--implementation", "py",
                    "--abi", "none", "--python-version", runtime.python,
@@ -166,9 +166,10 @@ def fetch_dependencies(requirements: list[str], runtime: PageRuntime) -> list[Pa
             raise PrepareError(message)
         wheels = sorted(p.name for p in Path(scratch).glob("*.whl"))
         (Path(scratch) / "resolved.json").write_text(json.dumps(wheels) + "\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        Path(scratch).rename(folder)
-        Path(scratch).mkdir()   # for TemporaryDirectory's cleanup
+        if not (folder / "resolved.json").is_file():   # not fetched by another prepare()
+            shutil.rmtree(folder, ignore_errors=True)
+            move_into_place(Path(scratch), folder,
+                            done=lambda: (folder / "resolved.json").is_file())
     say(f"fetched {', '.join(wheels)} -> web/vendor/deps/{key[:16]}/")
     return [folder / name for name in wheels]
 

