@@ -24,7 +24,7 @@ async function deleteBuildFiles() {
 async function unregisterAndReload() {
   await self.registration.unregister();
   for (const client of await self.clients.matchAll({type: 'window', includeUncontrolled: true})) {
-    client.postMessage({type: RETIRED});
+    if (client.url.startsWith(self.registration.scope)) client.postMessage({type: RETIRED});
   }
 }
 
@@ -32,7 +32,7 @@ self.addEventListener('install', (event) => {
   event.waitUntil(deleteBuildFiles().then(() => self.skipWaiting()));
   // Not waited for: unregistering is a job of the registration's own queue, which runs
   // only once this installation (a job of that queue too) has ended.
-  unregisterAndReload();
+  unregisterAndReload().catch((error) => console.warn(`[retire] ${error}`));
 });
 
 self.addEventListener('activate', (event) => {
