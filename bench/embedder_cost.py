@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PYODIDE = ROOT / "node_modules" / "pyodide" / "pyodide.mjs"
+from pyodide_node import run_in_pyodide
 
 RUNNER = r"""
 import {readFileSync} from 'node:fs';
@@ -151,36 +148,21 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     from py_agent.embedding.use_m3 import resources
-    import snowballstemmer
-    if not PYODIDE.exists():
-        raise SystemExit(f"{PYODIDE} is missing: run `python serve.py --prepare-only` first")
-    site = Path(snowballstemmer.__file__).resolve().parent.parent
-    with tempfile.NamedTemporaryFile("w", suffix=".mjs", delete=False) as script:
-        script.write(RUNNER)
-    try:
-        done = subprocess.run(
-            ["node", script.name, str(PYODIDE), str(ROOT), str(site), str(resources().parent),
-             f"{args.turns} {args.tools} {args.repeat}"],
-            capture_output=True, text=True, timeout=3600)
-    finally:
-        Path(script.name).unlink()
-    if done.returncode:
-        raise SystemExit(f"Pyodide run failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            print(json.dumps(r))
-            print("\n| runtime | archived turns | tools | weights load (ms) "
-                  "| tokenizer load (ms) | embed a turn (ms) | embed p50 / p95 | turn search "
-                  "p50 / p95 | tools, lexical alone p50 / p95 | added by the embedder p50 / p95 "
-                  "| embed + turn search + tools p50 / p95 |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
-            print(f"| {r['runtime']} | {r['turns']:,} | {r['tools']} | {r['weights_load_ms']} "
-                  f"| {r['tokenizer_load_ms']} | {r['embed_turn_ms']} | {r['embed_p50_ms']} / "
-                  f"{r['embed_p95_ms']} | {r['turn_search_p50_ms']} / {r['turn_search_p95_ms']} "
-                  f"| {r['tools_lexical_p50_ms']} / {r['tools_lexical_p95_ms']} | "
-                  f"{r['added_p50_ms']} / {r['added_p95_ms']} | {r['total_p50_ms']} / "
-                  f"{r['total_p95_ms']} |")
+    results = run_in_pyodide(RUNNER, [str(resources().parent),
+                                      f"{args.turns} {args.tools} {args.repeat}"], timeout_s=3600)
+    for r in results:
+        print(json.dumps(r))
+        print("\n| runtime | archived turns | tools | weights load (ms) "
+              "| tokenizer load (ms) | embed a turn (ms) | embed p50 / p95 | turn search "
+              "p50 / p95 | tools, lexical alone p50 / p95 | added by the embedder p50 / p95 "
+              "| embed + turn search + tools p50 / p95 |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print(f"| {r['runtime']} | {r['turns']:,} | {r['tools']} | {r['weights_load_ms']} "
+              f"| {r['tokenizer_load_ms']} | {r['embed_turn_ms']} | {r['embed_p50_ms']} / "
+              f"{r['embed_p95_ms']} | {r['turn_search_p50_ms']} / {r['turn_search_p95_ms']} "
+              f"| {r['tools_lexical_p50_ms']} / {r['tools_lexical_p95_ms']} | "
+              f"{r['added_p50_ms']} / {r['added_p95_ms']} | {r['total_p50_ms']} / "
+              f"{r['total_p95_ms']} |")
     return 0
 
 

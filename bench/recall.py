@@ -55,7 +55,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -64,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
+from pyodide_node import run_in_pyodide  # noqa: E402
 from recall_set import Key, Question, load_questions, load_set, replicate  # noqa: E402
 
 from py_agent.recall import RecallIndex  # noqa: E402
@@ -73,7 +73,6 @@ from py_agent.state import Turn  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "recall"
 KS = (1, 3, 5)
-PYODIDE = ROOT / "node_modules" / "pyodide" / "pyodide.mjs"
 
 # Pyodide under Node.js: the repository, snowballstemmer and the data mounted from the
 # host, then bench/recall_cost.py run with the given arguments; its JSON lines come back
@@ -388,22 +387,9 @@ def cpython_costs(data: Path, repeat: int) -> list[dict]:
 
 def pyodide_costs(data: Path, repeat: int) -> list[dict]:
     """bench/recall_cost.py's measurements, run in Pyodide under Node.js."""
-    if not PYODIDE.exists():
-        raise SystemExit(f"{PYODIDE} is missing: run `python serve.py --prepare-only` first")
-    import snowballstemmer
-    site = Path(snowballstemmer.__file__).resolve().parent.parent
-    with tempfile.NamedTemporaryFile("w", suffix=".mjs", delete=False) as script:
-        script.write(PYODIDE_RUNNER)
-    try:
-        done = subprocess.run(
-            ["node", script.name, str(PYODIDE), str(ROOT), str(site), str(data.resolve()),
-             "--turns", "1000,10000", "--repeat", str(repeat)],
-            capture_output=True, text=True, timeout=1800)
-    finally:
-        Path(script.name).unlink()
-    if done.returncode:
-        raise SystemExit(f"Pyodide run failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return run_in_pyodide(PYODIDE_RUNNER, [str(data.resolve()), "--turns", "1000,10000",
+                                           "--repeat", str(repeat)], timeout_s=1800)
+
 
 
 if __name__ == "__main__":
