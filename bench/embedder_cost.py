@@ -8,7 +8,8 @@ embed; py_agent.browser.embedder's tokenizer path; py_agent's pure-Python search
 
 Per message (everyday requests, each the best of ``--repeat`` runs): embed it, search
 the turn vectors of the whole archive (``py_agent.embedding.vectors.search``: the
-sign-bit shortlist, then exact int8 scores), and rank the tools with their vectors
+sign-bit shortlist, then exact int8 scores, and the exact cosines of 50 more turns, as
+a search looks up its best lexical candidates), and rank the tools with their vectors
 (``ToolRetriever.retrieve(vector=...)``: BM25F, n-grams and the sentence vectors,
 small-talk gate included). Reports load times (weights, tokenizer), the time to embed
 an archived turn, and p50 / p95 of embed alone and of embed + both searches. The
@@ -61,11 +62,12 @@ def percentile(values: list[float], q: float) -> float:
 
 async def inside(turns: int, tools: int, repeat: int) -> None:
     """The measurement, in Pyodide."""
+    import random
     import time
     import use_m3_js  # type: ignore[import-not-found]
     from py_agent.browser.embedder import PageUseM3, import_tokenizer
     from py_agent.embedding import VectorIndex
-    from py_agent.embedding.vectors import search
+    from py_agent.embedding.vectors import quantize, search
     from py_agent.recall.vectors import turn_document
     from py_agent.retrieval import ToolRetriever
     from py_agent.retrieval.dense import tool_document
@@ -101,14 +103,26 @@ async def inside(turns: int, tools: int, repeat: int) -> None:
     chat = await model.embed(list(SMALL_TALK))
     retriever.use_vectors("use-m3", docs, examples, chat)
     messages = [q.text for q in sets.everyday_set().queries[:80]]
+    # The search also looks up the cosines of the best lexical candidates it lacks
+    # (RecallSettings.dense_lexical, 50): 50 turns spread over the archive here.
+    every_turn = [(s, t) for s, group in groups.items() for t in group.keys()]
+    candidates = []
+    for n_message in range(len(messages)):
+        picked: dict[str, list] = {}
+        for s, t in random.Random(n_message).sample(every_turn, 50):
+            picked.setdefault(s, []).append(t)
+        candidates.append(picked)
     embed_times, total_times, turn_times, lexical_times, added_times = [], [], [], [], []
-    for message in messages:
+    for message, picked in zip(messages, candidates):
         best = {"embed": 1e9, "turns": 1e9, "dense": 1e9, "lexical": 1e9, "total": 1e9}
         for _ in range(repeat):
             start = time.perf_counter()
             [vector] = await model.embed([message])
             embedded = time.perf_counter()
             search(list(groups.items()), vector, 50)
+            q, _ = quantize(vector)
+            for session_id, turn_ids in picked.items():
+                groups[session_id].cosines(q, turn_ids)
             searched = time.perf_counter()
             retriever.retrieve(message, vector=vector)
             done = time.perf_counter()

@@ -133,6 +133,14 @@ class VectorIndex:
         q, _ = quantize(query)
         return {self._keys[at]: score for score, at in self.exact(q, self._where.values())}
 
+    def cosines(self, q: bytes, keys: Iterable[Hashable]) -> dict[Hashable, float]:
+        """The cosine of the rows of ``keys`` with the int8 query ``q`` (``quantize``'s
+        bytes), exactly; keys without a row are left out. For the few rows a search
+        wants whatever their Hamming distance."""
+        where = self._where
+        rows = [where[key] for key in keys if key in where]
+        return {self._keys[at]: score for score, at in self.exact(q, rows)}
+
     def distances(self, bits: int, keep: Callable[[Hashable], bool] | None = None
                   ) -> list[tuple[int, int]]:
         """(Hamming distance to ``bits``, row) of every row whose key ``keep`` allows."""

@@ -48,7 +48,7 @@ from ..state import SessionInfo, Turn
 from ..store import RecallStore, Store
 from .analysis import display_text
 from .hit import Hit
-from .index import RecallIndex
+from .index import DenseLookup, RecallIndex
 from .storage import IndexBlobError, dump_session, load_session
 from .vectors import TurnVectors
 
@@ -426,21 +426,24 @@ class ArchiveRecall:
         read (None: every session not made private)."""
         await self.settled()
         chosen = self.shared_sessions() if sessions is None else set(sessions)
-        near = await self._near(query, chosen, exclude)
+        near, lookup = await self._near(query, chosen, exclude)
         hits = self.index.search(query, sessions=chosen, k=k, exclude=exclude,
-                                 now=now or self.clock(), dense=near)
+                                 now=now or self.clock(), dense=near, dense_lookup=lookup)
         return await self._with_texts(hits)
 
-    async def _near(self, query: str, sessions: set[str],
-                    exclude: Container[tuple[str, int]]) -> dict[tuple[str, int], float]:
-        """The turns of ``sessions`` nearest to the query by sentence vectors (none when
-        the vectors cannot take part now: never waits for the embedder's load)."""
-        if self.vectors is None or self.embedder is None or not self.vectors.ready():
-            return {}
+    async def _near(self, query: str, sessions: set[str], exclude: Container[tuple[str, int]]
+                    ) -> tuple[dict[tuple[str, int], float], DenseLookup | None]:
+        """The turns of ``sessions`` nearest to the query by sentence vectors, and how to
+        ask for other turns' cosines (none when the vectors cannot take part now: never
+        waits for the embedder's load)."""
+        vectors = self.vectors
+        if vectors is None or self.embedder is None or not vectors.ready():
+            return {}, None
         vector = await self.embedder.vector(query)
-        if vector is None or not self.vectors.ready():
-            return {}
-        return self.vectors.search(vector, sessions, DENSE_CANDIDATES, exclude)
+        if vector is None or not vectors.ready():
+            return {}, None
+        return (vectors.search(vector, sessions, DENSE_CANDIDATES, exclude),
+                lambda keys: vectors.cosines(vector, keys))
 
     async def _with_texts(self, hits: list[Hit]) -> list[Hit]:
         """Hits with their display texts; a turn the archive no longer has is dropped."""

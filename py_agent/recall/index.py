@@ -39,7 +39,7 @@ import heapq
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Container, Iterable, Mapping
+from typing import Any, Callable, Container, Iterable, Mapping
 
 from ..state import Turn
 from .analysis import FIELDS, AnalyzedTurn, analyze_turn, display_text
@@ -64,6 +64,10 @@ _LOCAL_MASK = (1 << _LOCAL_BITS) - 1
 _RECENCY_POOL = 50
 # A turn with this many names and figures gets the whole detail bonus.
 _DETAILS = 4
+
+# Turn keys ``(session_id, turn_id)`` in, their cosines with the query out (turns
+# without a vector left out): how a search asks for the meaning of its own candidates.
+DenseLookup = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], float]]
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,10 @@ class RecallSettings:
     given (1), and the two added; time, recency and details then apply to the sum.
     ``dense_weight_unmatched``: the weight when the best lexical hit matched none of the
     query's words (a paraphrase): between the two in proportion to that hit's coverage.
+    ``dense_lexical``: how many of the best lexical candidates have their own cosine
+    looked up when the search can (``dense_lookup``), so that a turn's meaning counts
+    whether or not it was among the nearest turns given: without it, the nearest got a
+    bonus the others lacked, which on LoCoMo cost 3 points of hit@5 (docs/recall.md).
     """
 
     weights: tuple[float, float, float, float] = (1.0, 0.7, 0.4, 0.3)
@@ -118,6 +126,7 @@ class RecallSettings:
     dense_weight: float = 0.5
     dense_weight_unmatched: float = 2.0
     dense_floor: float | None = 0.0
+    dense_lexical: int = 50
 
 
 class RecallIndex:
@@ -301,7 +310,8 @@ class RecallIndex:
                k: int = 5, now: datetime | float | None = None,
                exclude: Container[tuple[str, int]] = (),
                until: float | None = None,
-               dense: Mapping[tuple[str, int], float] | None = None) -> list[Hit]:
+               dense: Mapping[tuple[str, int], float] | None = None,
+               dense_lookup: DenseLookup | None = None) -> list[Hit]:
         """The ``k`` archived turns that best answer ``query``, best first.
 
         ``sessions``: only turns of these sessions (None: all); ``now``: the moment the
@@ -312,7 +322,9 @@ class RecallIndex:
         (epoch ms: a search as of a past moment); ``dense``: the cosines of turns
         nearest to the query by sentence vectors, ``(session_id, turn_id)`` -> cosine,
         fused with the lexical score (``dense_weight``; they may add turns no word
-        matched). A query with no searchable word, no time and no ``dense`` gives no hits.
+        matched). ``dense_lookup``: the cosines of other turns on request, asked for
+        the best ``dense_lexical`` lexical candidates that ``dense`` lacks. A query with
+        no searchable word, no time and no ``dense`` gives no hits.
         """
         if not isinstance(query, str):
             raise TypeError("query must be a string")
@@ -337,6 +349,8 @@ class RecallIndex:
         near: dict[int, float] = {}
         if dense and self.settings.dense_weight > 0:
             near = self._dense_keys(dense, segments)
+            if dense_lookup is not None:
+                near.update(self._looked_up(base, near, dense_lookup))
             base = self._fused(base, near, self._coverage(wanted, base, exclude, until))
         if exclude or until is not None:
             base = {key: score for key, score in base.items()
@@ -358,6 +372,20 @@ class RecallIndex:
             if local is not None:
                 out[self._numbers[session_id] << _LOCAL_BITS | local] = cosine
         return out
+
+    def _looked_up(self, base: dict[int, float], near: dict[int, float],
+                   lookup: DenseLookup) -> dict[int, float]:
+        """The cosines of the best lexical candidates that ``near`` lacks, by search key."""
+        best = heapq.nlargest(self.settings.dense_lexical, base, key=base.__getitem__)
+        keys: dict[tuple[str, int], int] = {}
+        for key in best:
+            if key not in near:
+                segment, local = self._locate(key)
+                keys[segment.session_id, segment.turn_ids[local]] = key
+        if not keys:
+            return {}
+        return {keys[found]: cosine for found, cosine in lookup(list(keys)).items()
+                if found in keys}
 
     def _coverage(self, wanted: QueryPlan, base: dict[int, float],
                   exclude: Container[tuple[str, int]], until: float | None) -> float:

@@ -24,7 +24,7 @@ from typing import Awaitable, Callable, Collection, Container, Iterable
 
 from ..embedding import EmbedderSlot, EmbedderStatus, VectorBlobError, VectorIndex
 from ..embedding import dump_vectors, load_vectors
-from ..embedding.vectors import search
+from ..embedding.vectors import quantize, search
 from ..state import Turn
 from ..store import Store, VectorStore
 
@@ -275,3 +275,18 @@ class TurnVectors:
         groups = [(s, self._groups[s]) for s in sessions if s in self._groups]
         allow = (lambda s, t: (s, t) not in exclude) if exclude else None
         return {(s, t): score for score, s, t in search(groups, vector, k, allow=allow)}  # type: ignore[misc]
+
+    def cosines(self, vector: list[float],
+                keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], float]:
+        """The cosines of these turns with ``vector`` (turns without a vector left out)."""
+        by_session: dict[str, list[int]] = {}
+        for session_id, turn_id in keys:
+            by_session.setdefault(session_id, []).append(turn_id)
+        out: dict[tuple[str, int], float] = {}
+        q, _ = quantize(vector)
+        for session_id, turn_ids in by_session.items():
+            group = self._groups.get(session_id)
+            if group is not None:
+                out.update(((session_id, t), c)  # type: ignore[misc]
+                           for t, c in group.cosines(q, turn_ids).items())
+        return out

@@ -90,6 +90,19 @@ def test_a_shortlist_scores_only_the_rows_nearest_by_sign_bits():
     assert found[0][2] in ("target", 0) and found[0][0] == pytest.approx(1.0)
 
 
+def test_chosen_rows_are_scored_exactly_whatever_their_sign_bits():
+    index = VectorIndex(4)
+    index.add("near", [1, 0.1, 0, 0])
+    index.add("far", [-1, 0.2, 0.1, 0])
+    index.add("other", [0, 1, 0, 0])
+    q, _ = quantize([1, 0, 0, 0])
+    found = index.cosines(q, ["far", "near", "missing"])
+    assert set(found) == {"far", "near"}
+    assert found == pytest.approx(
+        {key: score for key, score in index.scores([1, 0, 0, 0]).items() if key in found})
+    assert found["near"] > 0.9 and found["far"] < -0.9
+
+
 def test_vectors_round_trip_as_bytes_with_their_space_and_refuse_another():
     index = VectorIndex(3)
     index.add(7, [0.1, 0.2, 0.3])

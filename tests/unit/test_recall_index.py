@@ -283,6 +283,35 @@ def test_settings_change_the_ranking():
     assert keys(index_answer.search("quinoa salad", now=NOW))[0] == ("s", 2)
 
 
+def test_the_best_lexical_candidates_have_their_meaning_counted_not_only_the_nearest(index):
+    # Two turns answer the question in words, turn 1 better. The nearest turns by
+    # meaning handed to the search hold only turn 2; turn 1 is as close in meaning.
+    index.add("trip", turn(1, "Which train goes to Sintra from Rossio station?",
+                           "The Sintra line leaves Rossio every twenty minutes.", 5))
+    index.add("trip", turn(2, "Is the Sintra train from Rossio busy?", "Mornings are.", 5))
+    question = "which train goes to Sintra from Rossio"
+    near = {("trip", 2): 0.62, ("misc", 3): 0.40}
+    asked: list[list[tuple[str, int]]] = []
+
+    def lookup(wanted):
+        asked.append(list(wanted))
+        return {key: 0.61 for key in wanted if key == ("trip", 1)}
+
+    alone = index.search(question, now=NOW, dense=near)
+    assert keys(alone)[:2] == [("trip", 2), ("trip", 1)]  # the bonus only the nearest had
+    both = index.search(question, now=NOW, dense=near, dense_lookup=lookup)
+    assert keys(both)[:2] == [("trip", 1), ("trip", 2)]
+    assert both[0].why.meaning == pytest.approx(0.61) and "meaning" in both[0].why.signals()
+    assert asked and all(key not in near for key in asked[0])
+    asked.clear()
+    index_few = RecallIndex(RecallSettings(dense_lexical=1))
+    filled(index_few, "misc", 1, 20)
+    index_few.add("trip", turn(1, "Which train goes to Sintra from Rossio station?", "ok", 5))
+    index_few.add("trip", turn(2, "Is the Sintra train from Rossio busy?", "ok", 5))
+    index_few.search(question, now=NOW, dense={("misc", 3): 0.4}, dense_lookup=lookup)
+    assert [len(wanted) for wanted in asked] == [1]
+
+
 # --------------------------------------------------------------- bad input
 
 
