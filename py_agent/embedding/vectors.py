@@ -51,6 +51,12 @@ def quantize(vector: Sequence[float]) -> tuple[bytes, int]:
     return array.array("b", values).tobytes(), bits
 
 
+def query_norm(q: bytes) -> float:
+    """The length of an int8 row (1 for a zero row, so that a cosine stays defined)."""
+    qv = memoryview(q).cast("b")
+    return math.sqrt(_dot(qv, qv)) or 1.0
+
+
 def _sign_bits(row: memoryview) -> int:
     bits = 0
     for i, x in enumerate(row):
@@ -133,13 +139,14 @@ class VectorIndex:
         q, _ = quantize(query)
         return {self._keys[at]: score for score, at in self.exact(q, self._where.values())}
 
-    def cosines(self, q: bytes, keys: Iterable[Hashable]) -> dict[Hashable, float]:
+    def cosines(self, q: bytes, keys: Iterable[Hashable],
+                norm: float | None = None) -> dict[Hashable, float]:
         """The cosine of the rows of ``keys`` with the int8 query ``q`` (``quantize``'s
-        bytes), exactly; keys without a row are left out. For the few rows a search
-        wants whatever their Hamming distance."""
+        bytes; ``norm``: its :func:`query_norm`, if known), exactly; keys without a row are
+        left out. For the few rows a search wants whatever their Hamming distance."""
         where = self._where
         rows = [where[key] for key in keys if key in where]
-        return {self._keys[at]: score for score, at in self.exact(q, rows)}
+        return {self._keys[at]: score for score, at in self.exact(q, rows, norm)}
 
     def distances(self, bits: int, keep: Callable[[Hashable], bool] | None = None
                   ) -> list[tuple[int, int]]:
@@ -148,10 +155,12 @@ class VectorIndex:
         return [((bits ^ codes[at]).bit_count(), at) for key, at in self._where.items()
                 if keep is None or keep(key)]
 
-    def exact(self, q: bytes, rows: Iterable[int]) -> list[tuple[float, int]]:
-        """(cosine with the int8 query ``q``, row) for these rows."""
+    def exact(self, q: bytes, rows: Iterable[int],
+              norm: float | None = None) -> list[tuple[float, int]]:
+        """(cosine with the int8 query ``q``, row) for these rows. ``norm``: ``q``'s
+        :func:`query_norm`, computed once by a caller that asks many groups."""
         qv = memoryview(q).cast("b")
-        qn = math.sqrt(_dot(qv, qv)) or 1.0
+        qn = norm if norm is not None else query_norm(q)
         dim, data, norms = self.dimension, memoryview(self._rows).cast("b"), self._norms
         return [(_dot(qv, data[at * dim:(at + 1) * dim]) / (qn * norms[at]), at) for at in rows]
 
@@ -183,9 +192,10 @@ def search(groups: Iterable[tuple[Hashable, VectorIndex]], query: Sequence[float
     for _, number, at in pool:
         rows.setdefault(number, []).append(at)
     scored = []
+    norm = query_norm(q)
     for number, ats in rows.items():
         group, index = indexes[number]
-        scored += [(score, group, index.key_at(at)) for score, at in index.exact(q, ats)]
+        scored += [(score, group, index.key_at(at)) for score, at in index.exact(q, ats, norm)]
     return heapq.nlargest(k, scored, key=lambda item: item[0])
 
 

@@ -24,7 +24,7 @@ from typing import Awaitable, Callable, Collection, Container, Iterable
 
 from ..embedding import EmbedderSlot, EmbedderStatus, VectorBlobError, VectorIndex
 from ..embedding import dump_vectors, load_vectors
-from ..embedding.vectors import quantize, search
+from ..embedding.vectors import query_norm, quantize, search
 from ..state import Turn
 from ..store import Store, VectorStore
 
@@ -284,9 +284,10 @@ class TurnVectors:
             by_session.setdefault(session_id, []).append(turn_id)
         out: dict[tuple[str, int], float] = {}
         q, _ = quantize(vector)
+        norm = query_norm(q)
         for session_id, turn_ids in by_session.items():
             group = self._groups.get(session_id)
             if group is not None:
                 out.update(((session_id, t), c)  # type: ignore[misc]
-                           for t, c in group.cosines(q, turn_ids).items())
+                           for t, c in group.cosines(q, turn_ids, norm).items())
         return out
