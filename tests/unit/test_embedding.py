@@ -232,6 +232,26 @@ def test_a_paraphrase_brings_back_the_turn_of_another_chat_that_shares_no_word()
     assert dense and dense[0].session_id == "family" and "meaning" in dense[0].why.signals()
 
 
+def test_a_turn_found_by_its_words_has_its_meaning_counted_beyond_the_nearest(monkeypatch):
+    from py_agent.recall import archive
+    monkeypatch.setattr(archive, "DENSE_CANDIDATES", 1)  # only the nearest turn is given
+
+    async def go():
+        agent = agent_with(load_use_m3)
+        await agent.run("We booked the train to Porto for the 12th.", session_id="trip")
+        await agent.run("The Porto train leaves at 9 from Santa Apolonia.", session_id="trip")
+        await agent.run("Can you suggest a pasta recipe with spinach?", session_id="food")
+        await settled(agent)
+        hits = await agent.recall("when does the Porto train leave?")
+        await agent.close()
+        return hits
+
+    hits = run(go())
+    assert len([h for h in hits if h.session_id == "trip"]) == 2
+    # One of the two was the nearest by meaning; the other had its cosine looked up.
+    assert all(h.why.meaning > 0 for h in hits if h.session_id == "trip")
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 def store(request, tmp_path):
     return InMemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "a.db")
