@@ -59,6 +59,9 @@ def agent_with(embedder, store=None, **kwargs) -> Agent:
 
 async def settled(agent: Agent) -> None:
     assert await agent.embedder.wait_ready(60)
+    # A query's embedding may take up to 2 s before recall goes on without it: generous
+    # for a product, not for a test on a loaded machine asserting what meaning found.
+    agent.embedder.query_timeout = 30.0
     await agent.archive_recall.settled(30)
     await agent.archive_recall.vectors.settled(60)
 
