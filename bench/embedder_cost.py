@@ -67,7 +67,7 @@ async def inside(turns: int, tools: int, repeat: int) -> None:
     import use_m3_js  # type: ignore[import-not-found]
     from py_agent.browser.embedder import PageUseM3, import_tokenizer
     from py_agent.embedding import VectorIndex
-    from py_agent.embedding.vectors import query_norm, quantize, search
+    from py_agent.embedding.vectors import cosines, search
     from py_agent.recall.vectors import turn_document
     from py_agent.retrieval import ToolRetriever
     from py_agent.retrieval.dense import tool_document
@@ -106,12 +106,7 @@ async def inside(turns: int, tools: int, repeat: int) -> None:
     # The search also looks up the cosines of the best lexical candidates it lacks
     # (RecallSettings.dense_lexical, 50): 50 turns spread over the archive here.
     every_turn = [(s, t) for s, group in groups.items() for t in group.keys()]
-    candidates = []
-    for n_message in range(len(messages)):
-        picked: dict[str, list] = {}
-        for s, t in random.Random(n_message).sample(every_turn, 50):
-            picked.setdefault(s, []).append(t)
-        candidates.append(picked)
+    candidates = [random.Random(n).sample(every_turn, 50) for n in range(len(messages))]
     embed_times, total_times, turn_times, lexical_times, added_times = [], [], [], [], []
     lookup_times = []
     for message, picked in zip(messages, candidates):
@@ -123,10 +118,7 @@ async def inside(turns: int, tools: int, repeat: int) -> None:
             embedded = time.perf_counter()
             search(list(groups.items()), vector, 50)
             nearest = time.perf_counter()
-            q, _ = quantize(vector)
-            norm = query_norm(q)
-            for session_id, turn_ids in picked.items():
-                groups[session_id].cosines(q, turn_ids, norm)
+            cosines(groups, vector, picked)
             searched = time.perf_counter()
             retriever.retrieve(message, vector=vector)
             done = time.perf_counter()

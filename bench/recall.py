@@ -154,21 +154,17 @@ class RecallDense(Recall):
             self.groups.append((session_id, group))
 
     def rank(self, question: Question, k: int) -> list[Key]:
-        from py_agent.embedding.vectors import quantize, search
+        from py_agent.embedding.vectors import cosines, search
         from py_agent.recall.archive import DENSE_CANDIDATES
         [vector] = embedded([question.query])
         asked, times, held = question.asked_ms, self.times, question.in_prompt
         near = {(s, t): cosine for cosine, s, t in search(
             self.groups, vector, DENSE_CANDIDATES,
             allow=lambda s, t: times[(s, t)] <= asked and (s, t) not in held)}
-        q, _ = quantize(vector)
         groups = dict(self.groups)
-
-        def lookup(keys: list[Key]) -> dict[Key, float]:
-            return {(s, t): c for s, t in keys for t, c in groups[s].cosines(q, [t]).items()}
-
         hits = self.index.search(question.query, k=k, now=question.asked_at, until=asked,
-                                 exclude=held, dense=near, dense_lookup=lookup)
+                                 exclude=held, dense=near,
+                                 dense_lookup=lambda keys: cosines(groups, vector, keys))
         return [(h.session_id, h.turn_id) for h in hits]
 
 

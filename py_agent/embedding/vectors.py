@@ -22,7 +22,7 @@ import json
 import math
 import operator
 
-from typing import Callable, Hashable, Iterable, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, Sequence
 
 MAGIC = b"PYAV1\n"
 # Rows scored exactly per search, at least; more when k asks for more.
@@ -197,6 +197,25 @@ def search(groups: Iterable[tuple[Hashable, VectorIndex]], query: Sequence[float
         group, index = indexes[number]
         scored += [(score, group, index.key_at(at)) for score, at in index.exact(q, ats, norm)]
     return heapq.nlargest(k, scored, key=lambda item: item[0])
+
+
+def cosines(groups: Mapping[Hashable, VectorIndex], query: Sequence[float],
+            keys: Iterable[tuple[Hashable, Hashable]]) -> dict[tuple[Hashable, Hashable], float]:
+    """The exact cosines of these ``(group, key)`` rows with ``query`` (rows that the
+    groups lack are left out): the rows a search wants whatever their Hamming distance,
+    such as the best lexical candidates of a recall."""
+    by_group: dict[Hashable, list[Hashable]] = {}
+    for group, key in keys:
+        by_group.setdefault(group, []).append(key)
+    q, _ = quantize(query)
+    norm = query_norm(q)
+    out: dict[tuple[Hashable, Hashable], float] = {}
+    for group, wanted in by_group.items():
+        index = groups.get(group)
+        if index is not None:
+            found = index.cosines(q, wanted, norm)
+            out.update(((group, key), score) for key, score in found.items())
+    return out
 
 
 def dump_vectors(index: VectorIndex, space: str) -> bytes:

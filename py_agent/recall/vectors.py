@@ -24,7 +24,7 @@ from typing import Awaitable, Callable, Collection, Container, Iterable
 
 from ..embedding import EmbedderSlot, EmbedderStatus, VectorBlobError, VectorIndex
 from ..embedding import dump_vectors, load_vectors
-from ..embedding.vectors import query_norm, quantize, search
+from ..embedding.vectors import cosines, search
 from ..state import Turn
 from ..store import Store, VectorStore
 
@@ -279,15 +279,4 @@ class TurnVectors:
     def cosines(self, vector: list[float],
                 keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], float]:
         """The cosines of these turns with ``vector`` (turns without a vector left out)."""
-        by_session: dict[str, list[int]] = {}
-        for session_id, turn_id in keys:
-            by_session.setdefault(session_id, []).append(turn_id)
-        out: dict[tuple[str, int], float] = {}
-        q, _ = quantize(vector)
-        norm = query_norm(q)
-        for session_id, turn_ids in by_session.items():
-            group = self._groups.get(session_id)
-            if group is not None:
-                out.update(((session_id, t), c)  # type: ignore[misc]
-                           for t, c in group.cosines(q, turn_ids, norm).items())
-        return out
+        return cosines(self._groups, vector, keys)  # type: ignore[return-value]
